@@ -1,0 +1,3 @@
+module github.com/idemledger/idemledger
+
+go 1.26.0
