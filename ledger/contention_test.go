@@ -211,4 +211,3 @@ func TestWorkerProcess(t *testing.T) {
 	out, _ := json.Marshal(got)
 	fmt.Printf("\nRESULT %s\n", out)
 }
-
