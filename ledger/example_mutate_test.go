@@ -71,4 +71,3 @@ func ExampleMutate() {
 	// retry: order 1 replayed: true
 	// same key, other payload: true
 }
-
