@@ -8,9 +8,8 @@ import "sync"
 // order, moved into place through a scratch buffer. Containers are tracked
 // on an explicit stack, so nesting depth costs heap, not goroutine stack.
 
-// frame is one open array or object.
+// frame is one open object.
 type frame struct {
-	obj       bool
 	base      int // index in state.members of this object's first member
 	start     int // offset in out just after the '{'
 	arenaBase int // length of state.arena when the object opened
@@ -32,7 +31,8 @@ type state struct {
 	out      []byte
 	maxDepth int
 	exact    bool
-	stack    []frame
+	stack    []bool  // per open container: is it an object (else an array)
+	objs     []frame // per open object
 	members  []member
 	arena    []byte // unescaped names that had escapes in the input
 	scratch  []byte // an object's bytes while its members are reordered
@@ -56,10 +56,11 @@ const maxPooled = 4 << 20
 
 func putState(s *state) {
 	s.src, s.out = nil, nil
-	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 {
+	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 {
 		return
 	}
 	s.stack = s.stack[:0]
+	s.objs = s.objs[:0]
 	s.members = s.members[:0]
 	s.arena = s.arena[:0]
 	s.scratch = s.scratch[:0]
@@ -103,7 +104,7 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 					i++
 					break
 				}
-				s.stack = append(s.stack, frame{})
+				s.stack = append(s.stack, false)
 				continue
 			}
 			if i < len(src) && src[i] == '}' {
@@ -111,7 +112,8 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 				i++
 				break
 			}
-			s.stack = append(s.stack, frame{obj: true, base: len(s.members), start: len(s.out), arenaBase: len(s.arena)})
+			s.stack = append(s.stack, true)
+			s.objs = append(s.objs, frame{base: len(s.members), start: len(s.out), arenaBase: len(s.arena)})
 			if i, err = s.name(i); err != nil {
 				return nil, err
 			}
@@ -162,16 +164,17 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 			if i == len(src) {
 				return nil, errAt(i, ErrUnexpectedEnd)
 			}
-			top := &s.stack[len(s.stack)-1]
+			obj := s.stack[len(s.stack)-1]
 			c := src[i]
-			if top.obj {
+			if obj {
 				s.members[len(s.members)-1].end = len(s.out)
 				if c == '}' {
-					if err = s.closeObject(*top); err != nil {
+					if err = s.closeObject(s.objs[len(s.objs)-1]); err != nil {
 						return nil, err
 					}
 					s.out = append(s.out, '}')
 					s.stack = s.stack[:len(s.stack)-1]
+					s.objs = s.objs[:len(s.objs)-1]
 					i++
 					continue
 				}
@@ -190,7 +193,7 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 			if i < len(src) && (src[i] == ']' || src[i] == '}') {
 				return nil, errAt(comma, ErrTrailingComma)
 			}
-			if top.obj {
+			if obj {
 				if i, err = s.name(i); err != nil {
 					return nil, err
 				}
