@@ -18,6 +18,7 @@ type frame struct {
 // member is one name/value pair of an open object.
 type member struct {
 	inArena bool // name bytes are in state.arena (it had escapes), else in src
+	simple  bool // name is ASCII only, so plain byte order is UTF-16 order
 	nameOff int
 	nameLen int
 	srcOff  int // offset of the name in src, for errors
@@ -34,8 +35,9 @@ type state struct {
 	stack    []bool  // per open container: is it an object (else an array)
 	objs     []frame // per open object
 	members  []member
-	arena    []byte // unescaped names that had escapes in the input
-	scratch  []byte // an object's bytes while its members are reordered
+	keys     []sortKey // sort space for the object being closed
+	arena    []byte    // unescaped names that had escapes in the input
+	scratch  []byte    // an object's bytes while its members are reordered
 }
 
 var statePool = sync.Pool{New: func() any { return new(state) }}
@@ -56,7 +58,7 @@ const maxPooled = 4 << 20
 
 func putState(s *state) {
 	s.src, s.out = nil, nil
-	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 {
+	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 || cap(s.keys) > 1<<16 {
 		return
 	}
 	s.stack = s.stack[:0]
@@ -64,6 +66,7 @@ func putState(s *state) {
 	s.members = s.members[:0]
 	s.arena = s.arena[:0]
 	s.scratch = s.scratch[:0]
+	s.keys = s.keys[:0]
 	statePool.Put(s)
 }
 
@@ -214,11 +217,14 @@ func (s *state) name(i int) (int, error) {
 		return 0, errAt(i, ErrSyntax)
 	}
 	m := member{srcOff: i, start: len(s.out)}
-	end, escaped, err := s.str(i)
+	end, flags, err := s.str(i)
 	if err != nil {
 		return 0, err
 	}
-	if escaped {
+	// An escape may stand for any character: only unescaped ASCII is
+	// known to be simple.
+	m.simple = flags == 0
+	if flags&hasEscape != 0 {
 		m.inArena = true
 		m.nameOff = len(s.arena)
 		s.arena = unescape(s.arena, s.out[m.start+1:len(s.out)-1])
