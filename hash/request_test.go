@@ -10,10 +10,10 @@ import (
 // A change of layout must fail here.
 func TestRequestGolden(t *testing.T) {
 	tests := []struct {
-		name                         string
+		name                        string
 		method, target, contentType string
-		body                         string
-		want                         string
+		body                        string
+		want                        string
 	}{
 		{"json canonicalized", "post", "/v1/payments?currency=eur&x=1", "Application/JSON; charset=utf-8",
 			"{ \"b\": [true, null],\n  \"a\": 1.50 }", "f5014b8015e8835efec87bf8f463e3003da8e1f8c143961dcd33e0fb413e050f"},
