@@ -3,6 +3,7 @@ package canonical
 import (
 	"bytes"
 	"errors"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -257,14 +258,28 @@ func TestAppend(t *testing.T) {
 	if !errors.Is(err, ErrDuplicateName) || string(out) != "prefix:" {
 		t.Errorf("Append on error = %q, %v; want the prefix back", out, err)
 	}
-	// Reuse of a buffer does not allocate once it is large enough.
+}
+
+// TestAllocs pins the allocation profile: Append into a large enough buffer
+// allocates nothing, and Transform allocates its result only, however many
+// bytes and objects the input has (scratch space comes from a pool).
+func TestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items at random; counts are checked without -race")
+	}
+	// A collection empties sync.Pool, and the 1 MB input triggers them
+	// often; keep the collector out of the count.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	src := []byte(`{"z":1,"y":[true,false,null],"x":{"w":"\u00e9"}}`)
 	dst := make([]byte, 0, 256)
-	allocs := testing.AllocsPerRun(100, func() {
-		dst, _ = Append(dst[:0], src)
-	})
-	if allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { dst, _ = Append(dst[:0], src) }); allocs != 0 {
 		t.Errorf("Append with a large enough buffer: %v allocations, want 0", allocs)
+	}
+	for _, in := range benchInputs {
+		src := in.src()
+		if allocs := testing.AllocsPerRun(5, func() { _, _ = Transform(src) }); allocs != 1 {
+			t.Errorf("Transform(%s): %v allocations, want 1", in.name, allocs)
+		}
 	}
 }
 
