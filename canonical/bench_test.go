@@ -19,6 +19,7 @@ var benchInputs = []struct {
 	{"numbers100KB", numbersPretty},
 	{"array1MB", arrayOfObjects},
 	{"members5000", wideObject},
+	{"nested1000", nestedUnsorted},
 }
 
 // apiPayload is a typical ~1 KB API request body: nested objects, strings
@@ -95,6 +96,13 @@ func wideObject() []byte {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// nestedUnsorted is the worst case for reordering: a 1 MB string under
+// 1000 levels of objects whose members are all out of order. Each byte is
+// still copied once, not once per level.
+func nestedUnsorted() []byte {
+	return []byte(strings.Repeat(`{"b":`, 1000) + `"` + strings.Repeat("x", 1<<20) + `"` + strings.Repeat(`,"a":0}`, 1000))
 }
 
 func BenchmarkTransform(b *testing.B) {

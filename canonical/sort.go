@@ -97,16 +97,7 @@ func (s *state) closeObject(f frame) error {
 	if off := firstDuplicate(ms, keys); off >= 0 {
 		return errAt(off, ErrDuplicateName)
 	}
-	s.scratch = append(s.scratch[:0], s.out[f.start:]...)
-	w := f.start
-	for j := range keys {
-		if j > 0 {
-			s.out[w] = ','
-			w++
-		}
-		m := &ms[keys[j].idx]
-		w += copy(s.out[w:], s.scratch[m.start-f.start:m.end-f.start])
-	}
+	s.recordPerm(span{f.start, len(s.out)}, ms, keys)
 	return nil
 }
 

@@ -5,7 +5,8 @@ import "sync"
 // The scanner makes one pass over the input and writes canonical bytes as it
 // goes. Members of an object are written in input order; when the object
 // closes, its members are sorted by name and, only if they were out of
-// order, moved into place through a scratch buffer. Containers are tracked
+// order, their sorted spans are recorded for one final reordering pass
+// (reorder.go). Containers are tracked
 // on an explicit stack, so nesting depth costs heap, not goroutine stack.
 
 // frame is one open object.
@@ -37,7 +38,10 @@ type state struct {
 	members  []member
 	keys     []sortKey // sort space for the object being closed
 	arena    []byte    // unescaped names that had escapes in the input
-	scratch  []byte    // an object's bytes while its members are reordered
+	scratch  []byte    // the output in input order, during the final pass
+	perms    []perm    // objects to reorder in the final pass
+	segs     []span    // their members' spans, in sorted order
+	tasks    []task    // work stack of the final pass
 }
 
 var statePool = sync.Pool{New: func() any { return new(state) }}
@@ -58,7 +62,8 @@ const maxPooled = 4 << 20
 
 func putState(s *state) {
 	s.src, s.out = nil, nil
-	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 || cap(s.keys) > 1<<16 {
+	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 || cap(s.keys) > 1<<16 ||
+		cap(s.perms) > 1<<16 || cap(s.segs) > 1<<18 || cap(s.tasks) > 1<<16 {
 		return
 	}
 	s.stack = s.stack[:0]
@@ -67,6 +72,9 @@ func putState(s *state) {
 	s.arena = s.arena[:0]
 	s.scratch = s.scratch[:0]
 	s.keys = s.keys[:0]
+	s.perms = s.perms[:0]
+	s.segs = s.segs[:0]
+	s.tasks = s.tasks[:0]
 	statePool.Put(s)
 }
 
@@ -84,6 +92,7 @@ func skipWS(src []byte, i int) int {
 func (s *state) run(dst, src []byte) ([]byte, error) {
 	s.src = src
 	s.out = dst
+	base := len(dst)
 	i := skipWS(src, 0)
 	if i == len(src) {
 		return nil, errAt(i, ErrEmpty)
@@ -161,6 +170,9 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 			if len(s.stack) == 0 {
 				if i != len(src) {
 					return nil, errAt(i, ErrTrailingData)
+				}
+				if len(s.perms) > 0 {
+					s.assemble(base)
 				}
 				return s.out, nil
 			}
