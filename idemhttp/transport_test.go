@@ -357,4 +357,3 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
-
