@@ -1,0 +1,114 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Claim is the answer of a successful Ledger.Claim: either a lease on the
+// key (Replay is nil), which the caller ends with Complete or Release, or
+// the stored outcome of an earlier request (Replay is non-nil).
+//
+// A Claim is a value owned by the caller; Extend updates its
+// LeaseExpiresAt, so it must not be used by several goroutines at once.
+type Claim struct {
+	Request Request
+	// Token is the secret of the lease; empty for a replay.
+	Token string
+	// Fence grows by one at every takeover of the row (starting at 1), so
+	// business code can store it beside its own writes and refuse a write
+	// that carries a smaller fence than one already seen for the key. It is
+	// monotonic while the row exists; Purge deletes only rows whose leases
+	// are long gone, after which the next claim starts again at 1. For a
+	// replay it is the stored record's fence.
+	Fence int64
+	// LeaseExpiresAt is when the lease runs out unless extended; zero for a
+	// replay.
+	LeaseExpiresAt time.Time
+	// Replay is the completed record with the same key and fingerprint,
+	// when there is one: answer with Replay.Outcome and do not run the
+	// operation again. No lease is held then.
+	Replay *Record
+}
+
+// Replayed reports whether the claim is a replay of a completed record.
+func (c *Claim) Replayed() bool { return c.Replay != nil }
+
+func (c *Claim) lease() leaseRef {
+	return leaseRef{scope: c.Request.Scope, key: c.Request.Key, token: c.Token, fence: c.Fence}
+}
+
+// claimAttempts bounds the retries of a claim whose row changes between the
+// upsert and the read that explains why the upsert lost.
+const claimAttempts = 5
+
+// Claim claims req's key with one atomic conditional upsert. It wins, and
+// returns a Claim holding a fresh lease, when the key has no record, when
+// the record has expired (anyone may take it over; see Record.Expired), or
+// when the record is in flight with a lease that has run out and the same
+// fingerprint (the earlier holder is presumed dead; the fence grows so that
+// it cannot write any more). Otherwise it reads the record and returns, in
+// this order of precedence:
+//
+//   - ErrKeyReused when the fingerprint differs;
+//   - an *InFlightError (errors.Is(err, ErrInFlight)) when the record is in
+//     flight under a live lease, with RetryAfter;
+//   - a Claim whose Replay is the completed record.
+//
+// Bad input returns an error wrapping ErrInvalidRequest before db is used.
+// On a *sql.DB the upsert and the read are two statements; if the row
+// changes between them the claim starts over (a few times at most).
+func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error) {
+	if err := l.check(req); err != nil {
+		return nil, err
+	}
+	for range claimAttempts {
+		now := l.nowMillis()
+		a := claimArgs{
+			req:            req,
+			token:          newToken(),
+			now:            now,
+			leaseExpiresAt: now + l.lease.Milliseconds(),
+			expiresAt:      now + l.ttl.Milliseconds(),
+		}
+		fence, won, err := l.eng.claim(ctx, db, a)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: claim: %w", err)
+		}
+		if won {
+			return &Claim{Request: req, Token: a.token, Fence: fence, LeaseExpiresAt: fromMillis(a.leaseExpiresAt)}, nil
+		}
+		r, err := l.eng.get(ctx, db, req.Scope, req.Key)
+		if errors.Is(err, ErrNotFound) {
+			continue // released or purged in between
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ledger: claim: %w", err)
+		}
+		lease := r.LeaseExpiresAt.UnixMilli()
+		if expired(r.State, r.ExpiresAt.UnixMilli(), lease, now) ||
+			(r.State == StateInFlight && lease <= now && r.Fingerprint == req.Fingerprint) {
+			continue // the row changed in between; the upsert would win now
+		}
+		switch {
+		case r.Fingerprint != req.Fingerprint:
+			return nil, ErrKeyReused
+		case r.State == StateInFlight:
+			return nil, &InFlightError{RetryAfter: time.Duration(lease-now) * time.Millisecond}
+		}
+		return &Claim{Request: req, Fence: r.Fence, Replay: r}, nil
+	}
+	return nil, fmt.Errorf("ledger: claim: the record kept changing during %d attempts", claimAttempts)
+}
+
+// newToken returns 128 random bits in hex: a lease token nobody can guess,
+// so only the holder can complete, release or extend.
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b[:])
+}

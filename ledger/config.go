@@ -1,0 +1,100 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults applied by New to Config fields left at their zero value.
+const (
+	DefaultTTL          = 24 * time.Hour
+	DefaultLease        = time.Minute
+	DefaultMaxKeyLength = 255 // bytes
+)
+
+// MaxScopeLength is the longest scope accepted, in bytes.
+const MaxScopeLength = 255
+
+// Config configures a Ledger. The zero value of every field means "use the
+// default"; New refuses values that are out of range. Durations are stored
+// as whole milliseconds (the ledger keeps Unix milliseconds), so a positive
+// duration under one millisecond is refused too. Neither a TTL nor a lease
+// can be "forever": pick a long duration instead.
+type Config struct {
+	// TTL is how long a completed record keeps answering retries with its
+	// outcome, counted from completion. Once it has passed, the next claim
+	// with the key (whatever its fingerprint) starts afresh. Default 24 h;
+	// negative is ErrInvalidConfig.
+	TTL time.Duration
+
+	// Lease is how long a claim holds its key before another request with
+	// the same fingerprint may take it over, counted from the claim (or the
+	// last Extend). Default 1 min; negative is ErrInvalidConfig.
+	Lease time.Duration
+
+	// Now returns the current time; default time.Now. Tests set it to move
+	// time by hand. It must be safe for concurrent use.
+	Now func() time.Time
+
+	// MaxKeyLength is the longest idempotency key accepted, in bytes.
+	// Default 255; negative is ErrInvalidConfig.
+	MaxKeyLength int
+}
+
+// Ledger records claims and outcomes by (scope, key). It holds no
+// connection: every operation takes the database (or transaction) to work
+// on, so that callers decide what commits together. A Ledger is immutable
+// after New and safe for concurrent use by multiple goroutines.
+type Ledger struct {
+	ttl, lease time.Duration
+	now        func() time.Time
+	maxKey     int
+	eng        engine
+}
+
+// New returns a Ledger for cfg, with defaults in place of zero fields. It
+// returns an error wrapping ErrInvalidConfig when TTL, Lease or
+// MaxKeyLength is negative, or when TTL or Lease is under one millisecond.
+// The ledger works on SQLite databases migrated with schema.Migrate.
+func New(cfg Config) (*Ledger, error) {
+	l := &Ledger{
+		ttl:    cfg.TTL,
+		lease:  cfg.Lease,
+		now:    cfg.Now,
+		maxKey: cfg.MaxKeyLength,
+		eng:    sqliteEngine{},
+	}
+	if l.ttl == 0 {
+		l.ttl = DefaultTTL
+	}
+	if l.lease == 0 {
+		l.lease = DefaultLease
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.maxKey == 0 {
+		l.maxKey = DefaultMaxKeyLength
+	}
+	if l.ttl < time.Millisecond {
+		return nil, fmt.Errorf("%w: TTL %v is below 1ms", ErrInvalidConfig, l.ttl)
+	}
+	if l.lease < time.Millisecond {
+		return nil, fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidConfig, l.lease)
+	}
+	if l.maxKey < 0 {
+		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidConfig, l.maxKey)
+	}
+	return l, nil
+}
+
+// TTL returns how long a completed record replays (see Config.TTL).
+func (l *Ledger) TTL() time.Duration { return l.ttl }
+
+// Lease returns how long a claim holds its key (see Config.Lease).
+func (l *Ledger) Lease() time.Duration { return l.lease }
+
+// nowMillis is the current time in Unix milliseconds.
+func (l *Ledger) nowMillis() int64 { return l.now().UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

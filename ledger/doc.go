@@ -1,0 +1,28 @@
+// Package ledger makes a mutation run at most once per idempotency key and
+// answers every retry with the first outcome.
+//
+// Records live in one table, idempotency_ledger (see package schema), keyed
+// by (scope, key) and guarded by the request's fingerprint. The ledger holds
+// no connection: each operation takes the *sql.DB, *sql.Tx or *sql.Conn to
+// run on (DBTX), so what commits together is the caller's choice.
+//
+// There are two ways to use it.
+//
+// Mutate, for work that is all in the same database: it claims the key,
+// runs the callback and stores its value inside the caller's transaction,
+// so the business writes and the ledger row commit or vanish together.
+//
+// Lease mode, for effects outside the database (calling a payment API):
+// Claim commits an in-flight record holding a lease; the caller performs
+// the effect and then stores the outcome with Complete, or drops the claim
+// with Release after a failure that a retry may repair. Extend is the
+// heartbeat of long work. A claim whose lease runs out may be taken over by
+// a retry with the same fingerprint; the fence then grows and the old
+// holder's Complete, Release and Extend fail with ErrLeaseLost.
+//
+// Get reads a record; Purge deletes expired ones in bounded batches.
+//
+// Times are kept as Unix milliseconds (UTC). Today the ledger runs on
+// SQLite databases opened with package sqlite; its core talks to engines
+// through a small internal interface, so that PostgreSQL can follow.
+package ledger

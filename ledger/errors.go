@@ -1,0 +1,69 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrInvalidConfig is returned (wrapped, with the reason) by New when a
+	// Config field is out of range, for example a negative TTL.
+	ErrInvalidConfig = errors.New("ledger: invalid config")
+
+	// ErrInvalidRequest is returned (wrapped, with the reason) by every
+	// operation when its input is refused before the database is touched:
+	// an empty key, a key over the maximum length or with a byte outside
+	// printable ASCII, a scope that is too long or not printable text, a
+	// zero fingerprint, a nil claim or callback, a negative batch size.
+	// Nothing is stored for such a request.
+	ErrInvalidRequest = errors.New("ledger: invalid request")
+
+	// ErrKeyReused is returned by Claim and Mutate when the idempotency key
+	// already has a live record whose fingerprint differs from the
+	// request's: the client reused the key for a different payload. HTTP
+	// servers usually answer 422.
+	ErrKeyReused = errors.New("ledger: idempotency key reused with a different fingerprint")
+
+	// ErrInFlight is matched (errors.Is) by the *InFlightError that Claim
+	// and Mutate return when another request with the same key and
+	// fingerprint holds a live lease. HTTP servers usually answer 409 with
+	// Retry-After.
+	ErrInFlight = errors.New("ledger: idempotency key in flight")
+
+	// ErrLeaseLost is returned by Complete, Release and Extend when the
+	// caller no longer holds the claim's lease: another request took the
+	// row over (its fence grew), the claim was released or completed
+	// already, the row was purged, or the claim is a replay that never held
+	// a lease. The caller must not assume its outcome was stored.
+	ErrLeaseLost = errors.New("ledger: lease lost")
+
+	// ErrNotFound is returned (wrapped) by Get when no record exists for the
+	// scope and key.
+	ErrNotFound = errors.New("ledger: record not found")
+)
+
+// InFlightError is returned by Claim and Mutate when the key is claimed by
+// another request whose lease still holds. errors.Is(err, ErrInFlight)
+// reports true for it; use errors.As to read RetryAfter.
+type InFlightError struct {
+	// RetryAfter is how long until the current lease runs out, rounded up
+	// to whole milliseconds and at least one millisecond. The holder may
+	// complete or extend before then.
+	RetryAfter time.Duration
+}
+
+// Error reports the key as in flight and when to retry; it never contains
+// the key or the scope.
+func (e *InFlightError) Error() string {
+	return fmt.Sprintf("%v; retry after %v", ErrInFlight, e.RetryAfter)
+}
+
+// Is reports whether target is ErrInFlight.
+func (e *InFlightError) Is(target error) bool {
+	return target == ErrInFlight
+}
+
+func invalidRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+}

@@ -1,0 +1,21 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+)
+
+// Get returns the record of key in scope as stored, or an error wrapping
+// ErrNotFound. An expired record that Purge has not deleted yet is still
+// returned; see Record.Expired. A bad scope or key returns an error
+// wrapping ErrInvalidRequest before db is used.
+func (l *Ledger) Get(ctx context.Context, db DBTX, scope, key string) (*Record, error) {
+	if err := l.checkKey(scope, key); err != nil {
+		return nil, err
+	}
+	r, err := l.eng.get(ctx, db, scope, key)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: get: %w", err)
+	}
+	return r, nil
+}

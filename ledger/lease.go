@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+)
+
+// Complete stores out as the outcome of the claim c and ends its lease: the
+// record replays out until TTL after now. It changes only the state, the
+// outcome, the completion time and the expiry; the fingerprint stays as
+// claimed.
+//
+// It succeeds only while c's lease still holds (same token and fence, still
+// in flight) and returns ErrLeaseLost otherwise, so a worker whose lease
+// was taken over cannot overwrite the new owner's outcome. A lease that ran
+// out without being taken over still holds.
+//
+// The write ignores the cancellation of ctx (it keeps ctx's values): a
+// client that hangs up must not turn the finished work into a retry that
+// runs again. A nil c returns ErrInvalidRequest.
+func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) error {
+	if err := checkClaim(c); err != nil {
+		return err
+	}
+	now := l.nowMillis()
+	ok, err := l.eng.complete(context.WithoutCancel(ctx), db, c.lease(), out, now, now+l.ttl.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("ledger: complete: %w", err)
+	}
+	if !ok {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Release deletes the in-flight record of claim c, after a failure that a
+// retry may repair, so the next request with the key runs afresh. It never
+// deletes a completed record and acts only while c's lease holds; otherwise
+// it returns ErrLeaseLost. Like Complete it ignores the cancellation of
+// ctx. A nil c returns ErrInvalidRequest.
+func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
+	if err := checkClaim(c); err != nil {
+		return err
+	}
+	ok, err := l.eng.release(context.WithoutCancel(ctx), db, c.lease())
+	if err != nil {
+		return fmt.Errorf("ledger: release: %w", err)
+	}
+	if !ok {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Extend pushes the lease of claim c to now plus the ledger's lease
+// duration and updates c.LeaseExpiresAt: the heartbeat of long work. It
+// acts only while c's lease holds (ErrLeaseLost otherwise). It does not move
+// the record's ExpiresAt: an in-flight record expires only once both it and
+// the lease have passed. A nil c returns ErrInvalidRequest.
+func (l *Ledger) Extend(ctx context.Context, db DBTX, c *Claim) error {
+	if err := checkClaim(c); err != nil {
+		return err
+	}
+	until := l.nowMillis() + l.lease.Milliseconds()
+	ok, err := l.eng.extend(ctx, db, c.lease(), until)
+	if err != nil {
+		return fmt.Errorf("ledger: extend: %w", err)
+	}
+	if !ok {
+		return ErrLeaseLost
+	}
+	c.LeaseExpiresAt = fromMillis(until)
+	return nil
+}
+
+// checkClaim refuses what cannot hold a lease before the database is used.
+func checkClaim(c *Claim) error {
+	switch {
+	case c == nil:
+		return invalidRequest("nil claim")
+	case c.Replay != nil || c.Token == "":
+		return fmt.Errorf("%w: the claim is a replay and holds no lease", ErrLeaseLost)
+	}
+	return nil
+}

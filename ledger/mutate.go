@@ -1,0 +1,146 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+)
+
+// Result is what Mutate returns.
+type Result[T any] struct {
+	// Value is fn's value on the first execution, or the stored value
+	// decoded from JSON on a replay.
+	Value T
+	// Replayed reports that fn did not run: an earlier Mutate with the same
+	// key and fingerprint had completed.
+	Replayed bool
+	// Fence is the claim's fence (see Claim.Fence).
+	Fence int64
+}
+
+// savepoints numbers savepoint names across the process so that a Mutate
+// nested in another Mutate (in the same transaction) never reuses the name
+// of a savepoint that is still open.
+var savepoints atomic.Uint64
+
+// Mutate runs fn at most once per idempotency key, inside the caller's
+// transaction tx, and returns fn's value; a retry with the same key and
+// fingerprint gets the first value back (Replayed) without running fn.
+//
+// Business writes and the ledger row commit or vanish together: Mutate
+// sets a SAVEPOINT in tx, claims req, runs fn, stores fn's value as JSON
+// and releases the savepoint, all in tx. Nothing is durable until the
+// caller commits tx; if the caller rolls tx back, the claim goes with fn's
+// writes and a retry runs fn again.
+//
+// fn must do its writes through tx, never through the pool tx came from:
+// the ledger row is in tx, and with SQLite a second connection waits for
+// tx's write lock, so a pool of one connection deadlocks and a larger one
+// times out with SQLITE_BUSY.
+//
+// If fn returns an error or panics, Mutate rolls back to the savepoint, so
+// the claim and fn's writes vanish together while tx stays usable; fn's
+// error is returned unchanged (joined with a rollback failure, if any) and
+// a panic is re-raised after the rollback. Mutate can be nested: each call
+// has its own savepoint.
+//
+// A concurrent duplicate in another transaction waits for the first to
+// commit or roll back, then replays (or, after a rollback, runs fn). It
+// never runs fn while the first may still commit. On SQLite it waits in
+// BEGIN, since transactions opened by sqlite.Open are immediate; on an
+// engine with row locks it waits on the row.
+//
+// Errors: ErrInvalidRequest (wrapped) for bad input, before tx is used;
+// ErrKeyReused; *InFlightError when a lease-mode claim (Ledger.Claim)
+// holds the key; an error from fn; database errors, wrapped with
+// "ledger: mutate:". T must survive encoding/json: the replayed Value is
+// the JSON decoding of the first one. The stored Outcome has Status 0, no
+// Header and the JSON as Body.
+func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
+	var zero Result[T]
+	switch {
+	case l == nil:
+		return zero, invalidRequest("nil ledger")
+	case tx == nil:
+		return zero, invalidRequest("nil transaction")
+	case fn == nil:
+		return zero, invalidRequest("nil function")
+	}
+	if err := l.check(req); err != nil {
+		return zero, err
+	}
+
+	sp := "idemledger_" + strconv.FormatUint(savepoints.Add(1), 10)
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+		return zero, fmt.Errorf("ledger: mutate: %w", err)
+	}
+	// undo drops everything since the savepoint and pops it, leaving tx as
+	// it was before Mutate. It runs on failures that may come from a
+	// cancelled ctx, so it ignores the cancellation.
+	undo := func(cause error) error {
+		uctx := context.WithoutCancel(ctx)
+		if _, err := tx.ExecContext(uctx, "ROLLBACK TO SAVEPOINT "+sp); err != nil {
+			return errors.Join(cause, fmt.Errorf("ledger: mutate: rollback: %w", err))
+		}
+		if _, err := tx.ExecContext(uctx, "RELEASE SAVEPOINT "+sp); err != nil {
+			return errors.Join(cause, fmt.Errorf("ledger: mutate: rollback: %w", err))
+		}
+		return cause
+	}
+	release := func() error {
+		if _, err := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT "+sp); err != nil {
+			return fmt.Errorf("ledger: mutate: %w", err)
+		}
+		return nil
+	}
+
+	c, err := l.Claim(ctx, tx, req)
+	if err != nil {
+		return zero, undo(err)
+	}
+	if c.Replayed() {
+		if err := release(); err != nil {
+			return zero, err
+		}
+		res := Result[T]{Replayed: true, Fence: c.Fence}
+		if err := json.Unmarshal(c.Replay.Outcome.Body, &res.Value); err != nil {
+			return zero, fmt.Errorf("ledger: mutate: decode stored value: %w", err)
+		}
+		return res, nil
+	}
+
+	v, err := runGuarded(ctx, fn, undo)
+	if err != nil {
+		return zero, undo(err)
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return zero, undo(fmt.Errorf("ledger: mutate: encode value: %w", err))
+	}
+	if err := l.Complete(ctx, tx, c, Outcome{Body: body}); err != nil {
+		return zero, undo(err)
+	}
+	if err := release(); err != nil {
+		return zero, err
+	}
+	return Result[T]{Value: v, Fence: c.Fence}, nil
+}
+
+// runGuarded calls fn; if fn panics it undoes the savepoint first and then
+// re-raises the panic, so the caller's transaction stays usable by whoever
+// recovers.
+func runGuarded[T any](ctx context.Context, fn func(context.Context) (T, error), undo func(error) error) (v T, err error) {
+	panicking := true
+	defer func() {
+		if panicking {
+			_ = undo(nil)
+		}
+	}()
+	v, err = fn(ctx)
+	panicking = false
+	return v, err
+}

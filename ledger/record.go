@@ -1,0 +1,83 @@
+package ledger
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemledger/idemledger/hash"
+)
+
+// State is the state of a record.
+type State int
+
+const (
+	// StateInFlight: a request holds the key under a lease and has not
+	// stored an outcome yet.
+	StateInFlight State = 1
+	// StateCompleted: the outcome is stored and replays until the record
+	// expires.
+	StateCompleted State = 2
+)
+
+// String returns "in_flight" or "completed", the values kept in the
+// database's state column.
+func (s State) String() string {
+	switch s {
+	case StateInFlight:
+		return "in_flight"
+	case StateCompleted:
+		return "completed"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Outcome is the result stored by Complete and returned on replay.
+type Outcome struct {
+	// Status is a status code, such as an HTTP status. Mutate stores 0.
+	Status int
+	// Header holds the replayable header lines; for each name the order of
+	// the values is kept. The caller chooses what is safe to replay (never
+	// Set-Cookie). A nil Header is stored as none and read back as nil.
+	Header http.Header
+	// Body is the response body. Mutate stores the callback's value as JSON
+	// here. A nil or empty Body is read back as nil.
+	Body []byte
+}
+
+// Record is a row of the ledger as stored, returned by Get and, on replay,
+// inside a Claim. Times are UTC with millisecond resolution.
+type Record struct {
+	Scope       string
+	Key         string
+	Fingerprint hash.Digest
+	State       State
+	// Fence grows by one every time a claim takes the row over.
+	Fence int64
+	// LeaseExpiresAt is when the in-flight lease runs out; zero when
+	// completed.
+	LeaseExpiresAt time.Time
+	// Outcome is the stored result; zero while in flight.
+	Outcome     Outcome
+	CreatedAt   time.Time
+	CompletedAt time.Time // zero while in flight
+	// ExpiresAt is when the record stops counting: a completed record
+	// replays until then, after it the next claim with the key starts
+	// afresh and Purge may delete it. For an in-flight record it is the
+	// claim time plus the TTL, and it takes effect only once the lease has
+	// run out too.
+	ExpiresAt time.Time
+}
+
+// Expired reports whether the record no longer counts at time now: its
+// ExpiresAt has passed and, when in flight, its lease has run out. Claim
+// takes an expired record over for any request; Purge deletes it.
+func (r *Record) Expired(now time.Time) bool {
+	return expired(r.State, r.ExpiresAt.UnixMilli(), r.LeaseExpiresAt.UnixMilli(), now.UnixMilli())
+}
+
+// expired mirrors the SQL predicate shared by the Claim and PurgeBatch
+// queries; times are Unix milliseconds.
+func expired(s State, expiresAt, leaseExpiresAt, now int64) bool {
+	return expiresAt <= now && (s == StateCompleted || leaseExpiresAt <= now)
+}

@@ -1,0 +1,84 @@
+-- name: Claim :one
+-- Inserts a new in-flight row, or takes over the existing one when it has
+-- expired (anyone may) or when it is in flight with a lease that ran out and
+-- the same fingerprint. Returns no row when the existing row stands.
+-- The takeover conditions compare against excluded.created_at (this claim's
+-- "now"), not a parameter: sqlc 1.31 leaves a named parameter unrewritten
+-- inside ON CONFLICT ... DO UPDATE ... WHERE and SQLite binds it to NULL,
+-- which would make every takeover silently fail.
+INSERT INTO idempotency_ledger (
+    scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+    status, headers, body, created_at, completed_at, expires_at
+) VALUES (
+    @scope, @key, @fingerprint, 'in_flight', @lease_token, @lease_expires_at, 1,
+    NULL, NULL, NULL, @now, NULL, @expires_at
+)
+ON CONFLICT (scope, key) DO UPDATE SET
+    fingerprint      = excluded.fingerprint,
+    state            = 'in_flight',
+    lease_token      = excluded.lease_token,
+    lease_expires_at = excluded.lease_expires_at,
+    fence            = idempotency_ledger.fence + 1,
+    status           = NULL,
+    headers          = NULL,
+    body             = NULL,
+    created_at       = excluded.created_at,
+    completed_at     = NULL,
+    expires_at       = excluded.expires_at
+WHERE (
+        idempotency_ledger.expires_at <= excluded.created_at
+        AND (idempotency_ledger.state = 'completed'
+             OR idempotency_ledger.lease_expires_at <= excluded.created_at)
+    ) OR (
+        idempotency_ledger.state = 'in_flight'
+        AND idempotency_ledger.lease_expires_at <= excluded.created_at
+        AND idempotency_ledger.fingerprint = excluded.fingerprint
+    )
+RETURNING fence, lease_expires_at;
+
+-- name: Get :one
+SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at
+FROM idempotency_ledger
+WHERE scope = @scope AND key = @key;
+
+-- name: Complete :execrows
+-- Stores the outcome if the caller still holds the lease (token and fence).
+-- The fingerprint is left as it is.
+UPDATE idempotency_ledger
+SET state            = 'completed',
+    lease_token      = NULL,
+    lease_expires_at = NULL,
+    status           = @status,
+    headers          = @headers,
+    body             = @body,
+    completed_at     = @now,
+    expires_at       = @expires_at
+WHERE scope = @scope AND key = @key
+  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
+
+-- name: Release :execrows
+-- Drops an in-flight claim held by the caller; never a completed row.
+DELETE FROM idempotency_ledger
+WHERE scope = @scope AND key = @key
+  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
+
+-- name: Extend :execrows
+UPDATE idempotency_ledger
+SET lease_expires_at = @lease_expires_at
+WHERE scope = @scope AND key = @key
+  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
+
+-- name: PurgeBatch :execrows
+-- Deletes up to @batch_size expired rows, oldest expiry first. A row has
+-- expired when expires_at has passed and, if it is in flight, its lease has
+-- run out too: a live lease is never purged.
+DELETE FROM idempotency_ledger
+WHERE rowid IN (
+    SELECT e.rowid
+    FROM idempotency_ledger AS e
+    WHERE e.expires_at <= @now
+      AND (e.state = 'completed' OR e.lease_expires_at <= @now)
+    ORDER BY e.expires_at
+    LIMIT @batch_size
+);

@@ -1,0 +1,186 @@
+package schema_test
+
+import (
+	"context"
+	"database/sql"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/idemledger/idemledger/schema"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+func open(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "app.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// objects lists the tables and indexes in db, as "type name".
+func objects(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT type || ' ' || name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func version(t *testing.T, db *sql.DB, table string) (v int, dirty bool) {
+	t.Helper()
+	if err := db.QueryRow("SELECT version, dirty FROM "+table).Scan(&v, &dirty); err != nil {
+		t.Fatal(err)
+	}
+	return v, dirty
+}
+
+func TestMigrateTwiceIsNoop(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	for i := range 2 {
+		if err := schema.Migrate(ctx, db); err != nil {
+			t.Fatalf("Migrate #%d: %v", i+1, err)
+		}
+	}
+	want := []string{
+		"index idemledger_ledger_expires_at",
+		"index version_unique",
+		"table idemledger_schema_migrations",
+		"table idempotency_ledger",
+	}
+	if got := objects(t, db); !slices.Equal(got, want) {
+		t.Errorf("objects = %q, want %q", got, want)
+	}
+	if v, dirty := version(t, db, schema.MigrationsTable); v != 1 || dirty {
+		t.Errorf("version = %d, dirty %v; want 1, false", v, dirty)
+	}
+	// The pool is still open and usable after Migrate.
+	if _, err := db.Exec("INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, created_at, expires_at) VALUES ('', 'k', zeroblob(32), 'completed', 1, 0, 1)"); err != nil {
+		t.Fatalf("db unusable after Migrate: %v", err)
+	}
+}
+
+// TestMigrateBesideApplication runs the application's own golang-migrate
+// (default table schema_migrations) before and after ours, over the same
+// *sql.DB, and checks that neither disturbs the other.
+func TestMigrateBesideApplication(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	app := func() {
+		t.Helper()
+		src, err := iofs.New(appMigrations, "testdata/app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		drv, err := migratesqlite.WithInstance(db, &migratesqlite.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Up(); err != nil && err != migrate.ErrNoChange {
+			t.Fatalf("app migrate: %v", err)
+		}
+	}
+	app()
+	if err := schema.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	app()
+	if err := schema.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"index idemledger_ledger_expires_at",
+		"index version_unique",
+		"table idemledger_schema_migrations",
+		"table idempotency_ledger",
+		"table orders",
+		"table schema_migrations",
+	}
+	if got := objects(t, db); !slices.Equal(got, want) {
+		t.Errorf("objects = %q, want %q", got, want)
+	}
+	if v, dirty := version(t, db, "schema_migrations"); v != 2 || dirty {
+		t.Errorf("app version = %d, dirty %v; want 2, false", v, dirty)
+	}
+	if v, dirty := version(t, db, schema.MigrationsTable); v != 1 || dirty {
+		t.Errorf("idemledger version = %d, dirty %v; want 1, false", v, dirty)
+	}
+	if _, err := db.Exec("INSERT INTO orders (id, note) VALUES (1, 'x')"); err != nil {
+		t.Fatalf("db unusable after Migrate: %v", err)
+	}
+}
+
+func TestMigrateCancelled(t *testing.T) {
+	db := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := schema.Migrate(ctx, db); err == nil || err.Error() != "schema: migrate: context canceled" {
+		t.Fatalf("Migrate = %v, want schema: migrate: context canceled", err)
+	}
+	if got := objects(t, db); len(got) != 0 {
+		t.Errorf("objects after a cancelled Migrate = %q, want none", got)
+	}
+}
+
+func TestFS(t *testing.T) {
+	var got []string
+	err := fs.WalkDir(schema.SQLite(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			got = append(got, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"000001_idempotency_ledger.down.sql", "000001_idempotency_ledger.up.sql"}
+	if !slices.Equal(got, want) {
+		t.Errorf("files = %q, want %q", got, want)
+	}
+}
+
+// TestDownMigration checks that the exported down migration undoes the up
+// one completely, for users of other tools that run it.
+func TestDownMigration(t *testing.T) {
+	db := open(t)
+	if err := schema.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	down, err := fs.ReadFile(schema.FS, "sqlite/000001_idempotency_ledger.down.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(down)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"index version_unique", "table idemledger_schema_migrations"}
+	if got := objects(t, db); !slices.Equal(got, want) {
+		t.Errorf("objects = %q, want %q", got, want)
+	}
+}

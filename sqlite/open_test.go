@@ -1,0 +1,140 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+func TestDSN(t *testing.T) {
+	tests := []struct {
+		path, want string
+	}{
+		{"/tmp/a.db", "file:/tmp/a.db?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"},
+		{"data/x?y#z%.db", "file:data/x%3fy%23z%25.db?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"},
+	}
+	for _, tt := range tests {
+		if got := sqlite.DSN(tt.path); got != tt.want {
+			t.Errorf("DSN(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+func pragmas(t *testing.T, db *sql.DB) (mode string, busy, sync int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for q, dst := range map[string]any{"PRAGMA journal_mode": &mode, "PRAGMA busy_timeout": &busy, "PRAGMA synchronous": &sync} {
+		if err := conn.QueryRowContext(ctx, q).Scan(dst); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return mode, busy, sync
+}
+
+func TestOpenSettings(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []sqlite.Option
+		busy     int
+		sync     int
+		maxConns int
+	}{
+		{"defaults", nil, 10000, 2, 4},
+		{"normal", []sqlite.Option{sqlite.WithSynchronous(sqlite.SynchronousNormal)}, 10000, 1, 4},
+		{"extra, short timeout, one conn", []sqlite.Option{
+			sqlite.WithSynchronous(sqlite.SynchronousExtra),
+			sqlite.WithBusyTimeout(250 * time.Millisecond),
+			sqlite.WithMaxOpenConns(1),
+		}, 250, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			mode, busy, sync := pragmas(t, db)
+			if mode != "wal" || busy != tt.busy || sync != tt.sync {
+				t.Errorf("pragmas = %q, %d, %d; want \"wal\", %d, %d", mode, busy, sync, tt.busy, tt.sync)
+			}
+			if got := db.Stats().MaxOpenConnections; got != tt.maxConns {
+				t.Errorf("MaxOpenConnections = %d, want %d", got, tt.maxConns)
+			}
+		})
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		path string
+		opts []sqlite.Option
+		want string
+	}{
+		{"empty path", "", nil, "want a file path"},
+		{"memory", ":memory:", nil, "want a file path"},
+		{"uri", "file:x.db", nil, "want a file path"},
+		{"synchronous off", filepath.Join(dir, "a.db"), []sqlite.Option{sqlite.WithSynchronous(0)}, "unsupported synchronous mode"},
+		{"zero busy timeout", filepath.Join(dir, "a.db"), []sqlite.Option{sqlite.WithBusyTimeout(0)}, "busy timeout 0s below 1ms"},
+		{"zero conns", filepath.Join(dir, "a.db"), []sqlite.Option{sqlite.WithMaxOpenConns(0)}, "max open connections 0 below 1"},
+		{"missing directory", filepath.Join(dir, "no", "such", "dir", "a.db"), nil, "unable to open database file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db, err := sqlite.Open(tt.path, tt.opts...)
+			if err == nil {
+				db.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestImmediateTransactions shows why _txlock=immediate matters: a second
+// transaction cannot even begin while the first holds the write lock, so
+// no transaction ever fails later with SQLITE_BUSY_SNAPSHOT.
+func TestImmediateTransactions(t *testing.T) {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), sqlite.WithBusyTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE t (x)"); err != nil {
+		t.Fatal(err)
+	}
+	tx1, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx1.Rollback()
+	// tx1 has not written anything, yet it holds the write lock.
+	tx2, err := db.BeginTx(ctx, nil)
+	if err == nil {
+		tx2.Rollback()
+		t.Fatal("second BEGIN succeeded while the first transaction was open")
+	}
+	if !strings.Contains(err.Error(), "SQLITE_BUSY") && !strings.Contains(err.Error(), "database is locked") {
+		t.Fatalf("second BEGIN: %v, want a busy error", err)
+	}
+	// Readers outside transactions are not blocked (WAL).
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+		t.Fatalf("read during write transaction: %v", err)
+	}
+}
