@@ -23,13 +23,12 @@ type capture struct {
 
 	wroteHeader bool
 	status      int
-	header      http.Header // allowed lines, snapshot at WriteHeader
+	sent        http.Header // the header map as it stood at WriteHeader
 	body        []byte
 	overflow    bool // the body grew past limit; body was dropped
 	flushed     bool
 	hijacked    bool
 	trailers    bool // trailers were announced: a replay could not send them
-	typed       bool // a Content-Type key was in the header map when sent
 }
 
 func newCapture(w http.ResponseWriter, allow map[string]bool, limit int64) *capture {
@@ -58,21 +57,17 @@ func (c *capture) WriteHeader(code int) {
 	c.w.WriteHeader(code)
 }
 
-// snapshot copies the allowed header lines as they are now: what net/http
-// sends is the header map at the time of WriteHeader.
+// snapshot copies the header map as it is now: what net/http sends is the
+// map at the time of WriteHeader.
 func (c *capture) snapshot() {
-	h := c.w.Header()
-	c.header = make(http.Header)
-	_, c.typed = h["Content-Type"]
-	for name, values := range h {
+	c.sent = c.w.Header().Clone()
+	if c.sent == nil {
+		c.sent = make(http.Header)
+	}
+	for name := range c.sent {
 		if name == "Trailer" || strings.HasPrefix(name, http.TrailerPrefix) {
 			c.trailers = true
-			continue
 		}
-		if !c.allow[name] || len(values) == 0 {
-			continue
-		}
-		c.header[name] = append([]string(nil), values...)
 	}
 }
 
@@ -134,6 +129,12 @@ func (c *capture) finish() {
 		c.status = http.StatusOK
 		c.snapshot()
 	}
+	// Trailers may also be set, undeclared, after the header went out.
+	for name := range c.w.Header() {
+		if strings.HasPrefix(name, http.TrailerPrefix) {
+			c.trailers = true
+		}
+	}
 }
 
 // storable reports whether the response can be replayed faithfully.
@@ -141,15 +142,26 @@ func (c *capture) storable() bool {
 	return !c.flushed && !c.hijacked && !c.overflow && !c.trailers
 }
 
-// outcomeHeader is the header to store. When the handler wrote a body
-// without a Content-Type, net/http sniffed one for the client (without
-// touching the handler's map); the same sniff here keeps the replay equal.
-// A Content-Type key with no values, the documented way to stop sniffing,
-// stops it here too.
+// outcomeHeader is the header to store.
 func (c *capture) outcomeHeader() http.Header {
-	h := c.header
-	if !c.typed && len(c.body) > 0 && c.allow["Content-Type"] {
-		h.Set("Content-Type", http.DetectContentType(c.body))
+	return storedHeader(c.sent, c.allow, c.body)
+}
+
+// storedHeader returns the lines of sent (the header map as it went out)
+// that allow names. When the handler wrote a body without a Content-Type,
+// net/http sniffed one for the client (without touching the handler's map);
+// the same sniff here keeps the replay equal. A Content-Type key with no
+// values, the documented way to stop sniffing, stops it here too, and the
+// replay does likewise.
+func storedHeader(sent http.Header, allow map[string]bool, body []byte) http.Header {
+	h := make(http.Header)
+	for name, values := range sent {
+		if allow[name] && len(values) > 0 {
+			h[name] = append([]string(nil), values...)
+		}
+	}
+	if _, typed := sent["Content-Type"]; !typed && len(body) > 0 && allow["Content-Type"] {
+		h.Set("Content-Type", http.DetectContentType(body))
 	}
 	return h
 }

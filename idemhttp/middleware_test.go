@@ -439,6 +439,10 @@ func TestReleasedOutcomes(t *testing.T) {
 			io.WriteString(w, "data")
 			w.Header().Set("X-Sum", "1")
 		}, false},
+		{"undeclared trailer", Options{}, func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "data")
+			w.Header().Set(http.TrailerPrefix+"X-Sum", "1")
+		}, false},
 		{"body at limit", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "01234567")
 		}, true},
