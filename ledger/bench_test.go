@@ -1,0 +1,163 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+var syncModes = []sqlite.Synchronous{sqlite.SynchronousFull, sqlite.SynchronousNormal}
+
+func benchDB(b *testing.B, s sqlite.Synchronous) *sql.DB {
+	b.Helper()
+	db, _ := testdb.SQLiteFile(b, sqlite.WithSynchronous(s))
+	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// insertOrder is the business transaction's write.
+func insertOrder(ctx context.Context, tx *sql.Tx, item string) (int64, error) {
+	res, err := tx.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", item)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// BenchmarkMutate compares one business transaction (BEGIN, INSERT,
+// COMMIT) without the ledger ("plain") and inside Mutate with a new key
+// every time ("first"), and a retry that replays ("replay").
+func BenchmarkMutate(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range syncModes {
+		b.Run("sync="+s.String()+"/plain", func(b *testing.B) {
+			db := benchDB(b, s)
+			for i := 0; b.Loop(); i++ {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := insertOrder(ctx, tx, fmt.Sprint("order-", i)); err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("sync="+s.String()+"/first", func(b *testing.B) {
+			db := benchDB(b, s)
+			l, _ := New(Config{})
+			for i := 0; b.Loop(); i++ {
+				key := fmt.Sprint("order-", i)
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req := Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))}
+				if _, err := Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
+					return insertOrder(ctx, tx, key)
+				}); err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("sync="+s.String()+"/replay", func(b *testing.B) {
+			db := benchDB(b, s)
+			l, _ := New(Config{})
+			req := Request{Scope: "bench", Key: "order-0", Fingerprint: hash.Bytes([]byte("order-0"))}
+			mutate := func() Result[int64] {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
+					return insertOrder(ctx, tx, "order-0")
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				return res
+			}
+			mutate()
+			for b.Loop() {
+				if !mutate().Replayed {
+					b.Fatal("not a replay")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClaimComplete is lease mode on the pool: Claim and Complete are
+// two autocommit statements (two commits) per operation.
+func BenchmarkClaimComplete(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range syncModes {
+		b.Run("sync="+s.String(), func(b *testing.B) {
+			db := benchDB(b, s)
+			l, _ := New(Config{})
+			out := Outcome{Status: 201, Body: []byte(`{"id":1}`)}
+			for i := 0; b.Loop(); i++ {
+				key := fmt.Sprint("charge-", i)
+				c, err := l.Claim(ctx, db, Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Complete(ctx, db, c, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPurge deletes 100,000 expired records in batches of the default
+// size; it reports rows/s and the longest batch (the longest hold of the
+// write lock).
+func BenchmarkPurge(b *testing.B) {
+	const rows = 100_000
+	ctx := context.Background()
+	db := benchDB(b, sqlite.SynchronousFull)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l, _ := New(Config{TTL: time.Hour, Now: func() time.Time { return now }})
+	var longest time.Duration
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		// Completed records that expired an hour ago, with 200-byte bodies.
+		exp := now.Add(-time.Hour).UnixMilli()
+		if _, err := db.ExecContext(ctx, `
+			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, body, created_at, completed_at, expires_at)
+			SELECT 'bench', 'key-' || i, randomblob(32), 'completed', 1, 200, randomblob(200), ? - 1000, ? - 1000, ? + (i % 1000)
+			FROM n`, rows, exp, exp, exp); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		n, err := l.Purge(ctx, db, PurgeOptions{batchDone: func(_ int64, took time.Duration) {
+			longest = max(longest, took)
+		}})
+		total += time.Since(start)
+		if err != nil || n != rows {
+			b.Fatalf("Purge = %d, %v", n, err)
+		}
+	}
+	b.ReportMetric(float64(rows*b.N)/total.Seconds(), "rows/s")
+	b.ReportMetric(float64(longest.Microseconds())/1000, "ms/longest-batch")
+}

@@ -1,0 +1,43 @@
+package ledger_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name       string
+		cfg        ledger.Config
+		ttl, lease time.Duration
+		err        string
+	}{
+		{"zero means defaults", ledger.Config{}, 24 * time.Hour, time.Minute, ""},
+		{"set", ledger.Config{TTL: time.Hour, Lease: 5 * time.Second}, time.Hour, 5 * time.Second, ""},
+		{"one millisecond", ledger.Config{TTL: time.Millisecond, Lease: time.Millisecond}, time.Millisecond, time.Millisecond, ""},
+		{"negative TTL", ledger.Config{TTL: -time.Second}, 0, 0, "ledger: invalid config: TTL -1s is below 1ms"},
+		{"negative lease", ledger.Config{Lease: -1}, 0, 0, "ledger: invalid config: lease -1ns is below 1ms"},
+		{"sub-millisecond TTL", ledger.Config{TTL: time.Microsecond}, 0, 0, "ledger: invalid config: TTL 1µs is below 1ms"},
+		{"negative key length", ledger.Config{MaxKeyLength: -1}, 0, 0, "ledger: invalid config: MaxKeyLength -1 is negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := ledger.New(tt.cfg)
+			if tt.err != "" {
+				if !errors.Is(err, ledger.ErrInvalidConfig) || err.Error() != tt.err {
+					t.Fatalf("New = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.TTL() != tt.ttl || l.Lease() != tt.lease {
+				t.Errorf("TTL, Lease = %v, %v; want %v, %v", l.TTL(), l.Lease(), tt.ttl, tt.lease)
+			}
+		})
+	}
+}

@@ -1,0 +1,213 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+const (
+	hammerKeys       = 200
+	hammerDuplicates = 4
+	hammerWorkers    = 32
+)
+
+// hammer submits every key hammerDuplicates times from workers goroutines
+// on db, each submission in its own transaction, and returns the value
+// each submission got back, indexed [key][duplicate]. The submissions are
+// queued key by key so that the duplicates of one key run at the same time
+// in different goroutines.
+func hammer(ctx context.Context, db *sql.DB, l *ledger.Ledger, workers int) ([hammerKeys][hammerDuplicates]int64, []error) {
+	type job struct{ key, dup int }
+	jobs := make(chan job)
+	go func() {
+		for k := range hammerKeys {
+			for d := range hammerDuplicates {
+				jobs <- job{k, d}
+			}
+		}
+		close(jobs)
+	}()
+	var (
+		got  [hammerKeys][hammerDuplicates]int64
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				id, err := submit(ctx, db, l, j.key)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("key %d: %w", j.key, err))
+					mu.Unlock()
+					continue
+				}
+				got[j.key][j.dup] = id
+			}
+		})
+	}
+	wg.Wait()
+	return got, errs
+}
+
+// submit is one request as an application would write it: a transaction,
+// a Mutate that inserts an order, a commit.
+func submit(ctx context.Context, db *sql.DB, l *ledger.Ledger, key int) (int64, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	r := ledger.Request{Key: fmt.Sprintf("order-%03d", key), Fingerprint: fp(fmt.Sprint("payload ", key))}
+	res, err := ledger.Mutate(ctx, l, tx, r, func(ctx context.Context) (int64, error) {
+		res, err := tx.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", r.Key)
+		if err != nil {
+			return 0, err
+		}
+		return res.LastInsertId()
+	})
+	if err != nil {
+		return 0, err
+	}
+	return res.Value, tx.Commit()
+}
+
+// checkExactlyOnce checks the invariant: one order per key, and every
+// submission of a key got that order's id back.
+func checkExactlyOnce(t *testing.T, db *sql.DB, results ...[hammerKeys][hammerDuplicates]int64) {
+	t.Helper()
+	ids := map[string]int64{}
+	rows, err := db.Query("SELECT item, id FROM orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var item string
+		var id int64
+		if err := rows.Scan(&item, &id); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := ids[item]; dup {
+			t.Errorf("%s inserted twice", item)
+		}
+		ids[item] = id
+		n++
+	}
+	rows.Close()
+	if n != hammerKeys {
+		t.Errorf("%d orders, want %d", n, hammerKeys)
+	}
+	for _, got := range results {
+		for k := range hammerKeys {
+			want := ids[fmt.Sprintf("order-%03d", k)]
+			for d := range hammerDuplicates {
+				if got[k][d] != want {
+					t.Errorf("key %d duplicate %d got order %d, want %d", k, d, got[k][d], want)
+				}
+			}
+		}
+	}
+}
+
+// TestExactlyOnceUnderContention: 32 goroutines, 200 keys, 4 duplicates of
+// each, in one process and one pool.
+func TestExactlyOnceUnderContention(t *testing.T) {
+	b := setup(t)
+	l, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs := hammer(b.ctx, b.db, l, hammerWorkers)
+	for _, err := range errs {
+		t.Error(err)
+	}
+	checkExactlyOnce(t, b.db, got)
+}
+
+const (
+	workerEnv   = "IDEMLEDGER_TEST_WORKER_DB"
+	processes   = 4
+	perProcess  = hammerWorkers / processes
+	workerStart = "IDEMLEDGER_TEST_WORKER_START"
+)
+
+// TestExactlyOnceAcrossProcesses: 4 OS processes (this test binary run
+// again, see TestWorkerProcess) hammer one database file at once, each
+// submitting all 200 keys 4 times.
+func TestExactlyOnceAcrossProcesses(t *testing.T) {
+	if os.Getenv(workerEnv) != "" {
+		t.Skip("inside a worker process")
+	}
+	db, path := testdb.SQLiteFile(t)
+	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	// All workers start at the same wall-clock instant, after their
+	// (slow under -race) start-up.
+	start := time.Now().Add(2 * time.Second).UnixMilli()
+	var cmds []*exec.Cmd
+	for range processes {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), workerEnv+"="+path, fmt.Sprint(workerStart, "=", start))
+		cmd.Stderr = os.Stderr
+		out := new(jsonBuffer)
+		cmd.Stdout = out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	var results [][hammerKeys][hammerDuplicates]int64
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+		var got [hammerKeys][hammerDuplicates]int64
+		if err := json.Unmarshal(cmd.Stdout.(*jsonBuffer).result(), &got); err != nil {
+			t.Fatalf("worker output: %v", err)
+		}
+		results = append(results, got)
+	}
+	checkExactlyOnce(t, db, results...)
+}
+
+// TestWorkerProcess is the body of a worker process of
+// TestExactlyOnceAcrossProcesses; it does nothing in a normal run. It
+// prints its results as one JSON line prefixed with "RESULT ".
+func TestWorkerProcess(t *testing.T) {
+	path := os.Getenv(workerEnv)
+	if path == "" {
+		t.Skip("only run as a worker of TestExactlyOnceAcrossProcesses")
+	}
+	db, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start int64
+	fmt.Sscan(os.Getenv(workerStart), &start)
+	time.Sleep(time.Until(time.UnixMilli(start)))
+	got, errs := hammer(context.Background(), db, l, perProcess)
+	for _, err := range errs {
+		t.Error(err)
+	}
+	out, _ := json.Marshal(got)
+	fmt.Printf("\nRESULT %s\n", out)
+}

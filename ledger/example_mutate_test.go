@@ -1,0 +1,73 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+// openExampleDB opens a fresh, migrated database with an orders table.
+func openExampleDB() (db *sql.DB, cleanup func()) {
+	dir, err := os.MkdirTemp("", "idemledger-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err = sqlite.Open(filepath.Join(dir, "app.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := schema.Migrate(context.Background(), db); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)`); err != nil {
+		log.Fatal(err)
+	}
+	return db, func() { db.Close(); os.RemoveAll(dir) }
+}
+
+func ExampleMutate() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	l, _ := ledger.New(ledger.Config{})
+	ctx := context.Background()
+
+	placeOrder := func(key, item string) (ledger.Result[int64], error) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return ledger.Result[int64]{}, err
+		}
+		defer tx.Rollback()
+		req := ledger.Request{Scope: "user-42", Key: key, Fingerprint: hash.Bytes([]byte(item))}
+		res, err := ledger.Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
+			r, err := tx.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", item)
+			if err != nil {
+				return 0, err
+			}
+			return r.LastInsertId()
+		})
+		if err != nil {
+			return res, err
+		}
+		return res, tx.Commit()
+	}
+
+	first, _ := placeOrder("order-7f3a", "book")
+	retry, _ := placeOrder("order-7f3a", "book")
+	_, err := placeOrder("order-7f3a", "pen")
+	fmt.Println("first: order", first.Value, "replayed:", first.Replayed)
+	fmt.Println("retry: order", retry.Value, "replayed:", retry.Replayed)
+	fmt.Println("same key, other payload:", errors.Is(err, ledger.ErrKeyReused))
+	// Output:
+	// first: order 1 replayed: false
+	// retry: order 1 replayed: true
+	// same key, other payload: true
+}

@@ -1,0 +1,129 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// purgeFixture builds, with TTL 1 h and lease 1 min, rows of every kind,
+// interleaved by key so that purgeable and live rows alternate in storage:
+//
+//	e*  completed, expired                       -> purged
+//	z*  in flight, lease and TTL ran out         -> purged
+//	l*  in flight, live lease (extended)         -> kept
+//	s*  in flight, lease ran out, TTL not passed -> kept
+//	c*  completed, unexpired (claimed long ago)  -> kept
+//
+// It returns the keys that must survive.
+func purgeFixture(t *testing.T, b *bundle, expired int) (keep []string) {
+	t.Helper()
+	complete := func(c *ledger.Claim) {
+		t.Helper()
+		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var live []*ledger.Claim
+	for i := range expired {
+		complete(b.claim(t, req(fmt.Sprintf("%03d-e", i), "p")))
+		if i%2 == 0 {
+			b.claim(t, req(fmt.Sprintf("%03d-z", i), "p"))
+		}
+		if i%3 == 0 {
+			live = append(live, b.claim(t, req(fmt.Sprintf("%03d-l", i), "p")))
+			keep = append(keep, fmt.Sprintf("%03d-l", i))
+		}
+	}
+	// An old completed record: claimed at t0, completed 59 min later.
+	old := b.claim(t, req("old-c", "p"))
+	b.clock.Advance(59 * time.Minute)
+	complete(old)
+	keep = append(keep, "old-c")
+	b.clock.Advance(time.Minute) // t0+1h: the e and z rows have expired
+	b.claim(t, req("new-s", "p"))
+	keep = append(keep, "new-s")
+	b.clock.Advance(2 * time.Minute) // new-s's lease ran out; its TTL did not
+	// The l rows' TTL has passed too, but a heartbeat keeps their leases.
+	for _, c := range live {
+		if err := b.l.Extend(b.ctx, b.db, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(keep)
+	return keep
+}
+
+func (b *bundle) keys(t *testing.T) []string {
+	t.Helper()
+	rows, err := b.db.Query("SELECT key FROM idempotency_ledger ORDER BY key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestPurge(t *testing.T) {
+	const expired = 30 // 30 completed + 15 in flight: 45 purgeable rows
+	tests := []struct {
+		name  string
+		batch int
+	}{
+		{"batch 1", 1},
+		{"batch 7", 7},
+		{"batch divides 45", 15},
+		{"batch 44, one short", 44},
+		{"batch exactly 45", 45},
+		{"batch 46", 46},
+		{"default batch", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t)
+			keep := purgeFixture(t, b, expired)
+			n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch})
+			if err != nil || n != 45 {
+				t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
+			}
+			if got := b.keys(t); !slices.Equal(got, keep) {
+				t.Errorf("left %q\nwant %q", got, keep)
+			}
+			if n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch}); n != 0 || err != nil {
+				t.Errorf("second Purge = %d, %v; want 0, nil", n, err)
+			}
+		})
+	}
+}
+
+func TestPurgeRefusesNegativeBatch(t *testing.T) {
+	b := setup(t)
+	_, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: -1})
+	if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != "ledger: invalid request: purge batch size -1 is negative" {
+		t.Errorf("Purge = %v", err)
+	}
+}
+
+func TestPurgeCancelled(t *testing.T) {
+	b := setup(t)
+	purgeFixture(t, b, 10)
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	n, err := b.l.Purge(ctx, b.db, ledger.PurgeOptions{BatchSize: 2})
+	if n != 0 || !errors.Is(err, context.Canceled) {
+		t.Errorf("Purge = %d, %v; want 0, context canceled", n, err)
+	}
+}
