@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -693,5 +694,57 @@ func TestLogsOmitKeyAndScope(t *testing.T) {
 	}
 	if strings.Contains(logs, key) || strings.Contains(logs, scope) {
 		t.Fatalf("logs carry the key or scope:\n%s", logs)
+	}
+}
+
+// The default fingerprint is hash.Request: JSON bodies that differ only in
+// member order and spacing are one request, while a number that canonical
+// form would round (2^53+1) keeps its raw bytes and stays distinct.
+func TestFingerprintJSON(t *testing.T) {
+	b := setup(t, Options{}, ledger.Config{}, created)
+	if a := b.do(t, "POST", "/pay", `{"amount":1,"currency":"EUR"}`, "k"); a.status != 201 {
+		t.Fatalf("first: %+v", a)
+	}
+	a := b.do(t, "POST", "/pay", `{ "currency": "EUR", "amount": 1.0 }`, "k")
+	if a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
+		t.Fatalf("reordered JSON: %+v", a)
+	}
+	if a := b.do(t, "POST", "/pay", `{"amount":9007199254740993}`, "big"); a.status != 201 {
+		t.Fatalf("big first: %+v", a)
+	}
+	if a := b.do(t, "POST", "/pay", `{"amount":9007199254740992}`, "big"); a.status != 422 {
+		t.Fatalf("2^53 after 2^53+1 under one key: %d, want 422", a.status)
+	}
+	if a := b.do(t, "POST", "/pay", `{"amount":9007199254740993}`, "big"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
+		t.Fatalf("same big amount: %+v", a)
+	}
+	rec := b.record(t, "k")
+	want := hash.Request("POST", "/pay", "application/json", []byte(`{"currency":"EUR","amount":1}`))
+	if rec == nil || rec.Fingerprint != want {
+		t.Fatalf("stored fingerprint %v, want hash.Request's %v", rec.Fingerprint, want)
+	}
+	if b.calls.Load() != 2 {
+		t.Fatalf("handler ran %d times, want 2", b.calls.Load())
+	}
+}
+
+func TestFingerprintOverride(t *testing.T) {
+	// Fingerprint the body only: the same body under one key is one
+	// request, whatever the path.
+	b := setup(t, Options{Fingerprint: func(r *http.Request, body []byte) (hash.Digest, error) {
+		if len(body) == 0 {
+			return hash.Digest{}, errors.New("empty body")
+		}
+		return hash.Bytes(body), nil
+	}}, ledger.Config{}, created)
+	if a := b.do(t, "POST", "/a", `1`, "k"); a.status != 201 {
+		t.Fatalf("first: %+v", a)
+	}
+	if a := b.do(t, "POST", "/b?x", `1`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
+		t.Fatalf("other path, same body: %+v", a)
+	}
+	a := b.do(t, "POST", "/a", ``, "k2")
+	if a.status != 400 || !strings.Contains(a.body, `"code":"bad-request"`) || b.record(t, "k2") != nil {
+		t.Fatalf("fingerprint error: %+v", a)
 	}
 }
