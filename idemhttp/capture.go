@@ -138,8 +138,9 @@ func (c *capture) finish() {
 }
 
 // storable reports whether the response can be replayed faithfully.
+// A 101 Switching Protocols is not: the connection became something else.
 func (c *capture) storable() bool {
-	return !c.flushed && !c.hijacked && !c.overflow && !c.trailers
+	return !c.flushed && !c.hijacked && !c.overflow && !c.trailers && c.status >= 200
 }
 
 // outcomeHeader is the header to store.

@@ -47,6 +47,8 @@ import (
 // announces trailers. Completion and release use a context that the
 // client's disconnect does not cancel (context.WithoutCancel), bounded by
 // the ledger's lease, so a client that hangs up does not lose its outcome.
+// While the handler runs, its lease is extended every third of the lease
+// (ledger.Ledger.Extend), so a handler slower than the lease keeps its key.
 //
 // Middleware panics when l or db is nil, or when opts.Scope is nil. The
 // returned function and the handlers it makes are safe for concurrent use.
@@ -94,6 +96,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	start := cfg.now()
 	cw := newCapture(w, cfg.allow, cfg.maxBody)
+	hb := m.startHeartbeat(p, claim)
 	finished := false
 	defer func() {
 		if finished {
@@ -101,10 +104,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// The handler panicked (or called runtime.Goexit): give the key
 		// back so that a retry can run, and let the panic go on.
+		hb.stop()
 		m.release(p, claim, "handler panicked")
 	}()
 	m.next.ServeHTTP(cw, p.r)
 	finished = true
+	hb.stop()
 	cw.finish()
 
 	switch {

@@ -748,3 +748,38 @@ func TestFingerprintOverride(t *testing.T) {
 		t.Fatalf("fingerprint error: %+v", a)
 	}
 }
+
+// A handler that runs longer than the lease keeps its key: the heartbeat
+// extends the lease, so a duplicate gets 409 instead of taking over.
+func TestHeartbeatKeepsSlowHandlerKey(t *testing.T) {
+	release := make(chan struct{})
+	b := setup(t, Options{}, ledger.Config{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.WriteHeader(201)
+	})
+	done := make(chan answer)
+	go func() { done <- b.do(t, "POST", "/", "", "k") }()
+	for b.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// Wait until the record has been extended past its first lease: by then
+	// a takeover would be allowed without the heartbeat.
+	first := b.record(t, "k")
+	rec := b.waitRecord(t, "k", func(r *ledger.Record) bool {
+		return r != nil && r.LeaseExpiresAt.After(first.LeaseExpiresAt)
+	})
+	if !rec.LeaseExpiresAt.After(first.LeaseExpiresAt) {
+		t.Fatal("the lease was never extended")
+	}
+	time.Sleep(time.Until(first.LeaseExpiresAt) + 50*time.Millisecond)
+	if a := b.do(t, "POST", "/", "", "k"); a.status != 409 {
+		t.Fatalf("duplicate after the first lease ran out: %+v, want 409", a)
+	}
+	close(release)
+	if a := <-done; a.status != 201 {
+		t.Fatalf("slow first request: %+v", a)
+	}
+	if rec := b.record(t, "k"); rec == nil || rec.State != ledger.StateCompleted || rec.Fence != 1 || b.calls.Load() != 1 {
+		t.Fatalf("record %+v after %d runs, want completed by the first holder", rec, b.calls.Load())
+	}
+}

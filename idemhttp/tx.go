@@ -37,7 +37,8 @@ type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
 //     raise the limit for such handlers.
 //   - A concurrent duplicate waits for the first transaction (SQLite's write
 //     lock; immediate transactions) and then replays, rather than answering
-//     409; 409 remains for a key held by a lease-mode claim.
+//     409; 409 remains for a key held by a lease-mode claim. A duplicate
+//     that waits longer than the database's busy timeout gets 503.
 //   - FailurePolicy does not apply: the ledger and fn's effects live in the
 //     same database, so when one is unreachable so is the other, and the
 //     answer is 503. A failed commit is 503 too.
