@@ -37,6 +37,10 @@ const (
 	// CodeUnavailable: the ledger could not be reached and
 	// Options.FailurePolicy is FailClosed. 503.
 	CodeUnavailable Code = "unavailable"
+	// CodeResponseTooLarge: a TxHandler handler answered with a body longer
+	// than Options.MaxBodyBytes, which could not be stored, so its writes
+	// were rolled back. 500.
+	CodeResponseTooLarge Code = "response-too-large"
 )
 
 // Refusal describes an answer that the middleware gives on its own, without

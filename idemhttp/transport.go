@@ -62,10 +62,14 @@ type Transport struct {
 	// InitialBackoff is the wait before the second attempt when the server
 	// gave no Retry-After; it doubles at each attempt up to MaxBackoff.
 	// Each wait is drawn at random between half of it and all of it, so
-	// that clients that failed together do not retry together. Defaults
-	// DefaultInitialBackoff (200 ms) and DefaultMaxBackoff (10 s).
+	// that clients that failed together do not retry together. Default
+	// DefaultInitialBackoff (200 ms).
 	InitialBackoff time.Duration
-	MaxBackoff     time.Duration
+
+	// MaxBackoff caps the backoff (not a server's Retry-After, which is
+	// honoured as long as it fits MaxElapsed and the context's deadline).
+	// Default DefaultMaxBackoff (10 s).
+	MaxBackoff time.Duration
 
 	// NewKey makes the keys. Default NewKey (UUID v4 from crypto/rand). Its
 	// error fails the request; no weaker key is made.

@@ -56,11 +56,6 @@ func TxHandler(l *ledger.Ledger, db *sql.DB, opts Options, fn TxFunc) http.Handl
 	return &txHandler{cfg: newConfig(opts), l: l, db: db, fn: fn}
 }
 
-// CodeResponseTooLarge: TxHandler's handler answered with a body longer than
-// Options.MaxBodyBytes, which could not be stored; its writes were rolled
-// back. 500.
-const CodeResponseTooLarge Code = "response-too-large"
-
 type txHandler struct {
 	cfg *config
 	l   *ledger.Ledger
