@@ -173,7 +173,9 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	var results [][hammerKeys][hammerDuplicates]int64
 	for _, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
-			t.Fatalf("worker: %v", err)
+			out := cmd.Stdout.(*jsonBuffer)
+			out.mu.Lock()
+			t.Fatalf("worker: %v\n%s", err, out.buf.String())
 		}
 		var got [hammerKeys][hammerDuplicates]int64
 		if err := json.Unmarshal(cmd.Stdout.(*jsonBuffer).result(), &got); err != nil {
@@ -192,7 +194,13 @@ func TestWorkerProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("only run as a worker of TestExactlyOnceAcrossProcesses")
 	}
-	db, err := sqlite.Open(path)
+	// One connection per process, as the sqlite package advises for
+	// several processes writing one file: the Go pool queues this
+	// process's goroutines in order, and only one connection per process
+	// polls SQLite's lock. With more, SQLite's busy handler (which polls
+	// with growing sleeps, in no order) can starve one connection past
+	// busy_timeout when 4 processes hammer the file under -race.
+	db, err := sqlite.Open(path, sqlite.WithMaxOpenConns(1))
 	if err != nil {
 		t.Fatal(err)
 	}

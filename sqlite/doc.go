@@ -29,4 +29,11 @@
 // connection is the fastest writer, but then any code that uses the pool
 // while it holds a transaction (for example a ledger.Mutate callback that
 // queries the *sql.DB instead of the *sql.Tx it was given) deadlocks.
+//
+// When several processes write the same file, give each a pool of one
+// connection (WithMaxOpenConns(1)), or very few: SQLite's busy handler
+// polls with growing sleeps and serves waiters in no particular order, so
+// with many connections polling across processes one of them can wait past
+// busy_timeout and fail with SQLITE_BUSY. Inside a process, the Go pool
+// queues waiting goroutines in order instead.
 package sqlite
