@@ -30,7 +30,8 @@ type member struct {
 // state is the scratch space of one call, recycled through statePool.
 type state struct {
 	src      []byte
-	out      []byte
+	out      []byte // canonical tokens in input member order (in buf)
+	buf      []byte // backing store of out, kept across calls
 	maxDepth int
 	exact    bool
 	stack    []bool  // per open container: is it an object (else an array)
@@ -38,10 +39,10 @@ type state struct {
 	members  []member
 	keys     []sortKey // sort space for the object being closed
 	arena    []byte    // unescaped names that had escapes in the input
-	scratch  []byte    // the output in input order, during the final pass
 	perms    []perm    // objects to reorder in the final pass
 	segs     []span    // their members' spans, in sorted order
 	tasks    []task    // work stack of the final pass
+	open     []int     // scratch of linkPerms
 }
 
 var statePool = sync.Pool{New: func() any { return new(state) }}
@@ -61,20 +62,23 @@ func getState(o Options) *state {
 const maxPooled = 4 << 20
 
 func putState(s *state) {
+	if cap(s.out) > cap(s.buf) { // out outgrew buf: keep the larger one
+		s.buf = s.out[:0]
+	}
 	s.src, s.out = nil, nil
-	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 || cap(s.keys) > 1<<16 ||
-		cap(s.perms) > 1<<16 || cap(s.segs) > 1<<18 || cap(s.tasks) > 1<<16 {
+	if cap(s.buf) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 || cap(s.keys) > 1<<16 ||
+		cap(s.perms) > 1<<16 || cap(s.segs) > 1<<18 || cap(s.tasks) > 1<<16 || cap(s.open) > 1<<16 {
 		return
 	}
 	s.stack = s.stack[:0]
 	s.objs = s.objs[:0]
 	s.members = s.members[:0]
 	s.arena = s.arena[:0]
-	s.scratch = s.scratch[:0]
 	s.keys = s.keys[:0]
 	s.perms = s.perms[:0]
 	s.segs = s.segs[:0]
 	s.tasks = s.tasks[:0]
+	s.open = s.open[:0]
 	statePool.Put(s)
 }
 
@@ -88,25 +92,30 @@ func skipWS(src []byte, i int) int {
 	return i
 }
 
-// run appends the canonical form of src to dst.
-func (s *state) run(dst, src []byte) ([]byte, error) {
+// run writes the canonical tokens of src to s.out, with object members in
+// input order; emit then writes them out in canonical order.
+func (s *state) run(src []byte) error {
 	s.src = src
-	s.out = dst
-	base := len(dst)
+	if cap(s.buf) < len(src)+16 {
+		// Canonical form is rarely longer than the input; the slack covers
+		// numbers such as 1e20 that print longer than written.
+		s.buf = make([]byte, 0, len(src)+16)
+	}
+	s.out = s.buf[:0]
 	i := skipWS(src, 0)
 	if i == len(src) {
-		return nil, errAt(i, ErrEmpty)
+		return errAt(i, ErrEmpty)
 	}
 	var err error
 	for {
 		// A value starts at i (after whitespace).
 		if i == len(src) {
-			return nil, errAt(i, ErrUnexpectedEnd)
+			return errAt(i, ErrUnexpectedEnd)
 		}
 		switch c := src[i]; c {
 		case '{', '[':
 			if len(s.stack) >= s.maxDepth {
-				return nil, errAt(i, ErrTooDeep)
+				return errAt(i, ErrTooDeep)
 			}
 			s.out = append(s.out, c)
 			i = skipWS(src, i+1)
@@ -127,41 +136,41 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 			s.stack = append(s.stack, true)
 			s.objs = append(s.objs, frame{base: len(s.members), start: len(s.out), arenaBase: len(s.arena)})
 			if i, err = s.name(i); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		case '"':
 			if i, _, err = s.str(i); err != nil {
-				return nil, err
+				return err
 			}
 		case 't':
 			if i, err = s.literal(i, "true"); err != nil {
-				return nil, err
+				return err
 			}
 		case 'f':
 			if i, err = s.literal(i, "false"); err != nil {
-				return nil, err
+				return err
 			}
 		case 'n':
 			if i, err = s.literal(i, "null"); err != nil {
-				return nil, err
+				return err
 			}
 		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			if i, err = s.number(i); err != nil {
-				return nil, err
+				return err
 			}
 		case 'N':
 			if hasWord(src[i:], "NaN") {
-				return nil, errAt(i, ErrNonFinite)
+				return errAt(i, ErrNonFinite)
 			}
-			return nil, errAt(i, ErrSyntax)
+			return errAt(i, ErrSyntax)
 		case 'I':
 			if hasWord(src[i:], "Infinity") {
-				return nil, errAt(i, ErrNonFinite)
+				return errAt(i, ErrNonFinite)
 			}
-			return nil, errAt(i, ErrSyntax)
+			return errAt(i, ErrSyntax)
 		default:
-			return nil, errAt(i, ErrSyntax)
+			return errAt(i, ErrSyntax)
 		}
 
 		// A value has ended at i: close containers until one continues.
@@ -169,15 +178,12 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 			i = skipWS(src, i)
 			if len(s.stack) == 0 {
 				if i != len(src) {
-					return nil, errAt(i, ErrTrailingData)
+					return errAt(i, ErrTrailingData)
 				}
-				if len(s.perms) > 0 {
-					s.assemble(base)
-				}
-				return s.out, nil
+				return nil
 			}
 			if i == len(src) {
-				return nil, errAt(i, ErrUnexpectedEnd)
+				return errAt(i, ErrUnexpectedEnd)
 			}
 			obj := s.stack[len(s.stack)-1]
 			c := src[i]
@@ -185,7 +191,7 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 				s.members[len(s.members)-1].end = len(s.out)
 				if c == '}' {
 					if err = s.closeObject(s.objs[len(s.objs)-1]); err != nil {
-						return nil, err
+						return err
 					}
 					s.out = append(s.out, '}')
 					s.stack = s.stack[:len(s.stack)-1]
@@ -200,17 +206,17 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 				continue
 			}
 			if c != ',' {
-				return nil, errAt(i, ErrSyntax)
+				return errAt(i, ErrSyntax)
 			}
 			comma := i
 			s.out = append(s.out, ',')
 			i = skipWS(src, i+1)
 			if i < len(src) && (src[i] == ']' || src[i] == '}') {
-				return nil, errAt(comma, ErrTrailingComma)
+				return errAt(comma, ErrTrailingComma)
 			}
 			if obj {
 				if i, err = s.name(i); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			break
