@@ -74,12 +74,11 @@ type demo struct {
 }
 
 type demoRow struct {
-	step, request string
-	status        string
-	replayed      bool
-	runs          int64
-	check         string
-	ok            bool
+	step, request    string
+	status, replayed string
+	runs             int64
+	check            string
+	ok               bool
 }
 
 // demoClock lets the demo jump past the TTL instead of sleeping through it.
@@ -204,12 +203,18 @@ func (d *demo) post(ctx context.Context, client *http.Client, key, body string) 
 	}
 }
 
+// record adds a row for one HTTP exchange.
 func (d *demo) record(step, request string, r response, check string, ok bool) {
 	status := fmt.Sprint(r.status)
 	if r.err != nil {
 		status = "error: " + r.err.Error()
 	}
-	d.rows = append(d.rows, demoRow{step, request, status, r.replayed, d.runs.Load(), check, ok})
+	d.recordRow(step, request, status, fmt.Sprint(r.replayed), check, ok)
+}
+
+// recordRow adds a row whose status and replayed columns are summaries.
+func (d *demo) recordRow(step, request, status, replayed, check string, ok bool) {
+	d.rows = append(d.rows, demoRow{step, request, status, replayed, d.runs.Load(), check, ok})
 }
 
 // run drives the server through every situation of the contract and
@@ -260,9 +265,9 @@ func (d *demo) run(ctx context.Context, n int) (failed int) {
 			other++
 		}
 	}
-	burst := response{status: http.StatusCreated}
-	d.record("burst", fmt.Sprintf("%d concurrent, one key", n), burst,
-		fmt.Sprintf("handler ran once: %d created, %d replayed, %d in flight (409), %d other", created, replayed, inFlight, other),
+	d.recordRow("burst", fmt.Sprintf("%d concurrent, one key", n),
+		fmt.Sprintf("201×%d 409×%d", created+replayed, inFlight), fmt.Sprintf("%d of %d", replayed, n),
+		fmt.Sprintf("handler ran once; the others got 409 (in flight) or the replay; %d other answers", other),
 		created == 1 && other == 0 && d.runs.Load() == before+1)
 
 	// The first attempt's response is lost on the way back (the handler did
@@ -277,8 +282,8 @@ func (d *demo) run(ctx context.Context, n int) (failed int) {
 	// Past the TTL, records are purgeable and a key may run again.
 	d.clock.advance(demoTTL + time.Minute)
 	purged, err := d.ledger.Purge(ctx, d.db, ledger.PurgeOptions{BatchSize: 2})
-	d.record("purge", "after the TTL", response{status: 0, err: err, body: fmt.Sprint(purged)},
-		fmt.Sprintf("%d expired records deleted", purged), err == nil && purged == 3)
+	d.recordRow("purge", "clock moved past the TTL", "-", "-",
+		fmt.Sprintf("Purge deleted %d expired records (want 3)%s", purged, errSuffix(err)), err == nil && purged == 3)
 	before = d.runs.Load()
 	again := d.post(ctx, client, key, pay)
 	d.record("after expiry", "key A again", again, "runs anew: 201, not a replay",
@@ -286,7 +291,8 @@ func (d *demo) run(ctx context.Context, n int) (failed int) {
 
 	var rows int64
 	err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM demo_payments`).Scan(&rows)
-	d.record("payments", "rows in demo_payments", response{err: err}, fmt.Sprintf("%d payments for %d executions", rows, d.runs.Load()),
+	d.recordRow("payments", "rows in demo_payments", "-", "-",
+		fmt.Sprintf("%d payments stored for %d handler runs (want 4)%s", rows, d.runs.Load(), errSuffix(err)),
 		err == nil && rows == d.runs.Load() && rows == 4)
 
 	for _, r := range d.rows {
@@ -305,7 +311,7 @@ func (d *demo) print(w io.Writer) {
 		if !r.ok {
 			ok = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", r.step, r.request, r.status, r.replayed, r.runs, r.check, ok)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.step, r.request, r.status, r.replayed, r.runs, r.check, ok)
 	}
 	tw.Flush()
 }
@@ -328,4 +334,11 @@ func (t *dropFirst) RoundTrip(req *http.Request) (*http.Response, error) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return nil, errInjectedDrop
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "; error: " + err.Error()
 }

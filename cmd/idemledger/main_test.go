@@ -163,7 +163,7 @@ func TestCanonAndHashRefuseBadInput(t *testing.T) {
 		reason      *regexp.Regexp // the one line on stderr
 	}{
 		{"empty", "", regexp.MustCompile(`(?i)stdin: .*(no json|empty)`)},
-		{"duplicate name", `{"a":1,"\u0061":2}`, regexp.MustCompile(`(?i)stdin: .*offset 11.*duplicate`)},
+		{"duplicate name", `{"a":1,"\u0061":2}`, regexp.MustCompile(`stdin: .*duplicate member name at offset 7$`)},
 		{"lone surrogate", `["\ud800"]`, regexp.MustCompile(`(?i)stdin: .*surrogate`)},
 		{"overflow", `1e400`, regexp.MustCompile(`(?i)stdin: .*(overflow|binary64|range)`)},
 		{"trailing comma", `[1,]`, regexp.MustCompile(`(?i)stdin: .*trailing comma`)},
@@ -270,11 +270,6 @@ func TestAdmin(t *testing.T) {
 
 	s := idemledger(t, "", "stats", "-db", path)
 	s.want(t, 0)
-	for _, want := range []string{"in flight  ", "completed  ", "expired, awaiting purge  "} {
-		if !strings.Contains(s.stdout, want) {
-			t.Errorf("stats lacks %q:\n%s", want, s.stdout)
-		}
-	}
 	for _, line := range []string{"in flight *1\n", "completed *7\n", "expired, awaiting purge *5\n", "oldest created *" + regexp.QuoteMeta(past.UTC().Format(time.RFC3339Nano)) + "\n"} {
 		if !regexp.MustCompile(line).MatchString(s.stdout) {
 			t.Errorf("stats lacks a line matching %q:\n%s", line, s.stdout)
@@ -283,9 +278,9 @@ func TestAdmin(t *testing.T) {
 
 	in := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "text")
 	in.want(t, 0)
-	for _, want := range []string{`key            "text"`, "state          completed", "status         201", "header         Location: /p/1", "body\n(8 bytes)\n{\"id\":1}\n",
-		"fingerprint    " + hash.Bytes([]byte("text")).String()} {
-		if !strings.Contains(in.stdout, want) {
+	for _, want := range []string{`key "text"`, "state completed", "status 201", "header Location: /p/1", "body\n(8 bytes)\n{\"id\":1}\n",
+		"fingerprint " + hash.Bytes([]byte("text")).String()} {
+		if !strings.Contains(squeeze(in.stdout), want) {
 			t.Errorf("inspect lacks %q:\n%s", want, in.stdout)
 		}
 	}
@@ -296,7 +291,7 @@ func TestAdmin(t *testing.T) {
 	}
 	running := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "running")
 	running.want(t, 0)
-	if !strings.Contains(running.stdout, "state          in_flight") || !strings.Contains(running.stdout, "lease expires") {
+	if !strings.Contains(squeeze(running.stdout), "state in_flight") || !strings.Contains(running.stdout, "lease expires") {
 		t.Errorf("inspect of an in-flight record:\n%s", running.stdout)
 	}
 	missing := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-2", "-key", "text")
@@ -350,4 +345,10 @@ func TestPurgeProgress(t *testing.T) {
 	if p.stdout != "25\n" || p.stderr != "purged 20 records so far\n" {
 		t.Errorf("purge: stdout %q, stderr %q", p.stdout, p.stderr)
 	}
+}
+
+// squeeze turns the runs of spaces that tabwriter pads columns with into
+// one space, so that expectations do not depend on column widths.
+func squeeze(s string) string {
+	return regexp.MustCompile(` {2,}`).ReplaceAllString(s, " ")
 }
