@@ -32,6 +32,14 @@ type engine interface {
 	extend(ctx context.Context, db DBTX, l leaseRef, leaseExpiresAt int64) (bool, error)
 	// purgeBatch deletes up to limit expired rows and returns how many.
 	purgeBatch(ctx context.Context, db DBTX, now int64, limit int) (int64, error)
+	// stats counts rows for Ledger.Stats; times in the result are Unix
+	// milliseconds, 0 for an empty table.
+	stats(ctx context.Context, db DBTX, now int64) (statsRow, error)
+}
+
+type statsRow struct {
+	inFlight, completed, expired int64
+	oldest, newest               int64
 }
 
 type claimArgs struct {

@@ -124,3 +124,17 @@ func (sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, leaseExpire
 func (sqliteEngine) purgeBatch(ctx context.Context, db DBTX, now int64, limit int) (int64, error) {
 	return sqlitedb.New(db).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: now, BatchSize: int64(limit)})
 }
+
+func (sqliteEngine) stats(ctx context.Context, db DBTX, now int64) (statsRow, error) {
+	row, err := sqlitedb.New(db).Stats(ctx, now)
+	if err != nil {
+		return statsRow{}, err
+	}
+	return statsRow{
+		inFlight:  row.InFlight,
+		completed: row.Completed,
+		expired:   row.Expired,
+		oldest:    row.OldestCreatedAt,
+		newest:    row.NewestCreatedAt,
+	}, nil
+}

@@ -18,6 +18,11 @@ type PurgeOptions struct {
 	// write lock for a shorter time and lets claims in between.
 	BatchSize int
 
+	// Progress, when set, is called after every batch with the number of
+	// rows deleted so far by this Purge, so a long purge can report how it
+	// goes. It runs on Purge's goroutine, between batches.
+	Progress func(deleted int64)
+
 	// batchDone, when set (in-package benchmarks), is told how long each
 	// batch took.
 	batchDone func(rows int64, took time.Duration)
@@ -58,6 +63,9 @@ func (l *Ledger) Purge(ctx context.Context, db DBTX, opts PurgeOptions) (int64, 
 			return total, fmt.Errorf("ledger: purge: %w", err)
 		}
 		total += n
+		if opts.Progress != nil {
+			opts.Progress(total)
+		}
 		if opts.batchDone != nil {
 			opts.batchDone(n, time.Since(start))
 		}

@@ -82,3 +82,15 @@ WHERE rowid IN (
     ORDER BY e.expires_at
     LIMIT @batch_size
 );
+
+-- name: Stats :one
+-- Counts rows for the stats command. It reads the whole table: an admin
+-- query, never on a request's path.
+SELECT
+    CAST(COALESCE(SUM(state = 'in_flight'), 0) AS INTEGER) AS in_flight,
+    CAST(COALESCE(SUM(state = 'completed'), 0) AS INTEGER) AS completed,
+    CAST(COALESCE(SUM(expires_at <= @now
+        AND (state = 'completed' OR lease_expires_at <= @now)), 0) AS INTEGER) AS expired,
+    CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
+    CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
+FROM idempotency_ledger;

@@ -241,3 +241,37 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 	}
 	return result.RowsAffected()
 }
+
+const stats = `-- name: Stats :one
+SELECT
+    CAST(COALESCE(SUM(state = 'in_flight'), 0) AS INTEGER) AS in_flight,
+    CAST(COALESCE(SUM(state = 'completed'), 0) AS INTEGER) AS completed,
+    CAST(COALESCE(SUM(expires_at <= ?1
+        AND (state = 'completed' OR lease_expires_at <= ?1)), 0) AS INTEGER) AS expired,
+    CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
+    CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
+FROM idempotency_ledger
+`
+
+type StatsRow struct {
+	InFlight        int64
+	Completed       int64
+	Expired         int64
+	OldestCreatedAt int64
+	NewestCreatedAt int64
+}
+
+// Counts rows for the stats command. It reads the whole table: an admin
+// query, never on a request's path.
+func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
+	row := q.db.QueryRowContext(ctx, stats, now)
+	var i StatsRow
+	err := row.Scan(
+		&i.InFlight,
+		&i.Completed,
+		&i.Expired,
+		&i.OldestCreatedAt,
+		&i.NewestCreatedAt,
+	)
+	return i, err
+}
