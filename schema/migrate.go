@@ -47,24 +47,56 @@ func SQLite() fs.FS {
 // per instance). Errors are wrapped with "schema: migrate:"; a database left
 // dirty by a failed migration is reported as such.
 func Migrate(ctx context.Context, db *sql.DB) error {
+	return run(ctx, db, "migrate", (*migrate.Migrate).Up)
+}
+
+// Down rolls every idemledger migration in db back, dropping the ledger's
+// table and every record in it; the migrations table stays, at no version.
+// Only what the migrations created is dropped (golang-migrate's Drop, which
+// would drop every table in the file, is never used), and db stays open.
+// Errors are wrapped with "schema: down:".
+func Down(ctx context.Context, db *sql.DB) error {
+	return run(ctx, db, "down", (*migrate.Migrate).Down)
+}
+
+// Version returns the migration version applied to db (0 when none is) and
+// whether a migration failed half-way and left it dirty, in which case the
+// schema needs repair by hand. Like Migrate, it creates the (empty)
+// migrations table when it is missing. Errors are wrapped with
+// "schema: version:".
+func Version(ctx context.Context, db *sql.DB) (version uint, dirty bool, err error) {
+	err = run(ctx, db, "version", func(m *migrate.Migrate) error {
+		var verr error
+		version, dirty, verr = m.Version()
+		if errors.Is(verr, migrate.ErrNilVersion) {
+			return nil
+		}
+		return verr
+	})
+	return version, dirty, err
+}
+
+// run builds a golang-migrate instance over db and applies op to it. The
+// instance is never closed: its Close would close db, which is the
+// caller's.
+func run(ctx context.Context, db *sql.DB, name string, op func(*migrate.Migrate) error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("schema: migrate: %w", err)
+		return fmt.Errorf("schema: %s: %w", name, err)
 	}
 	src, err := iofs.New(FS, "sqlite")
 	if err != nil {
-		return fmt.Errorf("schema: migrate: source: %w", err)
+		return fmt.Errorf("schema: %s: source: %w", name, err)
 	}
-	// The source is ours to close; the database driver is not (its Close
-	// closes db), so the migrate instance is simply dropped when done.
+	// The source is ours to close; the database driver is not.
 	defer src.Close()
 
 	drv, err := migratesqlite.WithInstance(db, &migratesqlite.Config{MigrationsTable: MigrationsTable})
 	if err != nil {
-		return fmt.Errorf("schema: migrate: driver: %w", err)
+		return fmt.Errorf("schema: %s: driver: %w", name, err)
 	}
 	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
 	if err != nil {
-		return fmt.Errorf("schema: migrate: %w", err)
+		return fmt.Errorf("schema: %s: %w", name, err)
 	}
 	// A cancelled ctx asks golang-migrate to stop at the next safe point
 	// between migrations.
@@ -75,11 +107,11 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 		}
 	})
 	defer stop()
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("schema: migrate: %w", err)
+	if err := op(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("schema: %s: %w", name, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("schema: migrate: %w", err)
+		return fmt.Errorf("schema: %s: %w", name, err)
 	}
 	return nil
 }
