@@ -33,7 +33,9 @@ func TestVersionDownUp(t *testing.T) {
 	if _, err := db.Exec(`CREATE TABLE app_orders (id INTEGER PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	app := func(objs []string) []string { return slices.Sorted(slices.Values(append(slices.Clone(objs), "table app_orders"))) }
+	app := func(objs []string) []string {
+		return slices.Sorted(slices.Values(append(slices.Clone(objs), "table app_orders")))
+	}
 
 	check("fresh", 0, app(bare))
 	if err := schema.Migrate(ctx, db); err != nil {
