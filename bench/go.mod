@@ -1,0 +1,11 @@
+module github.com/idemledger/idemledger/bench
+
+go 1.26.0
+
+replace github.com/idemledger/idemledger => ../
+
+require (
+	github.com/cyberphone/json-canonicalization v0.0.0-20241213102144-19d51d7fe467
+	github.com/go-json-experiment/json v1.27.2
+	github.com/gowebpki/jcs v1.0.2
+)
