@@ -53,3 +53,8 @@ func viaCompact(src []byte) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// Implementations returns everything measured, in table order.
+func Implementations() []Impl {
+	return Peers()
+}
