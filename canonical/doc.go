@@ -1,0 +1,27 @@
+// Package canonical writes the canonical form of JSON text as defined by
+// RFC 8785, the JSON Canonicalization Scheme (JCS): the byte sequence that
+// any conforming implementation, in any language, produces for the same
+// JSON value, so that a digest of it (see package hash) identifies the value
+// rather than its spelling.
+//
+// The canonical form (RFC 8785 section 3.2) has no whitespace; object
+// members are sorted by the UTF-16 code units of their names (section
+// 3.2.3); strings use the fewest escapes (section 3.2.2.2); numbers are
+// parsed to the nearest IEEE 754 binary64 and printed as ECMAScript's
+// Number.prototype.toString prints them (section 3.2.2.3, ECMA-262 section
+// 6.1.6.1.20), which FormatFloat exposes.
+//
+// Input must be I-JSON (RFC 7493): duplicate member names, invalid UTF-8,
+// lone surrogate escapes, numbers beyond binary64 and the other faults listed
+// in errors.go are refused with a *SyntaxError that carries the byte offset
+// and wraps one sentinel error, never repaired. Numbers that are too small
+// for binary64 become 0, as ECMAScript's JSON.parse makes them.
+//
+// Canonical form can change the decimal value of a number that binary64
+// cannot hold (9007199254740993 prints as 9007199254740992). Callers that
+// must not conflate two such amounts set Options.ExactNumbers, which refuses
+// them with ErrInexactNumber.
+//
+// Transform and Append use a single pass over the input and scratch space
+// from a sync.Pool; every function here is safe for concurrent use.
+package canonical

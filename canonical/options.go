@@ -1,0 +1,67 @@
+package canonical
+
+// DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero or
+// negative: 1000 levels of arrays and objects. It is far beyond any sane
+// payload and bounds the memory an attacker can make a call spend on
+// bookkeeping. The scanner keeps its own stack, so even a huge limit cannot
+// overflow the goroutine stack.
+const DefaultMaxDepth = 1000
+
+// Options adjusts Transform, Append and Marshal. The zero value is what the
+// package-level functions use. An Options value may be used from several
+// goroutines at once.
+type Options struct {
+	// MaxDepth is the deepest nesting of arrays and objects accepted: 1 allows
+	// [1] but not [[1]]; a scalar has depth 0. Zero or negative means
+	// DefaultMaxDepth. Deeper input is refused with ErrTooDeep.
+	MaxDepth int
+
+	// ExactNumbers refuses, with ErrInexactNumber, any number whose canonical
+	// form denotes another decimal number than the one written: the test is
+	// equality of decimal values, so 0.1, 1.50, 1e2 and -0 pass while
+	// 9007199254740993 (prints 9007199254740992), 0.10000000000000000555
+	// (prints 0.1) and 1e-400 (prints 0) fail. Set it when two different
+	// amounts must never share a canonical form.
+	ExactNumbers bool
+}
+
+// Transform returns the canonical form (RFC 8785) of the JSON text src, with
+// the limits of o. Errors are *SyntaxError values wrapping the sentinels of
+// this package.
+func (o Options) Transform(src []byte) ([]byte, error) {
+	// Canonical form is rarely longer than the input; a little slack covers
+	// numbers such as 1e20 that print longer than written.
+	out, err := o.Append(make([]byte, 0, len(src)+16), src)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Append appends the canonical form of src to dst and returns the extended
+// slice, with the limits of o. On error it returns dst unchanged in length
+// (bytes beyond it may have been overwritten) and a *SyntaxError. dst and src
+// must not overlap.
+func (o Options) Append(dst, src []byte) ([]byte, error) {
+	s := getState(o)
+	n := len(dst)
+	out, err := s.run(dst, src)
+	putState(s)
+	if err != nil {
+		return dst[:n], err
+	}
+	return out, nil
+}
+
+// Transform returns the canonical form (RFC 8785) of the JSON text src with
+// the default Options. Input that is not I-JSON (RFC 7493) is refused with a
+// *SyntaxError wrapping one of the sentinel errors of this package.
+func Transform(src []byte) ([]byte, error) {
+	return Options{}.Transform(src)
+}
+
+// Append appends the canonical form of src to dst, with the default Options,
+// so that a caller can reuse one buffer across calls. See Options.Append.
+func Append(dst, src []byte) ([]byte, error) {
+	return Options{}.Append(dst, src)
+}
