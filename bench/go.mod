@@ -8,4 +8,5 @@ require (
 	github.com/cyberphone/json-canonicalization v0.0.0-20241213102144-19d51d7fe467
 	github.com/go-json-experiment/json v1.27.2
 	github.com/gowebpki/jcs v1.0.2
+	github.com/idemledger/idemledger v0.0.0-00010101000000-000000000000
 )

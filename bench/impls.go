@@ -7,6 +7,8 @@ import (
 	jsoncanonicalizer "github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
+
+	"github.com/idemledger/idemledger/canonical"
 )
 
 // Impl is one implementation under test, wrapped to the shape of
@@ -54,7 +56,14 @@ func viaCompact(src []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Implementations returns everything measured, in table order.
+// Ours returns idemledger's canonical.Transform, the subject of the
+// benchmarks.
+func Ours() Impl {
+	return Impl{Name: "idemledger", Transform: canonical.Transform}
+}
+
+// Implementations returns everything measured, ours first, then the peers
+// and the floor.
 func Implementations() []Impl {
-	return Peers()
+	return append([]Impl{Ours()}, Peers()...)
 }
