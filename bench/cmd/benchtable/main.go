@@ -1,0 +1,143 @@
+// Command benchtable reads the output of
+//
+//	go test -run '^$' -bench . -benchmem -count N
+//
+// in the bench module on standard input and prints, for BENCHMARKS.md, one
+// Markdown table per input: the median MB/s (with the lowest and highest of
+// the N runs), ns/op, B/op and allocs/op of each implementation, and its
+// throughput as a multiple of jsontext's and of encoding/json.Compact's
+// medians from the same run. A line under each table says whether
+// idemledger meets the targets of the benchmark issue.
+//
+// It reads only BenchmarkTransform/<input>/<implementation> results.
+// benchstat (go tool benchstat) gives the statistics; this only arranges
+// medians side by side, which benchstat cannot do for positional
+// sub-benchmark names.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// samples holds the N measurements of one input and implementation.
+type samples struct {
+	mbps, nsop, bop, allocs []float64
+}
+
+func main() {
+	if err := run(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+func run(in io.Reader, out io.Writer) error {
+	var inputs, impls []string
+	data := map[[2]string]*samples{}
+	r := benchfmt.NewReader(in, "stdin")
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		base, parts := res.Name.Parts()
+		if string(base) != "Transform" || len(parts) < 2 {
+			continue
+		}
+		input := strings.TrimPrefix(string(parts[0]), "/")
+		impl := strings.TrimPrefix(string(parts[1]), "/")
+		if !slices.Contains(inputs, input) {
+			inputs = append(inputs, input)
+		}
+		if !slices.Contains(impls, impl) {
+			impls = append(impls, impl)
+		}
+		key := [2]string{input, impl}
+		s := data[key]
+		if s == nil {
+			s = &samples{}
+			data[key] = s
+		}
+		for _, v := range res.Values {
+			unit, x := v.Unit, v.Value
+			if v.OrigUnit != "" { // a tidied value: take it as go test wrote it
+				unit, x = v.OrigUnit, v.OrigValue
+			}
+			switch unit {
+			case "MB/s":
+				s.mbps = append(s.mbps, x)
+			case "ns/op":
+				s.nsop = append(s.nsop, x)
+			case "B/op":
+				s.bop = append(s.bop, x)
+			case "allocs/op":
+				s.allocs = append(s.allocs, x)
+			}
+		}
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if len(inputs) == 0 {
+		return fmt.Errorf("no BenchmarkTransform results on standard input")
+	}
+	for _, input := range inputs {
+		jt, cp := data[[2]string{input, "jsontext"}], data[[2]string{input, "compact"}]
+		if jt == nil || cp == nil {
+			return fmt.Errorf("%s: jsontext or compact missing, ratios need both from the same run", input)
+		}
+		jsontext, compact := median(jt.mbps), median(cp.mbps)
+		fmt.Fprintf(out, "#### %s\n\n", input)
+		fmt.Fprintln(out, "| implementation | MB/s (median) | MB/s (min–max) | ns/op | B/op | allocs/op | × jsontext | × Compact |")
+		fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|")
+		for _, impl := range impls {
+			s := data[[2]string{input, impl}]
+			if s == nil {
+				continue
+			}
+			m := median(s.mbps)
+			fmt.Fprintf(out, "| %s | %.1f | %.1f–%.1f | %.0f | %.0f | %.0f | %.2f | %.2f |\n",
+				impl, m, slices.Min(s.mbps), slices.Max(s.mbps), median(s.nsop), median(s.bop), median(s.allocs),
+				m/jsontext, m/compact)
+		}
+		if ours := data[[2]string{input, "idemledger"}]; ours != nil {
+			m := median(ours.mbps)
+			fmt.Fprintf(out, "\nidemledger: %.2f× jsontext (target ≥ 1: %s), %.2f× Compact",
+				m/jsontext, verdict(m/jsontext >= 1), m/compact)
+			if input == "api-1KB" || input == "array-1MB" {
+				fmt.Fprintf(out, " (target ≥ 0.5: %s)", verdict(m/compact >= 0.5))
+			}
+			fmt.Fprintf(out, ", %d runs.\n", len(ours.mbps))
+		}
+		fmt.Fprintln(out)
+	}
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// median of a non-empty sample; the mean of the middle two for an even
+// count, as benchstat reports it.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
