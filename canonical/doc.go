@@ -12,8 +12,8 @@
 // 6.1.6.1.20), which FormatFloat exposes.
 //
 // Input must be I-JSON (RFC 7493): duplicate member names, invalid UTF-8,
-// lone surrogate escapes, numbers beyond binary64 and the other faults listed
-// in errors.go are refused with a *SyntaxError that carries the byte offset
+// lone surrogate escapes, numbers beyond binary64 and the other faults that
+// the sentinel errors (ErrDuplicateName and its siblings) name are refused with a *SyntaxError that carries the byte offset
 // and wraps one sentinel error, never repaired. Numbers that are too small
 // for binary64 become 0, as ECMAScript's JSON.parse makes them.
 //

@@ -50,8 +50,9 @@ var (
 	// zero, such as 01 or -00.5 (RFC 8259 section 6).
 	ErrLeadingZero = errors.New("canonical: leading zero in number")
 
-	// ErrInvalidNumber is returned for a malformed number, such as -, 1.,
-	// .5, +1 or 1e (RFC 8259 section 6).
+	// ErrInvalidNumber is returned for a malformed number that starts with
+	// '-' or a digit, such as -, -x, 1., or 1e+ (RFC 8259 section 6). Text
+	// that cannot start a number at all (.5, +1) is ErrSyntax.
 	ErrInvalidNumber = errors.New("canonical: invalid number")
 
 	// ErrNonFinite is returned for the tokens NaN, Infinity and -Infinity,
@@ -91,6 +92,9 @@ type SyntaxError struct {
 
 // Error returns the sentinel's message and the offset.
 func (e *SyntaxError) Error() string {
+	if e.Err == nil {
+		return "canonical: invalid input at offset " + strconv.FormatInt(e.Offset, 10)
+	}
 	return e.Err.Error() + " at offset " + strconv.FormatInt(e.Offset, 10)
 }
 

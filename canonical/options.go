@@ -1,5 +1,7 @@
 package canonical
 
+import "slices"
+
 // DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero or
 // negative: 1000 levels of arrays and objects. It is far beyond any sane
 // payload and bounds the memory an attacker can make a call spend on
@@ -29,28 +31,22 @@ type Options struct {
 // the limits of o. Errors are *SyntaxError values wrapping the sentinels of
 // this package.
 func (o Options) Transform(src []byte) ([]byte, error) {
-	// Canonical form is rarely longer than the input; a little slack covers
-	// numbers such as 1e20 that print longer than written.
-	out, err := o.Append(make([]byte, 0, len(src)+16), src)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return o.Append(nil, src)
 }
 
 // Append appends the canonical form of src to dst and returns the extended
-// slice, with the limits of o. On error it returns dst unchanged in length
-// (bytes beyond it may have been overwritten) and a *SyntaxError. dst and src
-// must not overlap.
+// slice, with the limits of o. On error it returns dst unchanged and a
+// *SyntaxError. dst and src must not overlap.
 func (o Options) Append(dst, src []byte) ([]byte, error) {
 	s := getState(o)
-	n := len(dst)
-	out, err := s.run(dst, src)
-	putState(s)
-	if err != nil {
-		return dst[:n], err
+	defer putState(s)
+	if err := s.run(src); err != nil {
+		return dst, err
 	}
-	return out, nil
+	n := len(s.out)
+	dst = slices.Grow(dst, n)
+	s.emit(dst[len(dst) : len(dst)+n])
+	return dst[:len(dst)+n], nil
 }
 
 // Transform returns the canonical form (RFC 8785) of the JSON text src with

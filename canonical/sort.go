@@ -1,6 +1,9 @@
 package canonical
 
-import "slices"
+import (
+	"bytes"
+	"slices"
+)
 
 // compareNames orders member names, given as UTF-8, by their UTF-16 code
 // units (RFC 8785 section 3.2.3) without converting them. Byte order of
@@ -37,6 +40,24 @@ func compareNames(a, b []byte) int {
 	return 0
 }
 
+// sortKey is what sorting moves around: the resolved name and the index of
+// its member, so that a comparison touches no more than two small structs.
+type sortKey struct {
+	name   []byte
+	idx    int32
+	simple bool // ASCII only: bytes.Compare is exact for it
+}
+
+// compareKeys orders two members by name. When either name is ASCII, no
+// byte pair at a first difference can need the surrogate fix-up, so the
+// assembly-backed bytes.Compare is exact.
+func compareKeys(a, b *sortKey) int {
+	if a.simple || b.simple {
+		return bytes.Compare(a.name, b.name)
+	}
+	return compareNames(a.name, b.name)
+}
+
 func (s *state) nameOf(m *member) []byte {
 	if m.inArena {
 		return s.arena[m.nameOff : m.nameOff+m.nameLen]
@@ -53,9 +74,18 @@ func (s *state) closeObject(f frame) error {
 		s.members = s.members[:f.base]
 		s.arena = s.arena[:f.arenaBase]
 	}()
+	if len(ms) < 2 {
+		return nil
+	}
+	keys := s.keys[:0]
+	for j := range ms {
+		keys = append(keys, sortKey{name: s.nameOf(&ms[j]), idx: int32(j), simple: ms[j].simple})
+	}
+	s.keys = keys[:0] // keep the capacity; the names must not outlive the call
+	defer clear(keys)
 	sorted := true
-	for j := 1; j < len(ms); j++ {
-		if compareNames(s.nameOf(&ms[j-1]), s.nameOf(&ms[j])) >= 0 {
+	for j := 1; j < len(keys); j++ {
+		if compareKeys(&keys[j-1], &keys[j]) >= 0 {
 			sorted = false
 			break
 		}
@@ -63,43 +93,49 @@ func (s *state) closeObject(f frame) error {
 	if sorted {
 		return nil
 	}
-	slices.SortFunc(ms, func(a, b member) int {
-		return compareNames(s.nameOf(&a), s.nameOf(&b))
-	})
-	if off := s.firstDuplicate(ms); off >= 0 {
+	sortKeys(keys)
+	if off := firstDuplicate(ms, keys); off >= 0 {
 		return errAt(off, ErrDuplicateName)
 	}
-	s.scratch = append(s.scratch[:0], s.out[f.start:]...)
-	w := f.start
-	for j := range ms {
-		if j > 0 {
-			s.out[w] = ','
-			w++
-		}
-		w += copy(s.out[w:], s.scratch[ms[j].start-f.start:ms[j].end-f.start])
-	}
+	s.recordPerm(span{f.start, len(s.out)}, ms, keys)
 	return nil
 }
 
+// sortKeys sorts by name: insertion sort for the small objects that make up
+// most documents, where it beats a general sort's call overhead, and
+// pattern-defeating quicksort (O(n log n) worst case) above that.
+func sortKeys(keys []sortKey) {
+	if len(keys) > 12 {
+		slices.SortFunc(keys, func(a, b sortKey) int { return compareKeys(&a, &b) })
+		return
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && compareKeys(&keys[j-1], &keys[j]) > 0; j-- {
+			keys[j-1], keys[j] = keys[j], keys[j-1]
+		}
+	}
+}
+
 // firstDuplicate returns the input offset of the earliest member whose name
-// an earlier member already had, or -1. ms is sorted by name.
-func (s *state) firstDuplicate(ms []member) int {
+// an earlier member already had, or -1. keys is sorted by name.
+func firstDuplicate(ms []member, keys []sortKey) int {
 	best := -1
-	for j := 0; j+1 < len(ms); {
+	for j := 0; j+1 < len(keys); {
 		k := j + 1
-		for k < len(ms) && compareNames(s.nameOf(&ms[j]), s.nameOf(&ms[k])) == 0 {
+		for k < len(keys) && compareKeys(&keys[j], &keys[k]) == 0 {
 			k++
 		}
 		if k-j > 1 {
 			// The second occurrence in the input is the second smallest
 			// offset of the run.
 			first, second := -1, -1
-			for _, m := range ms[j:k] {
+			for _, key := range keys[j:k] {
+				off := ms[key.idx].srcOff
 				switch {
-				case first < 0 || m.srcOff < first:
-					first, second = m.srcOff, first
-				case second < 0 || m.srcOff < second:
-					second = m.srcOff
+				case first < 0 || off < first:
+					first, second = off, first
+				case second < 0 || off < second:
+					second = off
 				}
 			}
 			if best < 0 || second < best {

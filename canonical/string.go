@@ -13,44 +13,50 @@ var plain = func() (t [256]bool) {
 
 const hexDigits = "0123456789abcdef"
 
+// Flags str returns about a string.
+const (
+	hasEscape   = 1 << iota // the input used a backslash escape
+	hasNonASCII             // the input has a raw byte >= 0x80
+)
+
 // str reads the string at s.src[i] (a '"'), appends its canonical form
-// (RFC 8785 section 3.2.2.2) and returns the offset after it and whether the
-// input used any escape.
-func (s *state) str(i int) (int, bool, error) {
+// (RFC 8785 section 3.2.2.2) and returns the offset after it and its flags.
+func (s *state) str(i int) (int, uint8, error) {
 	src := s.src
 	s.out = append(s.out, '"')
 	i++
 	chunk := i
-	escaped := false
+	var flags uint8
 	for {
 		for i < len(src) && plain[src[i]] {
 			i++
 		}
 		if i == len(src) {
-			return 0, false, errAt(i, ErrUnexpectedEnd)
+			return 0, 0, errAt(i, ErrUnexpectedEnd)
 		}
 		switch c := src[i]; {
 		case c == '"':
 			s.out = append(s.out, src[chunk:i]...)
 			s.out = append(s.out, '"')
-			return i + 1, escaped, nil
+			return i + 1, flags, nil
 		case c == '\\':
 			s.out = append(s.out, src[chunk:i]...)
-			escaped = true
+			flags |= hasEscape
 			var err error
 			if i, err = s.escape(i); err != nil {
-				return 0, false, err
+				return 0, 0, err
 			}
 			chunk = i
 		case c < 0x20:
-			return 0, false, errAt(i, ErrControlChar)
+			return 0, 0, errAt(i, ErrControlChar)
 		default:
 			// DecodeRune refuses overlong forms, surrogates and truncated
 			// sequences with (RuneError, 1); a real U+FFFD has size 3.
 			r, size := utf8.DecodeRune(src[i:])
 			if r == utf8.RuneError && size == 1 {
-				return 0, false, errAt(i, ErrInvalidUTF8)
+				return 0, 0, errAt(i, ErrInvalidUTF8)
 			}
+			flags |= hasNonASCII
 			i += size
 		}
 	}

@@ -5,12 +5,12 @@ import "sync"
 // The scanner makes one pass over the input and writes canonical bytes as it
 // goes. Members of an object are written in input order; when the object
 // closes, its members are sorted by name and, only if they were out of
-// order, moved into place through a scratch buffer. Containers are tracked
+// order, their sorted spans are recorded for one final reordering pass
+// (reorder.go). Containers are tracked
 // on an explicit stack, so nesting depth costs heap, not goroutine stack.
 
-// frame is one open array or object.
+// frame is one open object.
 type frame struct {
-	obj       bool
 	base      int // index in state.members of this object's first member
 	start     int // offset in out just after the '{'
 	arenaBase int // length of state.arena when the object opened
@@ -19,6 +19,7 @@ type frame struct {
 // member is one name/value pair of an open object.
 type member struct {
 	inArena bool // name bytes are in state.arena (it had escapes), else in src
+	simple  bool // name is ASCII only, so plain byte order is UTF-16 order
 	nameOff int
 	nameLen int
 	srcOff  int // offset of the name in src, for errors
@@ -29,13 +30,19 @@ type member struct {
 // state is the scratch space of one call, recycled through statePool.
 type state struct {
 	src      []byte
-	out      []byte
+	out      []byte // canonical tokens in input member order (in buf)
+	buf      []byte // backing store of out, kept across calls
 	maxDepth int
 	exact    bool
-	stack    []frame
+	stack    []bool  // per open container: is it an object (else an array)
+	objs     []frame // per open object
 	members  []member
-	arena    []byte // unescaped names that had escapes in the input
-	scratch  []byte // an object's bytes while its members are reordered
+	keys     []sortKey // sort space for the object being closed
+	arena    []byte    // unescaped names that had escapes in the input
+	perms    []perm    // objects to reorder in the final pass
+	segs     []span    // their members' spans, in sorted order
+	tasks    []task    // work stack of the final pass
+	open     []int     // scratch of linkPerms
 }
 
 var statePool = sync.Pool{New: func() any { return new(state) }}
@@ -55,14 +62,23 @@ func getState(o Options) *state {
 const maxPooled = 4 << 20
 
 func putState(s *state) {
+	if cap(s.out) > cap(s.buf) { // out outgrew buf: keep the larger one
+		s.buf = s.out[:0]
+	}
 	s.src, s.out = nil, nil
-	if cap(s.scratch) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 {
+	if cap(s.buf) > maxPooled || cap(s.arena) > maxPooled || cap(s.members) > maxPooled/64 || cap(s.stack) > 1<<16 || cap(s.objs) > 1<<16 || cap(s.keys) > 1<<16 ||
+		cap(s.perms) > 1<<16 || cap(s.segs) > 1<<18 || cap(s.tasks) > 1<<16 || cap(s.open) > 1<<16 {
 		return
 	}
 	s.stack = s.stack[:0]
+	s.objs = s.objs[:0]
 	s.members = s.members[:0]
 	s.arena = s.arena[:0]
-	s.scratch = s.scratch[:0]
+	s.keys = s.keys[:0]
+	s.perms = s.perms[:0]
+	s.segs = s.segs[:0]
+	s.tasks = s.tasks[:0]
+	s.open = s.open[:0]
 	statePool.Put(s)
 }
 
@@ -76,24 +92,30 @@ func skipWS(src []byte, i int) int {
 	return i
 }
 
-// run appends the canonical form of src to dst.
-func (s *state) run(dst, src []byte) ([]byte, error) {
+// run writes the canonical tokens of src to s.out, with object members in
+// input order; emit then writes them out in canonical order.
+func (s *state) run(src []byte) error {
 	s.src = src
-	s.out = dst
+	if cap(s.buf) < len(src)+16 {
+		// Canonical form is rarely longer than the input; the slack covers
+		// numbers such as 1e20 that print longer than written.
+		s.buf = make([]byte, 0, len(src)+16)
+	}
+	s.out = s.buf[:0]
 	i := skipWS(src, 0)
 	if i == len(src) {
-		return nil, errAt(i, ErrEmpty)
+		return errAt(i, ErrEmpty)
 	}
 	var err error
 	for {
 		// A value starts at i (after whitespace).
 		if i == len(src) {
-			return nil, errAt(i, ErrUnexpectedEnd)
+			return errAt(i, ErrUnexpectedEnd)
 		}
 		switch c := src[i]; c {
 		case '{', '[':
 			if len(s.stack) >= s.maxDepth {
-				return nil, errAt(i, ErrTooDeep)
+				return errAt(i, ErrTooDeep)
 			}
 			s.out = append(s.out, c)
 			i = skipWS(src, i+1)
@@ -103,7 +125,7 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 					i++
 					break
 				}
-				s.stack = append(s.stack, frame{})
+				s.stack = append(s.stack, false)
 				continue
 			}
 			if i < len(src) && src[i] == '}' {
@@ -111,43 +133,44 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 				i++
 				break
 			}
-			s.stack = append(s.stack, frame{obj: true, base: len(s.members), start: len(s.out), arenaBase: len(s.arena)})
+			s.stack = append(s.stack, true)
+			s.objs = append(s.objs, frame{base: len(s.members), start: len(s.out), arenaBase: len(s.arena)})
 			if i, err = s.name(i); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		case '"':
 			if i, _, err = s.str(i); err != nil {
-				return nil, err
+				return err
 			}
 		case 't':
 			if i, err = s.literal(i, "true"); err != nil {
-				return nil, err
+				return err
 			}
 		case 'f':
 			if i, err = s.literal(i, "false"); err != nil {
-				return nil, err
+				return err
 			}
 		case 'n':
 			if i, err = s.literal(i, "null"); err != nil {
-				return nil, err
+				return err
 			}
 		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			if i, err = s.number(i); err != nil {
-				return nil, err
+				return err
 			}
 		case 'N':
 			if hasWord(src[i:], "NaN") {
-				return nil, errAt(i, ErrNonFinite)
+				return errAt(i, ErrNonFinite)
 			}
-			return nil, errAt(i, ErrSyntax)
+			return errAt(i, ErrSyntax)
 		case 'I':
 			if hasWord(src[i:], "Infinity") {
-				return nil, errAt(i, ErrNonFinite)
+				return errAt(i, ErrNonFinite)
 			}
-			return nil, errAt(i, ErrSyntax)
+			return errAt(i, ErrSyntax)
 		default:
-			return nil, errAt(i, ErrSyntax)
+			return errAt(i, ErrSyntax)
 		}
 
 		// A value has ended at i: close containers until one continues.
@@ -155,23 +178,24 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 			i = skipWS(src, i)
 			if len(s.stack) == 0 {
 				if i != len(src) {
-					return nil, errAt(i, ErrTrailingData)
+					return errAt(i, ErrTrailingData)
 				}
-				return s.out, nil
+				return nil
 			}
 			if i == len(src) {
-				return nil, errAt(i, ErrUnexpectedEnd)
+				return errAt(i, ErrUnexpectedEnd)
 			}
-			top := &s.stack[len(s.stack)-1]
+			obj := s.stack[len(s.stack)-1]
 			c := src[i]
-			if top.obj {
+			if obj {
 				s.members[len(s.members)-1].end = len(s.out)
 				if c == '}' {
-					if err = s.closeObject(*top); err != nil {
-						return nil, err
+					if err = s.closeObject(s.objs[len(s.objs)-1]); err != nil {
+						return err
 					}
 					s.out = append(s.out, '}')
 					s.stack = s.stack[:len(s.stack)-1]
+					s.objs = s.objs[:len(s.objs)-1]
 					i++
 					continue
 				}
@@ -182,17 +206,17 @@ func (s *state) run(dst, src []byte) ([]byte, error) {
 				continue
 			}
 			if c != ',' {
-				return nil, errAt(i, ErrSyntax)
+				return errAt(i, ErrSyntax)
 			}
 			comma := i
 			s.out = append(s.out, ',')
 			i = skipWS(src, i+1)
 			if i < len(src) && (src[i] == ']' || src[i] == '}') {
-				return nil, errAt(comma, ErrTrailingComma)
+				return errAt(comma, ErrTrailingComma)
 			}
-			if top.obj {
+			if obj {
 				if i, err = s.name(i); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			break
@@ -211,11 +235,14 @@ func (s *state) name(i int) (int, error) {
 		return 0, errAt(i, ErrSyntax)
 	}
 	m := member{srcOff: i, start: len(s.out)}
-	end, escaped, err := s.str(i)
+	end, flags, err := s.str(i)
 	if err != nil {
 		return 0, err
 	}
-	if escaped {
+	// An escape may stand for any character: only unescaped ASCII is
+	// known to be simple.
+	m.simple = flags == 0
+	if flags&hasEscape != 0 {
 		m.inArena = true
 		m.nameOff = len(s.arena)
 		s.arena = unescape(s.arena, s.out[m.start+1:len(s.out)-1])

@@ -1,0 +1,5 @@
+//go:build !race
+
+package canonical
+
+const raceEnabled = false

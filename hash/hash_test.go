@@ -1,0 +1,94 @@
+package hash
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/idemledger/idemledger/canonical"
+)
+
+// Goldens below were computed with sha256sum, not with this package:
+//
+//	printf '{"a":1,"b":2}' | sha256sum
+//	sha256sum ../canonical/testdata/jcs/output/values.json
+//	printf '{"id":7,"tags":["x"]}' | sha256sum
+
+func TestJSON(t *testing.T) {
+	values, err := os.ReadFile("../canonical/testdata/jcs/input/values.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, in, want string
+	}{
+		{"reordered", `{ "b": 2, "a": 1.0 }`, "43258cff783fe7036d8a43033f830adfc60ec037382473548ac742b888292777"},
+		{"canonical", `{"a":1,"b":2}`, "43258cff783fe7036d8a43033f830adfc60ec037382473548ac742b888292777"},
+		{"RFC 8785 example", string(values), "2d5e01a318d0f0879ab568c4be289c8b1f64ef8921a53c6277d5e069978baacb"},
+	}
+	for _, tt := range tests {
+		got, err := JSON([]byte(tt.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got.String() != tt.want {
+			t.Errorf("%s: JSON = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestJSONErrors(t *testing.T) {
+	d, err := JSON([]byte(`{"a":1,"a":2}`))
+	var se *canonical.SyntaxError
+	if !errors.Is(err, canonical.ErrDuplicateName) || !errors.As(err, &se) || se.Offset != 7 {
+		t.Errorf("duplicate: %v", err)
+	}
+	if !d.IsZero() {
+		t.Errorf("digest %s alongside an error", d)
+	}
+	if !strings.HasPrefix(err.Error(), "hash: json: ") {
+		t.Errorf("error %q lacks the hash: json: prefix", err)
+	}
+	if _, err := JSON(nil); !errors.Is(err, canonical.ErrEmpty) {
+		t.Errorf("empty: %v", err)
+	}
+}
+
+func TestValue(t *testing.T) {
+	type doc struct {
+		Tags []string `json:"tags"`
+		ID   int      `json:"id"`
+	}
+	got, err := Value(doc{ID: 7, Tags: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "d03f8079a39ccb81b99531ca2fb650c93beeabbf61cd691ee4701f005d377db3"; got.String() != want {
+		t.Errorf("Value = %s, want %s", got, want)
+	}
+	viaMap, _ := Value(map[string]any{"tags": []string{"x"}, "id": 7})
+	if viaMap != got {
+		t.Errorf("map and struct of one value differ: %s, %s", viaMap, got)
+	}
+	if _, err := Value(func() {}); err == nil || !strings.HasPrefix(err.Error(), "hash: value: ") {
+		t.Errorf("Value(func) = %v, want a hash: value: error", err)
+	}
+}
+
+func TestDigestText(t *testing.T) {
+	d := Bytes(nil)
+	const empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	if d.String() != empty {
+		t.Fatalf("Bytes(nil) = %s, want %s", d, empty)
+	}
+	got, err := ParseDigest(strings.ToUpper(empty))
+	if err != nil || got != d {
+		t.Errorf("ParseDigest upper case = %s, %v", got, err)
+	}
+	for _, bad := range []string{"", empty[:63], empty + "0", "g" + empty[1:]} {
+		if _, err := ParseDigest(bad); !errors.Is(err, ErrInvalidDigest) {
+			t.Errorf("ParseDigest(%q) = %v, want ErrInvalidDigest", bad, err)
+		}
+	}
+}
