@@ -6,7 +6,7 @@
 // Markdown table per input: the median MB/s (with the lowest and highest of
 // the N runs), ns/op, B/op and allocs/op of each implementation, and its
 // throughput as a multiple of jsontext's and of encoding/json.Compact's
-// medians from the same run; then the same for cpu-MB/s (throughput per
+// medians from the same run (see -paired); then the same for cpu-MB/s (throughput per
 // second of process CPU time, steadier when other work shares the cores). A line under each table says whether
 // idemledger meets the targets of the benchmark issue.
 //
@@ -17,6 +17,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -32,7 +33,15 @@ type samples struct {
 	mbps, cpumbps, nsop, bop, allocs []float64
 }
 
+// paired is for input made of N separate runs of -count 1 one after the
+// other (interleaved: every implementation once per round). Then the k-th
+// sample of every benchmark comes from round k, taken within seconds of the
+// others, and each ratio is the median of the N per-round ratios: load that
+// drifts between rounds cancels out.
+var paired = flag.Bool("paired", false, "ratios as medians of per-round ratios (input: N runs of -count 1)")
+
 func main() {
+	flag.Parse()
 	if err := run(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
@@ -96,8 +105,18 @@ func run(in io.Reader, out io.Writer) error {
 		if jt == nil || cp == nil {
 			return fmt.Errorf("%s: jsontext or compact missing, ratios need both from the same run", input)
 		}
-		jsontext, compact := median(jt.mbps), median(cp.mbps)
-		cpuJSONText, cpuCompact := median(jt.cpumbps), median(cp.cpumbps)
+		// rel is impl's throughput over the reference's: the ratio of
+		// medians, or with -paired the median of per-round ratios.
+		rel := func(xs, ref []float64) float64 {
+			if !*paired || len(xs) != len(ref) {
+				return ratio(median(xs), median(ref))
+			}
+			rs := make([]float64, len(xs))
+			for i := range xs {
+				rs[i] = ratio(xs[i], ref[i])
+			}
+			return median(rs)
+		}
 		fmt.Fprintf(out, "#### %s\n\n", input)
 		fmt.Fprintln(out, "| implementation | MB/s (median) | MB/s (min–max) | ns/op | B/op | allocs/op | × jsontext | × Compact | cpu-MB/s | × jsontext (CPU) | × Compact (CPU) |")
 		fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -106,18 +125,18 @@ func run(in io.Reader, out io.Writer) error {
 			if s == nil {
 				continue
 			}
-			m, c := median(s.mbps), median(s.cpumbps)
 			fmt.Fprintf(out, "| %s | %.1f | %.1f–%.1f | %.0f | %.0f | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f |\n",
-				impl, m, slices.Min(s.mbps), slices.Max(s.mbps), median(s.nsop), median(s.bop), median(s.allocs),
-				m/jsontext, m/compact, c, ratio(c, cpuJSONText), ratio(c, cpuCompact))
+				impl, median(s.mbps), slices.Min(s.mbps), slices.Max(s.mbps), median(s.nsop), median(s.bop), median(s.allocs),
+				rel(s.mbps, jt.mbps), rel(s.mbps, cp.mbps), median(s.cpumbps), rel(s.cpumbps, jt.cpumbps), rel(s.cpumbps, cp.cpumbps))
 		}
 		if ours := data[[2]string{input, "idemledger"}]; ours != nil {
-			m, c := median(ours.mbps), median(ours.cpumbps)
+			wj, cj := rel(ours.mbps, jt.mbps), rel(ours.cpumbps, jt.cpumbps)
+			wc, cc := rel(ours.mbps, cp.mbps), rel(ours.cpumbps, cp.cpumbps)
 			fmt.Fprintf(out, "\nidemledger, %d runs: %.2f× jsontext by wall clock, %.2f× by CPU time (target ≥ 1: %s)",
-				len(ours.mbps), m/jsontext, ratio(c, cpuJSONText), verdict(m/jsontext >= 1, ratio(c, cpuJSONText) >= 1))
-			fmt.Fprintf(out, "; %.2f× Compact by wall clock, %.2f× by CPU time", m/compact, ratio(c, cpuCompact))
+				len(ours.mbps), wj, cj, verdict(wj >= 1, cj >= 1))
+			fmt.Fprintf(out, "; %.2f× Compact by wall clock, %.2f× by CPU time", wc, cc)
 			if input == "api-1KB" || input == "array-1MB" {
-				fmt.Fprintf(out, " (target ≥ 0.5: %s)", verdict(m/compact >= 0.5, ratio(c, cpuCompact) >= 0.5))
+				fmt.Fprintf(out, " (target ≥ 0.5: %s)", verdict(wc >= 0.5, cc >= 0.5))
 			}
 			fmt.Fprintln(out, ".")
 		}
