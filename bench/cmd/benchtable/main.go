@@ -42,13 +42,13 @@ var paired = flag.Bool("paired", false, "ratios as medians of per-round ratios (
 
 func main() {
 	flag.Parse()
-	if err := run(os.Stdin, os.Stdout); err != nil {
+	if err := run(os.Stdin, os.Stdout, *paired); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in io.Reader, out io.Writer) error {
+func run(in io.Reader, out io.Writer, paired bool) error {
 	var inputs, impls []string
 	data := map[[2]string]*samples{}
 	r := benchfmt.NewReader(in, "stdin")
@@ -108,7 +108,7 @@ func run(in io.Reader, out io.Writer) error {
 		// rel is impl's throughput over the reference's: the ratio of
 		// medians, or with -paired the median of per-round ratios.
 		rel := func(xs, ref []float64) float64 {
-			if !*paired || len(xs) != len(ref) {
+			if !paired || len(xs) != len(ref) {
 				return ratio(median(xs), median(ref))
 			}
 			rs := make([]float64, len(xs))
