@@ -204,7 +204,7 @@ func Example_defaults() {
 	// 500 failure 1
 	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"this request needs an Idempotency-Key header","code":"key-missing"}
 	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"the Idempotency-Key header is not a valid key: it must be a non-empty string of printable ASCII, sent once","code":"key-invalid"}
-	// 409 Retry-After=60 {"type":"about:blank","title":"Conflict","status":409,"detail":"a request with this idempotency key is in flight","code":"in-flight"}
+	// 409 Retry-After=1 {"type":"about:blank","title":"Conflict","status":409,"detail":"a request with this idempotency key is in flight","code":"in-flight"}
 	// 201 {"id":"pay_1"}
 	// 422 {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request","code":"key-reused"}
 	// 500 failure 2

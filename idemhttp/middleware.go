@@ -17,7 +17,7 @@ import (
 )
 
 // Middleware protects handlers with the ledger l on the database db, in the
-// ledger's lease mode (see DESIGN): it claims the key in its own short
+// ledger's lease mode (see ledger.Ledger.Claim): it claims the key in its own short
 // transaction, runs the handler, then completes or releases the claim. The
 // handler's side effects may be anywhere (another service, a payment API);
 // for handlers whose effects are all in db, TxHandler gives exactly once.
@@ -156,15 +156,45 @@ type prepared struct {
 
 // redact returns err's text with the key and the scope blotted out. The
 // ledger promises not to quote them, but a database driver's message makes
-// no such promise, and logs must never carry them.
+// no such promise, and logs must never carry them. Only whole words are
+// replaced (an occurrence bounded by characters that cannot belong to a
+// key), so that a scope such as "s" or "42" does not garble the message.
 func (p *prepared) redact(err error) string {
 	msg := err.Error()
 	for _, secret := range []string{p.req.Key, p.req.Scope} {
-		if secret != "" {
-			msg = strings.ReplaceAll(msg, secret, "[redacted]")
-		}
+		msg = redactWord(msg, secret)
 	}
 	return msg
+}
+
+// redactWord replaces each occurrence of word in s that is not part of a
+// longer run of letters, digits or '-', '_', '.'.
+func redactWord(s, word string) string {
+	if word == "" {
+		return s
+	}
+	var b strings.Builder
+	from := 0 // s[:from] is written
+	for at := 0; ; {
+		i := strings.Index(s[at:], word)
+		if i < 0 {
+			b.WriteString(s[from:])
+			return b.String()
+		}
+		i += at
+		end := i + len(word)
+		if (i == 0 || !wordByte(s[i-1])) && (end == len(s) || !wordByte(s[end])) {
+			b.WriteString(s[from:i])
+			b.WriteString("[redacted]")
+			from, at = end, end
+			continue
+		}
+		at = i + 1
+	}
+}
+
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
 }
 
 // prepare reads the key, the scope and the body, and takes the fingerprint.
@@ -254,7 +284,7 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 	var inFlight *ledger.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
-		secs := retryAfterSeconds(inFlight.RetryAfter, lease)
+		secs := retryAfterSeconds(inFlight.RetryAfter, min(lease, cfg.retryAfter))
 		cfg.log.LogAttrs(ctx, slog.LevelInfo, "idempotency: in flight",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int64("retry_after_s", secs))
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))

@@ -331,7 +331,9 @@ func TestInFlight(t *testing.T) {
 	// Answered at once, while the first still runs.
 	a := b.do(t, "POST", "/orders", `{}`, "k")
 	want := `{"type":"about:blank","title":"Conflict","status":409,"detail":"a request with this idempotency key is in flight","code":"in-flight"}` + "\n"
-	if a.status != 409 || a.body != want || a.header.Get("Retry-After") != "10" {
+	// Retry-After is the lease remainder (10 s) capped at
+	// InFlightRetryAfter (default 1 s).
+	if a.status != 409 || a.body != want || a.header.Get("Retry-After") != "1" {
 		t.Fatalf("in flight: %d %q Retry-After %q", a.status, a.body, a.header.Get("Retry-After"))
 	}
 	close(release)
@@ -340,6 +342,27 @@ func TestInFlight(t *testing.T) {
 	}
 	if a := b.do(t, "POST", "/orders", `{}`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
 		t.Fatalf("after completion: %+v", a)
+	}
+}
+
+// TestInFlightRetryAfterCap: with a cap above the lease, Retry-After is
+// the lease remainder, rounded up.
+func TestInFlightRetryAfterCap(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	b := setup(t, Options{InFlightRetryAfter: time.Hour}, ledger.Config{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	done := make(chan answer)
+	go func() { done <- b.do(t, "POST", "/orders", `{}`, "k") }()
+	<-started
+	a := b.do(t, "POST", "/orders", `{}`, "k")
+	close(release)
+	<-done
+	if a.status != 409 || a.header.Get("Retry-After") != "10" {
+		t.Fatalf("in flight: %d, Retry-After %q; want 409, 10", a.status, a.header.Get("Retry-After"))
 	}
 }
 
@@ -781,5 +804,24 @@ func TestHeartbeatKeepsSlowHandlerKey(t *testing.T) {
 	}
 	if rec := b.record(t, "k"); rec == nil || rec.State != ledger.StateCompleted || rec.Fence != 1 || b.calls.Load() != 1 {
 		t.Fatalf("record %+v after %d runs, want completed by the first holder", rec, b.calls.Load())
+	}
+}
+
+func TestRedactWord(t *testing.T) {
+	tests := []struct{ msg, word, want string }{
+		{"sql: database is closed", "s", "sql: database is closed"},
+		{"no such table", "s", "no such table"},
+		{"user 42 not found in 4242", "42", "user [redacted] not found in 4242"},
+		{`key "k-1" and k-1, k-10`, "k-1", `key "[redacted]" and [redacted], k-10`},
+		{"abc", "abc", "[redacted]"},
+		{"abcabc", "abc", "abcabc"},
+		{"x", "", "x"},
+		{"a a a", "a a", "[redacted] a"},
+		{"k:k:k", "k:k", "[redacted]:k"},
+	}
+	for _, tt := range tests {
+		if got := redactWord(tt.msg, tt.word); got != tt.want {
+			t.Errorf("redactWord(%q, %q) = %q, want %q", tt.msg, tt.word, got, tt.want)
+		}
 	}
 }

@@ -15,6 +15,9 @@ const DefaultMaxBodyBytes = 1 << 20
 // middleware adds, with the value "true", to every replayed response.
 const DefaultReplayHeader = "Idempotent-Replayed"
 
+// DefaultInFlightRetryAfter is the default of Options.InFlightRetryAfter.
+const DefaultInFlightRetryAfter = time.Second
+
 // DefaultReplayHeaders are the response header fields that are stored and
 // replayed by default. Options.ReplayHeaders adds to them.
 var DefaultReplayHeaders = []string{
@@ -116,6 +119,18 @@ type Options struct {
 	// the status, never the key or the scope. Default: no logging.
 	Logger *slog.Logger
 
+	// InFlightRetryAfter caps the Retry-After sent with a 409 in flight.
+	// The field says when a takeover becomes possible (the rest of the
+	// first request's lease) only in the worst case: most handlers finish
+	// long before their lease runs out, and the lease is extended while
+	// they run, so a retry after the full remainder (up to the whole lease)
+	// would wait far longer than needed, and a client whose retry budget is
+	// shorter than the lease (Transport's is 1 minute, like the default
+	// lease) would give up instead. The field is the lease remainder capped
+	// at this value, in whole seconds, at least 1 (RFC 9110 Section
+	// 10.2.3). Default DefaultInFlightRetryAfter (1 s).
+	InFlightRetryAfter time.Duration
+
 	// Now is the clock used to time handlers in log records. Default
 	// time.Now. The ledger keeps its own clock (ledger.Config.Now) for
 	// leases and expiry.
@@ -164,6 +179,7 @@ type config struct {
 	fingerprint  func(*http.Request, []byte) (hash.Digest, error)
 	refuse       RefuseFunc
 	replayHeader string
+	retryAfter   time.Duration
 	log          *slog.Logger
 	now          func() time.Time
 }
@@ -184,6 +200,7 @@ func newConfig(o Options) *config {
 		fingerprint:  o.Fingerprint,
 		refuse:       o.Refuse,
 		replayHeader: http.CanonicalHeaderKey(o.ReplayHeader),
+		retryAfter:   o.InFlightRetryAfter,
 		log:          o.Logger,
 		now:          o.Now,
 	}
@@ -219,6 +236,9 @@ func newConfig(o Options) *config {
 	}
 	if c.replayHeader == "" {
 		c.replayHeader = DefaultReplayHeader
+	}
+	if c.retryAfter <= 0 {
+		c.retryAfter = DefaultInFlightRetryAfter
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

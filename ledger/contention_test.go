@@ -200,7 +200,10 @@ func TestWorkerProcess(t *testing.T) {
 	// polls SQLite's lock. With more, SQLite's busy handler (which polls
 	// with growing sleeps, in no order) can starve one connection past
 	// busy_timeout when 4 processes hammer the file under -race.
-	db, err := sqlite.Open(path, sqlite.WithMaxOpenConns(1))
+	// A long busy_timeout: under -race on a loaded 2-core machine, four
+	// processes queueing for one file can keep a connection waiting past
+	// the 10 s default, and SQLITE_BUSY would then reach the caller.
+	db, err := sqlite.Open(path, sqlite.WithMaxOpenConns(1), sqlite.WithBusyTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
