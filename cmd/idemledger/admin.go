@@ -28,12 +28,16 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	case 1:
 		action = fs.Arg(0)
 	default:
-		return usagef("want one action, got %q", strings.Join(fs.Args(), " "))
+		return usagef("want one action, got %q%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
 	}
 	if action != "up" && action != "down" && action != "version" {
 		return usagef("unknown action %q: want up, down or version", action)
 	}
-	db, err := openDB(ctx, *dsn)
+	n := mustExist
+	if action == "up" {
+		n = mayCreate
+	}
+	db, err := openDB(ctx, *dsn, n)
 	if err != nil {
 		return err
 	}
@@ -70,7 +74,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
 	}
 	if *batch < 1 {
 		return usagef("-batch must be at least 1, got %d", *batch)
@@ -105,7 +109,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
 	}
 	db, l, err := openLedger(ctx, *dsn)
 	if err != nil {
@@ -134,7 +138,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
 	}
 	if *key == "" {
 		return usagef("-key is required")

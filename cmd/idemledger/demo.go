@@ -20,7 +20,6 @@ import (
 	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/schema"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 func runDemo(ctx context.Context, e *env, args []string) error {
@@ -29,14 +28,18 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		"drives it with a real client, prints what happened, and exits 1 if any guarantee failed.")
 	dbPath := fs.String("db", "", "SQLite database `FILE` (default: a new file in a temporary directory, removed afterwards)")
 	n := fs.Int("n", 20, "number of concurrent identical requests in the burst")
+	ttl := fs.Duration("ttl", 2*time.Second, "the ledger's TTL; the demo waits it out before purging")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
 	}
 	if *n < 2 || *n > 1000 {
 		return usagef("-n must be between 2 and 1000, got %d", *n)
+	}
+	if *ttl < 100*time.Millisecond || *ttl > time.Minute {
+		return usagef("-ttl must be between 100ms and 1m, got %v", *ttl)
 	}
 	if *dbPath == "" {
 		dir, err := os.MkdirTemp("", "idemledger-demo-")
@@ -46,14 +49,17 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		defer os.RemoveAll(dir)
 		*dbPath = filepath.Join(dir, "demo.db")
 	}
-	d, err := newDemo(ctx, *dbPath)
+	d, err := newDemo(ctx, *dbPath, *ttl)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	fmt.Fprintf(e.stdout, "idemledger demo: database %s, server http://%s\n\n", *dbPath, d.addr)
-	failed := d.run(ctx, *n)
+	fmt.Fprintf(e.stdout, "idemledger demo: database %s, server http://%s, scope %s\n\n", *dbPath, d.addr, d.scope)
+	failed, err := d.run(ctx, *n)
 	d.print(e.stdout)
+	if err != nil {
+		return err
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d checks failed", failed, len(d.rows))
 	}
@@ -62,47 +68,31 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 }
 
 // demo is one run: a server with a payment endpoint and the rows of the
-// table it prints.
+// table it prints. Each run has its own scope and tags its payments with
+// it, so that runs on one file, one after the other or at once, keep to
+// their own records.
 type demo struct {
-	db     *sql.DB
-	clock  *demoClock
-	ledger *ledger.Ledger
-	srv    *http.Server
-	addr   string
-	runs   atomic.Int64 // how many times the payment handler ran
-	rows   []demoRow
+	db       *sql.DB
+	ledger   *ledger.Ledger
+	ttl      time.Duration
+	scope    string
+	srv      *http.Server
+	addr     string
+	runs     atomic.Int64 // how many times the payment handler ran
+	lastRuns int64        // runs at the end of the previous row
+	rows     []demoRow
 }
 
 type demoRow struct {
 	step, request    string
 	status, replayed string
-	runs             int64
+	runs             int64 // handler runs during this step
 	check            string
 	ok               bool
 }
 
-// demoClock lets the demo jump past the TTL instead of sleeping through it.
-type demoClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *demoClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *demoClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
-}
-
-const demoTTL = time.Hour
-
-func newDemo(ctx context.Context, path string) (*demo, error) {
-	db, err := sqlite.Open(path)
+func newDemo(ctx context.Context, path string, ttl time.Duration) (*demo, error) {
+	db, err := openDB(ctx, path, mayCreate)
 	if err != nil {
 		return nil, err
 	}
@@ -111,19 +101,18 @@ func newDemo(ctx context.Context, path string) (*demo, error) {
 		return nil, err
 	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS demo_payments (
-		id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, currency TEXT NOT NULL)`); err != nil {
+		id INTEGER PRIMARY KEY, scope TEXT NOT NULL, amount INTEGER NOT NULL, currency TEXT NOT NULL)`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create demo table: %w", err)
 	}
-	d := &demo{db: db, clock: &demoClock{}}
-	d.ledger, err = ledger.New(ledger.Config{TTL: demoTTL, Now: d.clock.Now})
+	d := &demo{db: db, ttl: ttl, scope: "demo-" + idemhttp.GenerateKey()[:8]}
+	d.ledger, err = ledger.New(ledger.Config{TTL: ttl})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	mw := idemhttp.Middleware(d.ledger, db, idemhttp.Options{
-		Scope: func(r *http.Request) (string, error) { return "demo-merchant", nil },
-		Now:   d.clock.Now,
+		Scope: func(r *http.Request) (string, error) { return d.scope, nil },
 	})
 	mux := http.NewServeMux()
 	mux.Handle("POST /payments", mw(http.HandlerFunc(d.createPayment)))
@@ -158,7 +147,7 @@ func (d *demo) createPayment(w http.ResponseWriter, r *http.Request) {
 	}
 	d.runs.Add(1)
 	time.Sleep(50 * time.Millisecond)
-	res, err := d.db.ExecContext(r.Context(), `INSERT INTO demo_payments (amount, currency) VALUES (?, ?)`, p.Amount, p.Currency)
+	res, err := d.db.ExecContext(r.Context(), `INSERT INTO demo_payments (scope, amount, currency) VALUES (?, ?, ?)`, d.scope, p.Amount, p.Currency)
 	if err != nil {
 		http.Error(w, "store payment", http.StatusInternalServerError)
 		return
@@ -214,98 +203,138 @@ func (d *demo) record(step, request string, r response, check string, ok bool) {
 
 // recordRow adds a row whose status and replayed columns are summaries.
 func (d *demo) recordRow(step, request, status, replayed, check string, ok bool) {
-	d.rows = append(d.rows, demoRow{step, request, status, replayed, d.runs.Load(), check, ok})
+	runs := d.runs.Load()
+	d.rows = append(d.rows, demoRow{step, request, status, replayed, runs - d.lastRuns, check, ok})
+	d.lastRuns = runs
 }
+
+// errInterrupted is returned by run when ctx ends (Ctrl-C) before the
+// last step: the table shows the steps that ran, and nothing is judged.
+var errInterrupted = errors.New("interrupted")
 
 // run drives the server through every situation of the contract and
 // returns how many checks failed.
-func (d *demo) run(ctx context.Context, n int) (failed int) {
+func (d *demo) run(ctx context.Context, n int) (failed int, err error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	const pay = `{"amount":1000,"currency":"EUR"}`
 	key := idemhttp.GenerateKey()
+	var keys []string // this run's records, all gone after the purge
 
-	first := d.post(ctx, client, key, pay)
-	d.record("first request", "POST /payments key A", first, "handler ran once, 201",
-		first.err == nil && first.status == http.StatusCreated && !first.replayed && d.runs.Load() == 1)
+	steps := []func(){
+		func() {
+			first := d.post(ctx, client, key, pay)
+			keys = append(keys, key)
+			d.record("first request", "POST /payments key A", first, "handler ran once, 201",
+				first.err == nil && first.status == http.StatusCreated && !first.replayed && d.runs.Load() == 1)
 
-	replay := d.post(ctx, client, key, pay)
-	d.record("retry", "same key, same body", replay, "stored answer replayed, handler not run",
-		replay.err == nil && replay.status == first.status && replay.replayed && replay.body == first.body && d.runs.Load() == 1)
+			replay := d.post(ctx, client, key, pay)
+			d.record("retry", "same key, same body", replay, "stored answer replayed, handler not run",
+				replay.err == nil && replay.status == first.status && replay.replayed && replay.body == first.body && d.runs.Load() == 1)
+		},
+		func() {
+			reuse := d.post(ctx, client, key, `{"amount":9999,"currency":"EUR"}`)
+			d.record("key reuse", "same key, other body", reuse, "422, handler not run",
+				reuse.err == nil && reuse.status == http.StatusUnprocessableEntity && d.runs.Load() == 1)
+		},
+		func() {
+			// A burst of identical requests: one runs, the others are told
+			// it is in flight (409) or, once it completed, get its answer.
+			burstKey := idemhttp.GenerateKey()
+			keys = append(keys, burstKey)
+			before := d.runs.Load()
+			var wg sync.WaitGroup
+			results := make([]response, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i] = d.post(ctx, client, burstKey, `{"amount":250,"currency":"USD"}`)
+				}()
+			}
+			wg.Wait()
+			var created, replayed, inFlight, other int
+			for _, r := range results {
+				switch {
+				case r.err != nil:
+					other++
+				case r.status == http.StatusCreated && r.replayed:
+					replayed++
+				case r.status == http.StatusCreated:
+					created++
+				case r.status == http.StatusConflict:
+					inFlight++
+				default:
+					other++
+				}
+			}
+			d.recordRow("burst", fmt.Sprintf("%d concurrent, one key", n),
+				fmt.Sprintf("201×%d 409×%d", created+replayed, inFlight), fmt.Sprintf("%d of %d", replayed, n),
+				fmt.Sprintf("handler ran once; the others got 409 (in flight) or the replay; %d other answers", other),
+				created == 1 && other == 0 && d.runs.Load() == before+1)
+		},
+		func() {
+			// The first attempt's response is lost on the way back (the
+			// handler did run); idemhttp.Transport retries with the same
+			// key and gets the replay.
+			before := d.runs.Load()
+			flaky := &dropFirst{base: http.DefaultTransport}
+			retrying := &http.Client{Timeout: 10 * time.Second, Transport: &idemhttp.Transport{Base: flaky}}
+			dropped := d.post(ctx, retrying, "", `{"amount":75,"currency":"GBP"}`)
+			keys = append(keys, flaky.key)
+			d.record("lost response", "Transport, first reply dropped", dropped, "retried with the same key, replayed, handler ran once",
+				dropped.err == nil && dropped.status == http.StatusCreated && dropped.replayed && flaky.attempts.Load() == 2 && d.runs.Load() == before+1)
+		},
+		func() {
+			// Past the TTL, records are purgeable and a key may run again.
+			// Purge also deletes what other runs on this file left, and a
+			// run alongside may purge ours first: the check is that ours
+			// are gone.
+			select {
+			case <-time.After(d.ttl + 50*time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			purged, err := d.ledger.Purge(ctx, d.db, ledger.PurgeOptions{BatchSize: 2})
+			gone := 0
+			for _, k := range keys {
+				if _, gerr := d.ledger.Get(ctx, d.db, d.scope, k); errors.Is(gerr, ledger.ErrNotFound) {
+					gone++
+				}
+			}
+			d.recordRow("purge", fmt.Sprintf("after the TTL (%v)", d.ttl), "-", "-",
+				fmt.Sprintf("Purge deleted %d expired records, %d of this run's %d among them%s", purged, gone, len(keys), errSuffix(err)),
+				err == nil && gone == len(keys))
 
-	reuse := d.post(ctx, client, key, `{"amount":9999,"currency":"EUR"}`)
-	d.record("key reuse", "same key, other body", reuse, "422, handler not run",
-		reuse.err == nil && reuse.status == http.StatusUnprocessableEntity && d.runs.Load() == 1)
-
-	// A burst of identical requests: one runs, the others are told it is in
-	// flight (409) or, once it completed, get its answer.
-	burstKey := idemhttp.GenerateKey()
-	before := d.runs.Load()
-	var wg sync.WaitGroup
-	results := make([]response, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = d.post(ctx, client, burstKey, `{"amount":250,"currency":"USD"}`)
-		}()
+			before := d.runs.Load()
+			again := d.post(ctx, client, key, pay)
+			d.record("after expiry", "key A again", again, "runs anew: 201, not a replay",
+				again.err == nil && again.status == http.StatusCreated && !again.replayed && d.runs.Load() == before+1)
+		},
+		func() {
+			var rows int64
+			err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM demo_payments WHERE scope = ?`, d.scope).Scan(&rows)
+			d.recordRow("payments", "this run's rows in demo_payments", "-", "-",
+				fmt.Sprintf("%d payments stored for %d handler runs (want 4)%s", rows, d.runs.Load(), errSuffix(err)),
+				err == nil && rows == d.runs.Load() && rows == 4)
+		},
 	}
-	wg.Wait()
-	var created, replayed, inFlight, other int
-	for _, r := range results {
-		switch {
-		case r.err != nil:
-			other++
-		case r.status == http.StatusCreated && r.replayed:
-			replayed++
-		case r.status == http.StatusCreated:
-			created++
-		case r.status == http.StatusConflict:
-			inFlight++
-		default:
-			other++
+	for _, step := range steps {
+		step()
+		if ctx.Err() != nil {
+			return 0, errInterrupted
 		}
 	}
-	d.recordRow("burst", fmt.Sprintf("%d concurrent, one key", n),
-		fmt.Sprintf("201×%d 409×%d", created+replayed, inFlight), fmt.Sprintf("%d of %d", replayed, n),
-		fmt.Sprintf("handler ran once; the others got 409 (in flight) or the replay; %d other answers", other),
-		created == 1 && other == 0 && d.runs.Load() == before+1)
-
-	// The first attempt's response is lost on the way back (the handler did
-	// run); idemhttp.Transport retries with the same key and gets the replay.
-	before = d.runs.Load()
-	flaky := &dropFirst{base: http.DefaultTransport}
-	retrying := &http.Client{Timeout: 10 * time.Second, Transport: &idemhttp.Transport{Base: flaky}}
-	dropped := d.post(ctx, retrying, "", `{"amount":75,"currency":"GBP"}`)
-	d.record("lost response", "Transport, first reply dropped", dropped, "retried with the same key, replayed, handler ran once",
-		dropped.err == nil && dropped.status == http.StatusCreated && dropped.replayed && flaky.attempts.Load() == 2 && d.runs.Load() == before+1)
-
-	// Past the TTL, records are purgeable and a key may run again.
-	d.clock.advance(demoTTL + time.Minute)
-	purged, err := d.ledger.Purge(ctx, d.db, ledger.PurgeOptions{BatchSize: 2})
-	d.recordRow("purge", "clock moved past the TTL", "-", "-",
-		fmt.Sprintf("Purge deleted %d expired records (want 3)%s", purged, errSuffix(err)), err == nil && purged == 3)
-	before = d.runs.Load()
-	again := d.post(ctx, client, key, pay)
-	d.record("after expiry", "key A again", again, "runs anew: 201, not a replay",
-		again.err == nil && again.status == http.StatusCreated && !again.replayed && d.runs.Load() == before+1)
-
-	var rows int64
-	err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM demo_payments`).Scan(&rows)
-	d.recordRow("payments", "rows in demo_payments", "-", "-",
-		fmt.Sprintf("%d payments stored for %d handler runs (want 4)%s", rows, d.runs.Load(), errSuffix(err)),
-		err == nil && rows == d.runs.Load() && rows == 4)
-
 	for _, r := range d.rows {
 		if !r.ok {
 			failed++
 		}
 	}
-	return failed
+	return failed, nil
 }
 
 func (d *demo) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tREQUEST\tSTATUS\tREPLAYED\tHANDLER RUNS\tCHECK\tOK")
+	fmt.Fprintln(tw, "STEP\tREQUEST\tSTATUS\tREPLAYED\tHANDLER RAN\tCHECK\tOK")
 	for _, r := range d.rows {
 		ok := "yes"
 		if !r.ok {
@@ -317,16 +346,21 @@ func (d *demo) print(w io.Writer) {
 }
 
 // dropFirst is a RoundTripper that delivers the first request to the server
-// and then loses its response, as a dropped connection would.
+// and then loses its response, as a dropped connection would. It notes the
+// key that the Transport above it chose.
 type dropFirst struct {
 	base     http.RoundTripper
 	attempts atomic.Int64
+	key      string
 }
 
 var errInjectedDrop = errors.New("connection reset (injected by the demo)")
 
 func (t *dropFirst) RoundTrip(req *http.Request) (*http.Response, error) {
 	n := t.attempts.Add(1)
+	if n == 1 {
+		t.key = strings.Trim(req.Header.Get(idemhttp.HeaderName), `"`)
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || n > 1 {
 		return resp, err

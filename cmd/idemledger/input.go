@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // readInput reads the file named by the only positional argument, or
@@ -22,11 +23,22 @@ func readInput(e *env, args []string) ([]byte, string, error) {
 		b, err := os.ReadFile(args[0])
 		return b, args[0], err
 	default:
-		return nil, "", usagef("want at most one FILE, got %d arguments", len(args))
+		return nil, "", usagef("want at most one FILE, got %d arguments%s", len(args), flagHint(args))
 	}
 }
 
 // inputError names the input in an error that came from parsing it.
 func inputError(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
+}
+
+// flagHint explains a common slip: the flag package stops at the first
+// argument that is not a flag, so flags written after it are arguments.
+func flagHint(args []string) string {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && a != "-" {
+			return " (flags go before arguments: " + a + " was read as an argument)"
+		}
+	}
+	return ""
 }

@@ -92,13 +92,14 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(r.stdout, " NO\n") {
 		t.Errorf("a check failed:\n%s", r.stdout)
 	}
-	// The demo left its records in the file it was given: the payments of
-	// the run, and the ledger's schema at version 1.
+	// The demo left the ledger's schema in the file it was given, and a
+	// second run on the same file keeps to its own records.
 	v := idemledger(t, "", "migrate", "-db", db, "version")
 	v.want(t, 0)
 	if v.stdout != "version 1\n" {
 		t.Errorf("migrate version after demo = %q", v.stdout)
 	}
+	idemledger(t, "", "demo", "-db", "file:"+db, "-n", "4", "-ttl", "500ms").want(t, 0)
 }
 
 func TestCanonRFC8785(t *testing.T) {
@@ -153,6 +154,9 @@ func TestCanonRFC8785(t *testing.T) {
 			if !bytes.Equal(in, want) {
 				idemledger(t, string(in), "canon", "-check").want(t, 1)
 			}
+			// What canon prints (one final newline) passes -check.
+			idemledger(t, fromFile.stdout, "canon", "-check").want(t, 0)
+			idemledger(t, fromFile.stdout+"\n", "canon", "-check").want(t, 1)
 		})
 	}
 }
@@ -183,6 +187,24 @@ func TestCanonAndHashRefuseBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestCanonExact(t *testing.T) {
+	plain := idemledger(t, `{"amount":9007199254740993}`, "canon")
+	plain.want(t, 0)
+	if plain.stdout != `{"amount":9007199254740992}`+"\n" {
+		t.Errorf("canon = %q", plain.stdout)
+	}
+	exact := idemledger(t, `{"amount":9007199254740993}`, "canon", "-exact")
+	exact.want(t, 1)
+	if !strings.Contains(exact.stderr, "stdin: ") || strings.Count(exact.stderr, "\n") != 1 {
+		t.Errorf("canon -exact stderr = %q", exact.stderr)
+	}
+	ok := idemledger(t, `[0.1,1.50,1e2]`, "canon", "-exact")
+	ok.want(t, 0)
+	if ok.stdout != "[0.1,1.5,100]\n" {
+		t.Errorf("canon -exact = %q", ok.stdout)
 	}
 }
 
@@ -221,6 +243,63 @@ func TestUsage(t *testing.T) {
 	idemledger(t, "", "purge").want(t, 2)                              // -db missing
 	idemledger(t, "", "migrate", "-db", "x.db", "sideways").want(t, 2) // unknown action
 	idemledger(t, "", "canon", "a", "b").want(t, 2)
+
+	// Flags after an argument are arguments; the message says so.
+	late := idemledger(t, "", "canon", "in.json", "-check")
+	late.want(t, 2)
+	if !strings.Contains(late.stderr, "flags go before arguments: -check was read as an argument") {
+		t.Errorf("canon in.json -check: %q", late.stderr)
+	}
+	bad := idemledger(t, "", "stats", "-db", "file:x.db?mode=ro")
+	bad.want(t, 2)
+	if !strings.Contains(bad.stderr, "query parameters are not supported") {
+		t.Errorf("stats -db file:...?mode=ro: %q", bad.stderr)
+	}
+}
+
+// TestMissingDatabase: a mistyped path is an error, not a new empty file,
+// except for migrate up, which creates the database.
+func TestMissingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{
+		{"stats", "-db", missing},
+		{"purge", "-db", missing},
+		{"inspect", "-db", missing, "-key", "k"},
+		{"migrate", "-db", missing, "version"},
+		{"migrate", "-db", missing, "down"},
+	} {
+		r := idemledger(t, "", args...)
+		r.want(t, 1)
+		if !strings.Contains(r.stderr, "no such database file (create it with 'idemledger migrate -db ") {
+			t.Errorf("%v: %q", args, r.stderr)
+		}
+		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%v created the file", args)
+		}
+	}
+	// A database without the ledger's table is named as such, and left as
+	// it was: no migrations table appears in it.
+	other := filepath.Join(dir, "other.db")
+	db, err := sqlite.Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := idemledger(t, "", "stats", "-db", other)
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "has no idemledger schema (apply it with 'idemledger migrate -db ") {
+		t.Errorf("stats on a database without the ledger: %q", r.stderr)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the other database now has %d objects (%v)", n, err)
+	}
+	pg := idemledger(t, "", "stats", "-db", "postgres://localhost/app")
+	pg.want(t, 1)
+	if !strings.Contains(pg.stderr, "PostgreSQL DSNs are not supported yet") {
+		t.Errorf("postgres DSN: %q", pg.stderr)
+	}
 }
 
 // TestAdmin runs migrate, stats, inspect and purge against a real file
@@ -322,7 +401,11 @@ func TestAdmin(t *testing.T) {
 	if v, _, err := schema.Version(ctx, db); err != nil || v != 0 {
 		t.Errorf("schema.Version after down = %d, %v", v, err)
 	}
-	idemledger(t, "", "stats", "-db", path).want(t, 1) // no table any more
+	gone := idemledger(t, "", "stats", "-db", path)
+	gone.want(t, 1)
+	if !strings.Contains(gone.stderr, "has no idemledger schema") {
+		t.Errorf("stats after migrate down: %q", gone.stderr)
+	}
 }
 
 func TestPurgeProgress(t *testing.T) {
