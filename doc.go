@@ -8,7 +8,12 @@
 //   - canonical: RFC 8785 JSON Canonicalization Scheme, usable on its own.
 //   - hash: SHA-256 digests of canonical JSON, raw bytes and HTTP requests.
 //   - ledger: the ledger itself (Claim, Complete, Release, Extend, Purge,
-//     Get) and Mutate, which runs a mutation inside the caller's transaction.
+//     Get, Stats) and Mutate, which runs a mutation inside the caller's
+//     transaction.
 //   - idemhttp: net/http middleware and client helpers.
-//   - schema: the embedded migrations.
+//   - schema: the embedded migrations, applied with golang-migrate.
+//   - sqlite: opens an SQLite file with the settings the ledger relies on.
+//
+// The command idemledger (cmd/idemledger) runs a demonstration and
+// administers a ledger: canon, hash, migrate, purge, stats, inspect.
 package idemledger
