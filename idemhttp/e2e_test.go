@@ -2,6 +2,7 @@ package idemhttp
 
 import (
 	"database/sql"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
@@ -86,5 +88,54 @@ func TestConstructorsRefuseMissingParts(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// A duplicate sent with the default Transport while the first request
+// still runs gets 409 with Retry-After 1 (the default cap, although the
+// lease has a minute left), waits that second, and gets the replay: the
+// handler runs once and both callers see its answer.
+func TestTransportWaitsOutInFlight(t *testing.T) {
+	started := make(chan struct{})
+	var once atomic.Bool
+	b := setup(t, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		if once.CompareAndSwap(false, true) {
+			close(started)
+		}
+		time.Sleep(300 * time.Millisecond)
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "done")
+	})
+	c := &http.Client{Transport: &Transport{}} // defaults: 1 min budget
+	send := func() (int, string, string) {
+		req, _ := http.NewRequest("POST", b.srv.URL+"/orders", strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		if err := SetKey(req.Header, "dup"); err != nil {
+			t.Error(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, "", ""
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), resp.Header.Get(DefaultReplayHeader)
+	}
+	first := make(chan string, 1)
+	go func() {
+		status, body, _ := send()
+		first <- fmt.Sprint(status, " ", body)
+	}()
+	<-started
+	status, body, replayed := send()
+	if status != 201 || body != "done" || replayed != "true" {
+		t.Errorf("duplicate: %d %q replayed=%q; want 201 \"done\" replayed=true", status, body, replayed)
+	}
+	if got := <-first; got != "201 done" {
+		t.Errorf("first: %q", got)
+	}
+	if n := b.calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
 	}
 }
