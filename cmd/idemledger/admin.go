@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
+)
+
+func runMigrate(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "migrate", "-db DSN [up|down|version]\n\n"+
+		"Applies (up, the default) or rolls back (down: drops the ledger's table) the ledger's schema,\n"+
+		"or prints the version applied. Only the ledger's own table and migrations table are touched.")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	action := "up"
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		action = fs.Arg(0)
+	default:
+		return usagef("want one action, got %q", strings.Join(fs.Args(), " "))
+	}
+	if action != "up" && action != "down" && action != "version" {
+		return usagef("unknown action %q: want up, down or version", action)
+	}
+	db, err := openDB(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch action {
+	case "up":
+		if err := schema.Migrate(ctx, db); err != nil {
+			return err
+		}
+	case "down":
+		if err := schema.Down(ctx, db); err != nil {
+			return err
+		}
+	}
+	v, dirty, err := schema.Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	if dirty {
+		fmt.Fprintf(e.stdout, "version %d (dirty: a migration failed half-way; fix it by hand)\n", v)
+		return fmt.Errorf("schema is dirty at version %d", v)
+	}
+	fmt.Fprintf(e.stdout, "version %d\n", v)
+	return nil
+}
+
+func runPurge(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "purge", "-db DSN [-batch N]\n\n"+
+		"Deletes expired records in batches and prints how many went; suitable for cron.")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	batch := fs.Int("batch", 1000, "rows deleted per batch (each batch is its own short transaction)")
+	quiet := fs.Bool("q", false, "no progress on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if *batch < 1 {
+		return usagef("-batch must be at least 1, got %d", *batch)
+	}
+	db, l, err := openLedger(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	opts := ledger.PurgeOptions{BatchSize: *batch}
+	if !*quiet {
+		// Progress only for large purges: a cron job purging a handful of
+		// rows stays silent on stderr.
+		opts.Progress = func(deleted int64) {
+			if deleted >= 10*int64(*batch) && deleted%(10*int64(*batch)) == 0 {
+				fmt.Fprintf(e.stderr, "purged %d records so far\n", deleted)
+			}
+		}
+	}
+	n, err := l.Purge(ctx, db, opts)
+	if err != nil {
+		return fmt.Errorf("after %d records: %w", n, err)
+	}
+	fmt.Fprintln(e.stdout, n)
+	return nil
+}
+
+func runStats(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "stats", "-db DSN\n\nCounts records by state, with the oldest and newest, and those expired awaiting purge.")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	db, l, err := openLedger(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s, err := l.Stats(ctx, db)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "in flight\t%d\n", s.InFlight)
+	fmt.Fprintf(tw, "completed\t%d\n", s.Completed)
+	fmt.Fprintf(tw, "expired, awaiting purge\t%d\n", s.Expired)
+	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))
+	fmt.Fprintf(tw, "newest created\t%s\n", formatTime(s.Newest))
+	return tw.Flush()
+}
+
+func runInspect(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "inspect", "-db DSN -scope S -key K\n\nShows one record; the body as text when it is printable UTF-8.")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	scope := fs.String("scope", "", "the record's scope")
+	key := fs.String("key", "", "the record's idempotency key")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if *key == "" {
+		return usagef("-key is required")
+	}
+	db, l, err := openLedger(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	r, err := l.Get(ctx, db, *scope, *key)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scope\t%q\n", r.Scope)
+	fmt.Fprintf(tw, "key\t%q\n", r.Key)
+	fmt.Fprintf(tw, "state\t%s\n", r.State)
+	fmt.Fprintf(tw, "fingerprint\t%s\n", r.Fingerprint)
+	fmt.Fprintf(tw, "fence\t%d\n", r.Fence)
+	fmt.Fprintf(tw, "created\t%s\n", formatTime(r.CreatedAt))
+	if r.State == ledger.StateInFlight {
+		fmt.Fprintf(tw, "lease expires\t%s\n", formatTime(r.LeaseExpiresAt))
+	} else {
+		fmt.Fprintf(tw, "completed\t%s\n", formatTime(r.CompletedAt))
+		fmt.Fprintf(tw, "expires\t%s\n", formatTime(r.ExpiresAt))
+		fmt.Fprintf(tw, "status\t%d\n", r.Outcome.Status)
+		for _, name := range sortedKeys(r.Outcome.Header) {
+			for _, v := range r.Outcome.Header[name] {
+				fmt.Fprintf(tw, "header\t%s: %s\n", name, v)
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.State != ledger.StateInFlight {
+		_, err = fmt.Fprintf(e.stdout, "body\n%s\n", formatBody(r.Outcome.Body))
+	}
+	return err
+}
+
+func sortedKeys(h map[string][]string) []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// formatBody shows a body as text when every rune is printable (or common
+// whitespace), and as a byte count with a hex prefix otherwise, so that
+// binary bodies never garble the terminal.
+func formatBody(b []byte) string {
+	if len(b) == 0 {
+		return "(empty)"
+	}
+	printable := utf8.Valid(b)
+	for _, r := range string(b) {
+		if !printable {
+			break
+		}
+		printable = unicode.IsPrint(r) || r == '\n' || r == '\r' || r == '\t'
+	}
+	if printable {
+		return fmt.Sprintf("(%d bytes)\n%s", len(b), b)
+	}
+	const show = 32
+	if len(b) > show {
+		return fmt.Sprintf("%d bytes, binary: %x…", len(b), b[:show])
+	}
+	return fmt.Sprintf("%d bytes, binary: %x", len(b), b)
+}

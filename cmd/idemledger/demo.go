@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemledger/idemledger/idemhttp"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+func runDemo(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "demo", "[-db FILE] [-n N]\n\n"+
+		"Starts an HTTP server on 127.0.0.1 with a payment endpoint protected by idemhttp.Middleware,\n"+
+		"drives it with a real client, prints what happened, and exits 1 if any guarantee failed.")
+	dbPath := fs.String("db", "", "SQLite database `FILE` (default: a new file in a temporary directory, removed afterwards)")
+	n := fs.Int("n", 20, "number of concurrent identical requests in the burst")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if *n < 2 || *n > 1000 {
+		return usagef("-n must be between 2 and 1000, got %d", *n)
+	}
+	if *dbPath == "" {
+		dir, err := os.MkdirTemp("", "idemledger-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*dbPath = filepath.Join(dir, "demo.db")
+	}
+	d, err := newDemo(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	fmt.Fprintf(e.stdout, "idemledger demo: database %s, server http://%s\n\n", *dbPath, d.addr)
+	failed := d.run(ctx, *n)
+	d.print(e.stdout)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d checks failed", failed, len(d.rows))
+	}
+	fmt.Fprintf(e.stdout, "\nall %d checks held\n", len(d.rows))
+	return nil
+}
+
+// demo is one run: a server with a payment endpoint and the rows of the
+// table it prints.
+type demo struct {
+	db     *sql.DB
+	clock  *demoClock
+	ledger *ledger.Ledger
+	srv    *http.Server
+	addr   string
+	runs   atomic.Int64 // how many times the payment handler ran
+	rows   []demoRow
+}
+
+type demoRow struct {
+	step, request    string
+	status, replayed string
+	runs             int64
+	check            string
+	ok               bool
+}
+
+// demoClock lets the demo jump past the TTL instead of sleeping through it.
+type demoClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *demoClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *demoClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+const demoTTL = time.Hour
+
+func newDemo(ctx context.Context, path string) (*demo, error) {
+	db, err := sqlite.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := schema.Migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS demo_payments (
+		id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, currency TEXT NOT NULL)`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("create demo table: %w", err)
+	}
+	d := &demo{db: db, clock: &demoClock{}}
+	d.ledger, err = ledger.New(ledger.Config{TTL: demoTTL, Now: d.clock.Now})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	mw := idemhttp.Middleware(d.ledger, db, idemhttp.Options{
+		Scope: func(r *http.Request) (string, error) { return "demo-merchant", nil },
+		Now:   d.clock.Now,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", mw(http.HandlerFunc(d.createPayment)))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	d.addr = ln.Addr().String()
+	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go d.srv.Serve(ln)
+	return d, nil
+}
+
+func (d *demo) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d.srv.Shutdown(ctx)
+	d.db.Close()
+}
+
+// createPayment is the business handler: it takes long enough that a burst
+// of duplicates overlaps it.
+func (d *demo) createPayment(w http.ResponseWriter, r *http.Request) {
+	var p struct {
+		Amount   int64  `json:"amount"`
+		Currency string `json:"currency"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.Amount <= 0 || p.Currency == "" {
+		http.Error(w, `{"error":"invalid payment"}`, http.StatusBadRequest)
+		return
+	}
+	d.runs.Add(1)
+	time.Sleep(50 * time.Millisecond)
+	res, err := d.db.ExecContext(r.Context(), `INSERT INTO demo_payments (amount, currency) VALUES (?, ?)`, p.Amount, p.Currency)
+	if err != nil {
+		http.Error(w, "store payment", http.StatusInternalServerError)
+		return
+	}
+	id, _ := res.LastInsertId()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprintf("/payments/%d", id))
+	w.WriteHeader(http.StatusCreated)
+	fmt.Fprintf(w, `{"id":%d,"amount":%d,"currency":%q}`+"\n", id, p.Amount, p.Currency)
+}
+
+// response is what the client saw of one request.
+type response struct {
+	status   int
+	replayed bool
+	body     string
+	err      error
+}
+
+func (d *demo) post(ctx context.Context, client *http.Client, key, body string) response {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+d.addr+"/payments", strings.NewReader(body))
+	if err != nil {
+		return response{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		if err := idemhttp.SetKey(req.Header, key); err != nil {
+			return response{err: err}
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return response{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return response{
+		status:   resp.StatusCode,
+		replayed: resp.Header.Get("Idempotent-Replayed") == "true",
+		body:     string(b),
+		err:      err,
+	}
+}
+
+// record adds a row for one HTTP exchange.
+func (d *demo) record(step, request string, r response, check string, ok bool) {
+	status := fmt.Sprint(r.status)
+	if r.err != nil {
+		status = "error: " + r.err.Error()
+	}
+	d.recordRow(step, request, status, fmt.Sprint(r.replayed), check, ok)
+}
+
+// recordRow adds a row whose status and replayed columns are summaries.
+func (d *demo) recordRow(step, request, status, replayed, check string, ok bool) {
+	d.rows = append(d.rows, demoRow{step, request, status, replayed, d.runs.Load(), check, ok})
+}
+
+// run drives the server through every situation of the contract and
+// returns how many checks failed.
+func (d *demo) run(ctx context.Context, n int) (failed int) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	const pay = `{"amount":1000,"currency":"EUR"}`
+	key := idemhttp.GenerateKey()
+
+	first := d.post(ctx, client, key, pay)
+	d.record("first request", "POST /payments key A", first, "handler ran once, 201",
+		first.err == nil && first.status == http.StatusCreated && !first.replayed && d.runs.Load() == 1)
+
+	replay := d.post(ctx, client, key, pay)
+	d.record("retry", "same key, same body", replay, "stored answer replayed, handler not run",
+		replay.err == nil && replay.status == first.status && replay.replayed && replay.body == first.body && d.runs.Load() == 1)
+
+	reuse := d.post(ctx, client, key, `{"amount":9999,"currency":"EUR"}`)
+	d.record("key reuse", "same key, other body", reuse, "422, handler not run",
+		reuse.err == nil && reuse.status == http.StatusUnprocessableEntity && d.runs.Load() == 1)
+
+	// A burst of identical requests: one runs, the others are told it is in
+	// flight (409) or, once it completed, get its answer.
+	burstKey := idemhttp.GenerateKey()
+	before := d.runs.Load()
+	var wg sync.WaitGroup
+	results := make([]response, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = d.post(ctx, client, burstKey, `{"amount":250,"currency":"USD"}`)
+		}()
+	}
+	wg.Wait()
+	var created, replayed, inFlight, other int
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			other++
+		case r.status == http.StatusCreated && r.replayed:
+			replayed++
+		case r.status == http.StatusCreated:
+			created++
+		case r.status == http.StatusConflict:
+			inFlight++
+		default:
+			other++
+		}
+	}
+	d.recordRow("burst", fmt.Sprintf("%d concurrent, one key", n),
+		fmt.Sprintf("201×%d 409×%d", created+replayed, inFlight), fmt.Sprintf("%d of %d", replayed, n),
+		fmt.Sprintf("handler ran once; the others got 409 (in flight) or the replay; %d other answers", other),
+		created == 1 && other == 0 && d.runs.Load() == before+1)
+
+	// The first attempt's response is lost on the way back (the handler did
+	// run); idemhttp.Transport retries with the same key and gets the replay.
+	before = d.runs.Load()
+	flaky := &dropFirst{base: http.DefaultTransport}
+	retrying := &http.Client{Timeout: 10 * time.Second, Transport: &idemhttp.Transport{Base: flaky}}
+	dropped := d.post(ctx, retrying, "", `{"amount":75,"currency":"GBP"}`)
+	d.record("lost response", "Transport, first reply dropped", dropped, "retried with the same key, replayed, handler ran once",
+		dropped.err == nil && dropped.status == http.StatusCreated && dropped.replayed && flaky.attempts.Load() == 2 && d.runs.Load() == before+1)
+
+	// Past the TTL, records are purgeable and a key may run again.
+	d.clock.advance(demoTTL + time.Minute)
+	purged, err := d.ledger.Purge(ctx, d.db, ledger.PurgeOptions{BatchSize: 2})
+	d.recordRow("purge", "clock moved past the TTL", "-", "-",
+		fmt.Sprintf("Purge deleted %d expired records (want 3)%s", purged, errSuffix(err)), err == nil && purged == 3)
+	before = d.runs.Load()
+	again := d.post(ctx, client, key, pay)
+	d.record("after expiry", "key A again", again, "runs anew: 201, not a replay",
+		again.err == nil && again.status == http.StatusCreated && !again.replayed && d.runs.Load() == before+1)
+
+	var rows int64
+	err = d.db.QueryRowContext(ctx, `SELECT count(*) FROM demo_payments`).Scan(&rows)
+	d.recordRow("payments", "rows in demo_payments", "-", "-",
+		fmt.Sprintf("%d payments stored for %d handler runs (want 4)%s", rows, d.runs.Load(), errSuffix(err)),
+		err == nil && rows == d.runs.Load() && rows == 4)
+
+	for _, r := range d.rows {
+		if !r.ok {
+			failed++
+		}
+	}
+	return failed
+}
+
+func (d *demo) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tREQUEST\tSTATUS\tREPLAYED\tHANDLER RUNS\tCHECK\tOK")
+	for _, r := range d.rows {
+		ok := "yes"
+		if !r.ok {
+			ok = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.step, r.request, r.status, r.replayed, r.runs, r.check, ok)
+	}
+	tw.Flush()
+}
+
+// dropFirst is a RoundTripper that delivers the first request to the server
+// and then loses its response, as a dropped connection would.
+type dropFirst struct {
+	base     http.RoundTripper
+	attempts atomic.Int64
+}
+
+var errInjectedDrop = errors.New("connection reset (injected by the demo)")
+
+func (t *dropFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	n := t.attempts.Add(1)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || n > 1 {
+		return resp, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return nil, errInjectedDrop
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "; error: " + err.Error()
+}

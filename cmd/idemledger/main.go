@@ -1,0 +1,150 @@
+// Command idemledger demonstrates and administers an idemledger ledger.
+//
+// Usage:
+//
+//	idemledger demo    [-db FILE] [-n N]
+//	idemledger canon   [-check] [FILE]
+//	idemledger hash    [-request METHOD TARGET] [-type CONTENT-TYPE] [FILE]
+//	idemledger migrate -db DSN [up|down|version]
+//	idemledger purge   -db DSN [-batch N]
+//	idemledger stats   -db DSN
+//	idemledger inspect -db DSN -scope S -key K
+//
+// Every subcommand takes -h. A DSN is an SQLite file path or a file: URI.
+//
+// Exit codes: 0 on success, 1 when the work failed (bad input, a failed
+// check, an unreachable database, a broken invariant in the demo), 2 on a
+// usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+// exit codes
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// command is one subcommand: its name, a one-line summary, and its body.
+// run returns an error to exit with 1; a *usageError exits with 2.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env carries the process's streams so that subcommands never touch the
+// globals and stay testable.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// usageError marks a mistake in the command line; main exits with 2.
+// printed is set when the flag package has already told the user.
+type usageError struct {
+	msg     string
+	printed bool
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+func commands() []command {
+	return []command{
+		{"demo", "run an end-to-end demonstration on an SQLite file", runDemo},
+		{"canon", "print the RFC 8785 canonical form of JSON", runCanon},
+		{"hash", "print the SHA-256 digest of canonical JSON or a request fingerprint", runHash},
+		{"migrate", "apply or roll back the ledger's schema", runMigrate},
+		{"purge", "delete expired records in batches", runPurge},
+		{"stats", "count records by state", runStats},
+		{"inspect", "show one record", runInspect},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		printUsage(e.stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, e, args[1:])
+		var ue *usageError
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		case errors.As(err, &ue) && ue.printed:
+			return exitUsage
+		case errors.As(err, &ue):
+			fmt.Fprintf(e.stderr, "idemledger %s: %s (see 'idemledger %s -h')\n", c.name, ue.msg, c.name)
+			return exitUsage
+		default:
+			fmt.Fprintf(e.stderr, "idemledger %s: %v\n", c.name, err)
+			return exitFail
+		}
+	}
+	fmt.Fprintf(e.stderr, "idemledger: unknown command %q\n", args[0])
+	printUsage(e.stderr)
+	return exitUsage
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: idemledger <command> [flags] [args]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'idemledger <command> -h' for a command's flags.")
+}
+
+// newFlagSet returns a flag set whose errors come back to the caller (so
+// that they exit with 2) and whose -h output goes to stderr.
+func newFlagSet(e *env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: idemledger %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors; -h gives
+// flag.ErrHelp back so that the command exits with 0.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{msg: err.Error(), printed: true}
+	}
+	return nil
+}

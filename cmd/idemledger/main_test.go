@@ -1,0 +1,354 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+// binary is the idemledger command, built once by TestMain: the tests run
+// it as a user would, and check exit codes, stdout and stderr.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "idemledger-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "idemledger")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// idemledger runs the binary with args and stdin, and returns what it did.
+func idemledger(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func (r result) want(t *testing.T, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	r := idemledger(t, "", "demo", "-db", db, "-n", "16")
+	r.want(t, 0)
+	for _, want := range []string{
+		"STEP", "first request", "retry", "key reuse", "burst", "lost response", "purge", "after expiry",
+		"all 8 checks held",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, " NO\n") {
+		t.Errorf("a check failed:\n%s", r.stdout)
+	}
+	// The demo left its records in the file it was given: the payments of
+	// the run, and the ledger's schema at version 1.
+	v := idemledger(t, "", "migrate", "-db", db, "version")
+	v.want(t, 0)
+	if v.stdout != "version 1\n" {
+		t.Errorf("migrate version after demo = %q", v.stdout)
+	}
+}
+
+func TestCanonRFC8785(t *testing.T) {
+	tests := []struct{ in, out string }{
+		{"../../canonical/testdata/rfc8785/example.in.json", "../../canonical/testdata/rfc8785/example.out.json"},
+		{"../../canonical/testdata/rfc8785/sorting.in.json", "../../canonical/testdata/rfc8785/sorting.out.json"},
+	}
+	for _, name := range []string{"arrays", "french", "structures", "unicode", "values", "weird"} {
+		tests = append(tests, struct{ in, out string }{
+			"../../canonical/testdata/jcs/input/" + name + ".json",
+			"../../canonical/testdata/jcs/output/" + name + ".json",
+		})
+	}
+	for _, tc := range tests {
+		t.Run(filepath.Base(tc.in), func(t *testing.T) {
+			want, err := os.ReadFile(tc.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = bytes.TrimSuffix(want, []byte("\n"))
+
+			fromFile := idemledger(t, "", "canon", tc.in)
+			fromFile.want(t, 0)
+			if fromFile.stdout != string(want)+"\n" {
+				t.Errorf("canon %s:\n got %q\nwant %q", tc.in, fromFile.stdout, want)
+			}
+			in, err := os.ReadFile(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromStdin := idemledger(t, string(in), "canon")
+			fromStdin.want(t, 0)
+			if fromStdin.stdout != fromFile.stdout {
+				t.Errorf("canon from stdin differs from canon FILE")
+			}
+
+			// hash is SHA-256 of exactly those canonical bytes.
+			sum := sha256.Sum256(want)
+			h := idemledger(t, string(in), "hash")
+			h.want(t, 0)
+			if h.stdout != hex.EncodeToString(sum[:])+"\n" {
+				t.Errorf("hash = %q, want %x", h.stdout, sum)
+			}
+
+			// -check: the output passes, the pretty-printed input (which
+			// differs from its canonical form) fails with 1.
+			okCheck := idemledger(t, string(want), "canon", "-check")
+			okCheck.want(t, 0)
+			if okCheck.stdout != "" {
+				t.Errorf("canon -check printed %q", okCheck.stdout)
+			}
+			if !bytes.Equal(in, want) {
+				idemledger(t, string(in), "canon", "-check").want(t, 1)
+			}
+		})
+	}
+}
+
+func TestCanonAndHashRefuseBadInput(t *testing.T) {
+	tests := []struct {
+		name, stdin string
+		reason      *regexp.Regexp // the one line on stderr
+	}{
+		{"empty", "", regexp.MustCompile(`(?i)stdin: .*(no json|empty)`)},
+		{"duplicate name", `{"a":1,"\u0061":2}`, regexp.MustCompile(`stdin: .*duplicate member name at offset 7$`)},
+		{"lone surrogate", `["\ud800"]`, regexp.MustCompile(`(?i)stdin: .*surrogate`)},
+		{"overflow", `1e400`, regexp.MustCompile(`(?i)stdin: .*(overflow|binary64|range)`)},
+		{"trailing comma", `[1,]`, regexp.MustCompile(`(?i)stdin: .*trailing comma`)},
+		{"invalid utf-8", "\"\xc0\xaf\"", regexp.MustCompile(`(?i)stdin: .*utf-8`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cmd := range []string{"canon", "hash"} {
+				r := idemledger(t, tc.stdin, cmd)
+				r.want(t, 1)
+				if r.stdout != "" {
+					t.Errorf("%s printed %q on stdout", cmd, r.stdout)
+				}
+				lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+				if len(lines) != 1 || !tc.reason.MatchString(lines[0]) {
+					t.Errorf("%s stderr = %q, want one line matching %s", cmd, r.stderr, tc.reason)
+				}
+			}
+		})
+	}
+}
+
+func TestHashRequest(t *testing.T) {
+	body := `{"b":[true,null],"a":1.50}`
+	r := idemledger(t, body, "hash", "-request", "POST", "/v1/payments?currency=eur&x=1", "-type", "application/json; charset=utf-8")
+	r.want(t, 0)
+	// The command must print what the library computes for the same
+	// request (the library's own layout is pinned by hash's golden tests).
+	want := hash.Request("POST", "/v1/payments?currency=eur&x=1", "application/json; charset=utf-8", []byte(body))
+	if r.stdout != want.String()+"\n" {
+		t.Errorf("hash -request = %q, want %s", r.stdout, want)
+	}
+	// Key order and spelling of numbers do not change a JSON fingerprint.
+	same := idemledger(t, `{"a":1.5,"b":[true,null]}`, "hash", "-request", "POST", "/v1/payments?currency=eur&x=1", "-type", "application/json")
+	same.want(t, 0)
+	if same.stdout != r.stdout {
+		t.Errorf("equivalent JSON bodies fingerprint differently: %q vs %q", same.stdout, r.stdout)
+	}
+	idemledger(t, "", "hash", "-request", "POST").want(t, 2)
+	idemledger(t, "", "hash", "-type", "text/plain").want(t, 2)
+}
+
+func TestUsage(t *testing.T) {
+	idemledger(t, "").want(t, 2)
+	idemledger(t, "", "frobnicate").want(t, 2)
+	idemledger(t, "", "-h").want(t, 0)
+	for _, c := range commands() {
+		h := idemledger(t, "", c.name, "-h")
+		h.want(t, 0)
+		if !strings.Contains(h.stderr, "usage: idemledger "+c.name) {
+			t.Errorf("%s -h: %q", c.name, h.stderr)
+		}
+		idemledger(t, "", c.name, "-no-such-flag").want(t, 2)
+	}
+	idemledger(t, "", "purge").want(t, 2)                              // -db missing
+	idemledger(t, "", "migrate", "-db", "x.db", "sideways").want(t, 2) // unknown action
+	idemledger(t, "", "canon", "a", "b").want(t, 2)
+}
+
+// TestAdmin runs migrate, stats, inspect and purge against a real file
+// whose records were written through the library with a clock in the past,
+// so that some have expired by the time the commands run.
+func TestAdmin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "admin.db")
+	r := idemledger(t, "", "migrate", "-db", path)
+	r.want(t, 0)
+	if r.stdout != "version 1\n" {
+		t.Fatalf("migrate up = %q", r.stdout)
+	}
+
+	ctx := context.Background()
+	db, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	past := time.Now().Add(-48 * time.Hour).Truncate(time.Millisecond)
+	old, err := ledger.New(ledger.Config{Now: func() time.Time { return past }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := ledger.New(ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := func(l *ledger.Ledger, key string, out ledger.Outcome) {
+		t.Helper()
+		c, err := l.Claim(ctx, db, ledger.Request{Scope: "acct-1", Key: key, Fingerprint: hash.Bytes([]byte(key))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Complete(ctx, db, c, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		store(old, fmt.Sprintf("old-%d", i), ledger.Outcome{Status: 200})
+	}
+	store(now, "text", ledger.Outcome{Status: 201, Header: map[string][]string{"Location": {"/p/1"}}, Body: []byte(`{"id":1}`)})
+	store(now, "binary", ledger.Outcome{Status: 200, Body: []byte{0, 1, 2, 0xff}})
+	if _, err := now.Claim(ctx, db, ledger.Request{Scope: "acct-1", Key: "running", Fingerprint: hash.Bytes([]byte("r"))}); err != nil {
+		t.Fatal(err)
+	}
+
+	s := idemledger(t, "", "stats", "-db", path)
+	s.want(t, 0)
+	for _, line := range []string{"in flight *1\n", "completed *7\n", "expired, awaiting purge *5\n", "oldest created *" + regexp.QuoteMeta(past.UTC().Format(time.RFC3339Nano)) + "\n"} {
+		if !regexp.MustCompile(line).MatchString(s.stdout) {
+			t.Errorf("stats lacks a line matching %q:\n%s", line, s.stdout)
+		}
+	}
+
+	in := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "text")
+	in.want(t, 0)
+	for _, want := range []string{`key "text"`, "state completed", "status 201", "header Location: /p/1", "body\n(8 bytes)\n{\"id\":1}\n",
+		"fingerprint " + hash.Bytes([]byte("text")).String()} {
+		if !strings.Contains(squeeze(in.stdout), want) {
+			t.Errorf("inspect lacks %q:\n%s", want, in.stdout)
+		}
+	}
+	bin := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "binary")
+	bin.want(t, 0)
+	if !strings.Contains(bin.stdout, "body\n4 bytes, binary: 000102ff\n") {
+		t.Errorf("inspect of a binary body:\n%s", bin.stdout)
+	}
+	running := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "running")
+	running.want(t, 0)
+	if !strings.Contains(squeeze(running.stdout), "state in_flight") || !strings.Contains(running.stdout, "lease expires") {
+		t.Errorf("inspect of an in-flight record:\n%s", running.stdout)
+	}
+	missing := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-2", "-key", "text")
+	missing.want(t, 1)
+	if !strings.Contains(missing.stderr, "not found") {
+		t.Errorf("inspect of another scope: %q", missing.stderr)
+	}
+
+	p := idemledger(t, "", "purge", "-db", path, "-batch", "2")
+	p.want(t, 0)
+	if p.stdout != "5\n" {
+		t.Errorf("purge printed %q, want 5", p.stdout)
+	}
+	again := idemledger(t, "", "purge", "-db", path)
+	again.want(t, 0)
+	if again.stdout != "0\n" {
+		t.Errorf("second purge printed %q, want 0", again.stdout)
+	}
+	if got, err := now.Stats(ctx, db); err != nil || got.Completed != 2 || got.InFlight != 1 || got.Expired != 0 {
+		t.Errorf("after purge: %+v, %v", got, err)
+	}
+
+	d := idemledger(t, "", "migrate", "-db", path, "down")
+	d.want(t, 0)
+	if d.stdout != "version 0\n" {
+		t.Errorf("migrate down = %q", d.stdout)
+	}
+	if v, _, err := schema.Version(ctx, db); err != nil || v != 0 {
+		t.Errorf("schema.Version after down = %d, %v", v, err)
+	}
+	idemledger(t, "", "stats", "-db", path).want(t, 1) // no table any more
+}
+
+func TestPurgeProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.db")
+	idemledger(t, "", "migrate", "-db", path).want(t, 0)
+	db, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// 25 expired rows written directly: purge with -batch 2 reports at 20.
+	for i := range 25 {
+		if _, err := db.Exec(`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, created_at, completed_at, expires_at)
+			VALUES ('s', ?, randomblob(32), 'completed', 1, 200, 1, 1, 2)`, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := idemledger(t, "", "purge", "-db", path, "-batch", "2")
+	p.want(t, 0)
+	if p.stdout != "25\n" || p.stderr != "purged 20 records so far\n" {
+		t.Errorf("purge: stdout %q, stderr %q", p.stdout, p.stderr)
+	}
+}
+
+// squeeze turns the runs of spaces that tabwriter pads columns with into
+// one space, so that expectations do not depend on column widths.
+func squeeze(s string) string {
+	return regexp.MustCompile(` {2,}`).ReplaceAllString(s, " ")
+}

@@ -1,0 +1,157 @@
+package idemhttp
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/dunglas/httpsfv"
+)
+
+// HeaderName is the request header field that carries the idempotency key
+// (draft-ietf-httpapi-idempotency-key-header-06, Section 2).
+const HeaderName = "Idempotency-Key"
+
+// DefaultMaxKeyLength is the longest idempotency key accepted by default, in
+// bytes. It matches the ledger's default and Stripe's documented limit.
+const DefaultMaxKeyLength = 255
+
+// KeyRules says how ParseKey reads the Idempotency-Key field. The zero value
+// is the lenient default: quoted sf-strings and bare keys, at most
+// DefaultMaxKeyLength bytes.
+type KeyRules struct {
+	// MaxLength is the longest key accepted, in bytes of the decoded key
+	// (without quotes or escapes). Zero means DefaultMaxKeyLength.
+	MaxLength int
+
+	// Strict accepts only the form of the draft: an RFC 9651 Item whose
+	// bare item is a String (sf-string, RFC 9651 Section 3.3.3). Without
+	// it, a bare unquoted key, as Stripe's clients send, is accepted too.
+	Strict bool
+}
+
+// ParseKey returns the idempotency key carried by h.
+//
+// The field is read as an RFC 9651 Item whose value is a String
+// (`Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`), as
+// draft-ietf-httpapi-idempotency-key-header-06 Section 2.1 says. Parameters
+// on the item (`"k";v=1`) are ignored. Unless rules.Strict is set, a bare
+// unquoted key (`Idempotency-Key: 8e03978e-...`) is accepted as well and
+// names the same key as its quoted form. A bare key is the whole field value
+// (trimmed of spaces and tabs) made of visible ASCII without commas; when the
+// whole value parses as an RFC 9651 Item of another type (a Token such as
+// `abc;v=1`, an Integer...), its parameters are dropped in the same way.
+//
+// Errors: ErrMissingKey when h has no Idempotency-Key field; an error
+// wrapping ErrInvalidKey when the field appears on more than one line, or the
+// key is empty, malformed, holds a character outside printable ASCII
+// (0x20-0x7E), or is longer than the limit (then it also wraps
+// ErrKeyTooLong).
+func ParseKey(h http.Header, rules KeyRules) (string, error) {
+	lines := h.Values(HeaderName)
+	switch len(lines) {
+	case 0:
+		return "", ErrMissingKey
+	case 1:
+	default:
+		// The draft forbids a second field line; joining them would make
+		// a list, which is no key at all.
+		return "", fmt.Errorf("%w: %d %s field lines", ErrInvalidKey, len(lines), HeaderName)
+	}
+	max := rules.MaxLength
+	if max <= 0 {
+		max = DefaultMaxKeyLength
+	}
+	return parseKeyValue(lines[0], max, rules.Strict)
+}
+
+func parseKeyValue(raw string, max int, strict bool) (string, error) {
+	v := strings.Trim(raw, " \t")
+	if v == "" {
+		return "", fmt.Errorf("%w: empty", ErrInvalidKey)
+	}
+	// A value far longer than any acceptable key is refused before parsing:
+	// the quoted form of a key of max bytes is at most 2*max+2 bytes, and
+	// parameters worth keeping are not that long.
+	if len(v) > 2*max+64 {
+		return "", fmt.Errorf("%w: %w", ErrInvalidKey, ErrKeyTooLong)
+	}
+
+	item, err := httpsfv.UnmarshalItem([]string{v})
+	var key string
+	switch {
+	case err == nil && isString(item.Value):
+		key = item.Value.(string)
+		if key == "" {
+			return "", fmt.Errorf("%w: empty", ErrInvalidKey)
+		}
+	case strict:
+		return "", fmt.Errorf("%w: not an RFC 9651 sf-string", ErrInvalidKey)
+	case v[0] == '"':
+		// It looks quoted but is not a valid sf-string (an unknown escape,
+		// a control character, a missing closing quote): a bare reading
+		// would keep the quotes and name another key.
+		return "", fmt.Errorf("%w: malformed sf-string", ErrInvalidKey)
+	case err == nil:
+		// Another bare item type (Token, Integer, Decimal...): its text,
+		// without parameters, is the key.
+		key = cutParams(v)
+	default:
+		key = v
+	}
+	if err := checkBareOrQuoted(key, err == nil && isString(item.Value)); err != nil {
+		return "", err
+	}
+	if len(key) > max {
+		return "", fmt.Errorf("%w: %w: %d bytes, limit %d", ErrInvalidKey, ErrKeyTooLong, len(key), max)
+	}
+	return key, nil
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
+}
+
+// cutParams returns v up to its first ';' outside a quoted section: the bare
+// item of an RFC 9651 Item that httpsfv accepted. Only a Display String
+// (`%"..."`) can hold a quoted ';'.
+func cutParams(v string) string {
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			if quoted {
+				i++
+			}
+		case '"':
+			quoted = !quoted
+		case ';':
+			if !quoted {
+				return strings.TrimRight(v[:i], " \t")
+			}
+		}
+	}
+	return v
+}
+
+// checkBareOrQuoted enforces the character set of a key. A quoted key may
+// hold any printable ASCII character, space included (sf-string). A bare key
+// is visible ASCII without commas: a comma means an intermediary joined two
+// field lines, and a space that the quotes do not protect is more likely a
+// mistake than part of a key.
+func checkBareOrQuoted(key string, quoted bool) error {
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < 0x20 || c > 0x7e {
+			return fmt.Errorf("%w: byte 0x%02x at offset %d is not printable ASCII", ErrInvalidKey, c, i)
+		}
+		if quoted {
+			continue
+		}
+		if c == ' ' || c == ',' {
+			return fmt.Errorf("%w: %q at offset %d in an unquoted key (quote the key as an sf-string)", ErrInvalidKey, c, i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package idemhttp
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// Middleware protects handlers with the ledger l on the database db, in the
+// ledger's lease mode (see DESIGN): it claims the key in its own short
+// transaction, runs the handler, then completes or releases the claim. The
+// handler's side effects may be anywhere (another service, a payment API);
+// for handlers whose effects are all in db, TxHandler gives exactly once.
+//
+// For a request whose method is in opts.Methods and that carries a key, the
+// answers are:
+//
+//	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
+//	no key, opts.Required                              400 (CodeKeyMissing)
+//	Scope fails                                        400 (CodeScope)
+//	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
+//	first request with the key                         the handler's answer, stored if ShouldStore
+//	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
+//	same key and fingerprint, completed                the stored answer, plus ReplayHeader: true
+//	same key, other method, target or body             422 (CodeKeyReused)
+//	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
+//
+// A request without a key and without Required, or with another method,
+// goes to the handler unprotected. The middleware's refusals never create or
+// complete a record.
+//
+// The handler's answer is sent to the client as it is written, and a copy
+// is kept. The claim is released, so a retry runs the handler again, when
+// the handler panics (the panic goes on), when ShouldStore rejects the
+// status, when the body is longer than MaxBodyBytes (the client still gets
+// all of it), and when the handler flushes, hijacks the connection or
+// announces trailers. Completion and release use a context that the
+// client's disconnect does not cancel (context.WithoutCancel), bounded by
+// the ledger's lease, so a client that hangs up does not lose its outcome.
+// While the handler runs, its lease is extended every third of the lease
+// (ledger.Ledger.Extend), so a handler slower than the lease keeps its key.
+//
+// Middleware panics when l or db is nil, or when opts.Scope is nil. The
+// returned function and the handlers it makes are safe for concurrent use.
+func Middleware(l *ledger.Ledger, db *sql.DB, opts Options) func(http.Handler) http.Handler {
+	if l == nil || db == nil {
+		panic("idemhttp: Middleware needs a ledger and a database")
+	}
+	cfg := newConfig(opts)
+	return func(next http.Handler) http.Handler {
+		return &middleware{cfg: cfg, l: l, db: db, next: next}
+	}
+}
+
+type middleware struct {
+	cfg  *config
+	l    *ledger.Ledger
+	db   *sql.DB
+	next http.Handler
+}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := m.cfg.prepare(w, r)
+	if !ok {
+		return
+	}
+	if p == nil {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	cfg := m.cfg
+
+	claim, err := m.l.Claim(r.Context(), m.db, p.req)
+	if err != nil {
+		if cfg.refuseLedger(w, p, err, m.l.Lease()) {
+			return
+		}
+		// Fail open: the handler runs without a claim.
+		m.next.ServeHTTP(w, p.r)
+		return
+	}
+	if claim.Replayed() {
+		cfg.replay(w, p.r, claim.Replay.Outcome)
+		return
+	}
+
+	start := cfg.now()
+	cw := newCapture(w, cfg.allow, cfg.maxBody)
+	hb := m.startHeartbeat(p, claim)
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		// The handler panicked (or called runtime.Goexit): give the key
+		// back so that a retry can run, and let the panic go on.
+		hb.stop()
+		m.release(p, claim, "handler panicked")
+	}()
+	m.next.ServeHTTP(cw, p.r)
+	finished = true
+	hb.stop()
+	cw.finish()
+
+	switch {
+	case !cw.storable():
+		m.release(p, claim, "response not storable")
+	case !cfg.shouldStore(cw.status):
+		m.release(p, claim, "status not stored")
+	default:
+		out := ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}
+		ctx, cancel := m.detached(p.r)
+		defer cancel()
+		if err := m.l.Complete(ctx, m.db, claim, out); err != nil {
+			cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: completion failed",
+				slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
+				slog.Int("status", cw.status), slog.Duration("took", cfg.now().Sub(start)),
+				slog.String("error", p.redact(err)))
+		}
+	}
+}
+
+// detached returns a context that outlives the client's disconnect but not
+// the lease: past it, another request may own the key, and the ledger would
+// refuse the write anyway.
+func (m *middleware) detached(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), max(m.l.Lease(), time.Second))
+}
+
+func (m *middleware) release(p *prepared, c *ledger.Claim, why string) {
+	ctx, cancel := m.detached(p.r)
+	defer cancel()
+	if err := m.l.Release(ctx, m.db, c); err != nil {
+		m.cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: release failed",
+			slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
+			slog.String("reason", why), slog.String("error", p.redact(err)))
+	}
+}
+
+// prepared is a protected request, ready for the ledger: r has its body
+// replaced by the bytes read, and req names the record.
+type prepared struct {
+	r   *http.Request
+	req ledger.Request
+}
+
+// redact returns err's text with the key and the scope blotted out. The
+// ledger promises not to quote them, but a database driver's message makes
+// no such promise, and logs must never carry them.
+func (p *prepared) redact(err error) string {
+	msg := err.Error()
+	for _, secret := range []string{p.req.Key, p.req.Scope} {
+		if secret != "" {
+			msg = strings.ReplaceAll(msg, secret, "[redacted]")
+		}
+	}
+	return msg
+}
+
+// prepare reads the key, the scope and the body, and takes the fingerprint.
+// It returns (nil, true) for a request to pass through unprotected, and
+// (nil, false) when it has already written a refusal.
+func (cfg *config) prepare(w http.ResponseWriter, r *http.Request) (*prepared, bool) {
+	if !cfg.methods[r.Method] {
+		return nil, true
+	}
+	key, err := ParseKey(r.Header, cfg.keyRules)
+	switch {
+	case errors.Is(err, ErrMissingKey) && !cfg.required:
+		return nil, true
+	case errors.Is(err, ErrMissingKey):
+		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeKeyMissing,
+			Detail: "this request needs an Idempotency-Key header", Err: err})
+		return nil, false
+	case err != nil:
+		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeKeyInvalid,
+			Detail: "the Idempotency-Key header is not a valid key: " + keyProblem(err, cfg.keyRules.MaxLength), Err: err})
+		return nil, false
+	}
+	scope, err := cfg.scope(r)
+	if err != nil {
+		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeScope,
+			Detail: "the request's owner could not be determined", Err: err})
+		return nil, false
+	}
+	body, err := cfg.readBody(r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			cfg.refuse(w, r, Refusal{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+				Detail: "the request body is longer than " + strconv.FormatInt(cfg.maxBody, 10) + " bytes", Err: err})
+		} else {
+			cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeBadRequest,
+				Detail: "the request body could not be read", Err: err})
+		}
+		return nil, false
+	}
+	// The handler reads the same bytes that were fingerprinted.
+	r2 := r.WithContext(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r2.ContentLength = int64(len(body))
+	fp, err := cfg.fingerprint(r2, body)
+	if err != nil {
+		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			Detail: "the request could not be fingerprinted", Err: err})
+		return nil, false
+	}
+	return &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}}, true
+}
+
+// readBody reads the whole request body, refusing one longer than the
+// limit with an *http.MaxBytesError.
+func (cfg *config) readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > cfg.maxBody {
+		return nil, &http.MaxBytesError{Limit: cfg.maxBody}
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, cfg.maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("idemhttp: reading the request body: %w", err)
+	}
+	if int64(len(body)) > cfg.maxBody {
+		return nil, &http.MaxBytesError{Limit: cfg.maxBody}
+	}
+	return body, nil
+}
+
+// keyProblem says what is wrong with a key without quoting it.
+func keyProblem(err error, max int) string {
+	if errors.Is(err, ErrKeyTooLong) {
+		return "longer than " + strconv.Itoa(max) + " bytes"
+	}
+	return "it must be a non-empty string of printable ASCII, sent once"
+}
+
+// refuseLedger answers a Claim error. It reports false when the request is
+// to run unprotected instead (FailOpen and the ledger unreachable).
+func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, lease time.Duration) bool {
+	r := p.r
+	ctx := r.Context()
+	var inFlight *ledger.InFlightError
+	switch {
+	case errors.As(err, &inFlight):
+		secs := retryAfterSeconds(inFlight.RetryAfter, lease)
+		cfg.log.LogAttrs(ctx, slog.LevelInfo, "idempotency: in flight",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int64("retry_after_s", secs))
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		cfg.refuse(w, r, Refusal{Status: http.StatusConflict, Code: CodeInFlight,
+			Detail: "a request with this idempotency key is in flight", RetryAfter: time.Duration(secs) * time.Second, Err: err})
+		return true
+	case errors.Is(err, ledger.ErrKeyReused):
+		cfg.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: reused",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path))
+		cfg.refuse(w, r, Refusal{Status: http.StatusUnprocessableEntity, Code: CodeKeyReused,
+			Detail: "this idempotency key was used with another request", Err: err})
+		return true
+	case errors.Is(err, ledger.ErrInvalidRequest):
+		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeKeyInvalid,
+			Detail: "the idempotency key or scope is not accepted by the ledger", Err: err})
+		return true
+	}
+	if ctx.Err() == nil {
+		// (A cancelled request context means the client left while the
+		// claim ran: nothing is unavailable, and nobody reads the answer.)
+		cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: store unavailable",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Bool("fail_open", cfg.policy == FailOpen), slog.String("error", p.redact(err)))
+		if cfg.policy == FailOpen {
+			return false
+		}
+	}
+	cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		Detail: "the idempotency store is unavailable; retry later", Err: err})
+	return true
+}
+
+// replay writes a stored outcome: its header lines exactly as stored, the
+// replay marker, its status and its body.
+func (cfg *config) replay(w http.ResponseWriter, r *http.Request, out ledger.Outcome) {
+	h := w.Header()
+	for name, values := range out.Header {
+		h[name] = append([]string(nil), values...)
+	}
+	if _, typed := out.Header["Content-Type"]; !typed && len(out.Body) > 0 {
+		// The capture stores the type net/http sniffed; a body stored
+		// without one had sniffing turned off, and so has its replay.
+		h["Content-Type"] = nil
+	}
+	h.Set(cfg.replayHeader, "true")
+	cfg.log.LogAttrs(r.Context(), slog.LevelInfo, "idempotency: replayed",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", out.Status))
+	w.WriteHeader(out.Status)
+	if len(out.Body) > 0 {
+		_, _ = w.Write(out.Body)
+	}
+}

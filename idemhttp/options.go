@@ -1,0 +1,230 @@
+package idemhttp
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/idemledger/idemledger/hash"
+)
+
+// DefaultMaxBodyBytes is the default of Options.MaxBodyBytes: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultReplayHeader is the default of Options.ReplayHeader, the field the
+// middleware adds, with the value "true", to every replayed response.
+const DefaultReplayHeader = "Idempotent-Replayed"
+
+// DefaultReplayHeaders are the response header fields that are stored and
+// replayed by default. Options.ReplayHeaders adds to them.
+var DefaultReplayHeaders = []string{
+	"Content-Type", "Content-Language", "Location", "ETag",
+	"Last-Modified", "Cache-Control", "Link",
+}
+
+// neverStored are fields no option can add to the replay allowlist:
+// Set-Cookie would hand one client's session to whoever replays the key, and
+// the hop-by-hop fields (RFC 9110 Section 7.6.1) and Content-Length describe
+// one connection or one encoding, not the outcome.
+var neverStored = map[string]bool{
+	"Set-Cookie": true, "Connection": true, "Keep-Alive": true,
+	"Proxy-Connection": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Trailer": true, "Te": true, "Content-Length": true,
+}
+
+// FailurePolicy says what the middleware does when the ledger cannot be
+// reached.
+type FailurePolicy int
+
+const (
+	// FailClosed refuses the request with 503 (CodeUnavailable). The
+	// handler does not run. This is the default.
+	FailClosed FailurePolicy = iota
+	// FailOpen runs the handler without protection: a retry may run it
+	// again. Each such request is logged as "store unavailable".
+	FailOpen
+)
+
+// Options configure Middleware and TxHandler. Only Scope is required; every
+// other zero value means the default given in its comment.
+//
+// Options are read once, when the middleware is made; later changes to the
+// value or its slices have no effect.
+type Options struct {
+	// Scope returns the owner of the request's keys (a user, tenant or API
+	// key ID); keys of two scopes never meet. It is called only for a
+	// request that the middleware protects. An error refuses the request
+	// with 400 (CodeScope). Required: Middleware panics when it is nil.
+	Scope func(*http.Request) (string, error)
+
+	// Required refuses a protected method without a key with 400
+	// (CodeKeyMissing). By default such a request runs unprotected.
+	Required bool
+
+	// Methods are the request methods the middleware protects, matched
+	// exactly (methods are case-sensitive, RFC 9110 Section 9.1). Default:
+	// POST and PATCH. Other methods pass straight through, key or no key.
+	Methods []string
+
+	// MaxKeyLength is the longest key accepted, in bytes. Default
+	// DefaultMaxKeyLength (255). It should not exceed the ledger's
+	// Config.MaxKeyLength: the ledger's refusal also answers 400.
+	MaxKeyLength int
+
+	// StrictKey accepts only the quoted sf-string form of the key and
+	// refuses a bare token with 400 (see KeyRules.Strict).
+	StrictKey bool
+
+	// MaxBodyBytes bounds, in bytes, both the request body read to take the
+	// fingerprint (a longer one is refused with 413, CodeBodyTooLarge) and
+	// the response body stored. A longer response is still sent to the
+	// client in full, but not stored, and the key is released: a retry runs
+	// the handler again. Default DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int64
+
+	// ShouldStore reports whether a response with this final status is
+	// stored and replayed. When it reports false the key is released, so a
+	// retry runs the handler again. Default StoreDefault.
+	ShouldStore func(status int) bool
+
+	// ReplayHeaders adds names to DefaultReplayHeaders, the allowlist of
+	// response fields that are stored and replayed. Set-Cookie, the
+	// hop-by-hop fields and Content-Length are never stored.
+	ReplayHeaders []string
+
+	// FailurePolicy says what happens when the ledger cannot be reached.
+	// Default FailClosed (503).
+	FailurePolicy FailurePolicy
+
+	// Fingerprint computes the request fingerprint from the request and its
+	// body (already read, at most MaxBodyBytes). Default: hash.Request over
+	// the method, the path with query, the Content-Type and the body. An
+	// error refuses the request with 400 (CodeBadRequest).
+	Fingerprint func(r *http.Request, body []byte) (hash.Digest, error)
+
+	// Refuse writes the middleware's own answers (see Refusal and the Code
+	// constants). Default WriteProblem (RFC 9457 problem+json).
+	Refuse RefuseFunc
+
+	// ReplayHeader is the field set to "true" on every replayed response.
+	// Default DefaultReplayHeader (Idempotent-Replayed).
+	ReplayHeader string
+
+	// Logger receives one record per event: replayed (Info), in flight
+	// (Info), reused (Warn), store unavailable (Error), and a failed
+	// completion or release (Error). Records carry the method, the path and
+	// the status, never the key or the scope. Default: no logging.
+	Logger *slog.Logger
+
+	// Now is the clock used to time handlers in log records. Default
+	// time.Now. The ledger keeps its own clock (ledger.Config.Now) for
+	// leases and expiry.
+	Now func() time.Time
+}
+
+// StoreDefault is the default ShouldStore: every status below 500 except the
+// transient ones a retry may well change: 408 Request Timeout, 409 Conflict,
+// 425 Too Early and 429 Too Many Requests.
+func StoreDefault(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+		return false
+	}
+	return status < 500
+}
+
+// StoreServerErrors stores as Stripe does: every status, 5xx included,
+// except the transient 408, 409, 425 and 429, and except 503, which says in
+// itself that a retry may succeed.
+func StoreServerErrors(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly,
+		http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return false
+	}
+	return true
+}
+
+// StoreSuccess stores only 2xx answers.
+func StoreSuccess(status int) bool {
+	return status >= 200 && status <= 299
+}
+
+// config is Options with the defaults filled in and the lists made into
+// sets.
+type config struct {
+	scope        func(*http.Request) (string, error)
+	required     bool
+	methods      map[string]bool
+	keyRules     KeyRules
+	maxBody      int64
+	shouldStore  func(int) bool
+	allow        map[string]bool
+	policy       FailurePolicy
+	fingerprint  func(*http.Request, []byte) (hash.Digest, error)
+	refuse       RefuseFunc
+	replayHeader string
+	log          *slog.Logger
+	now          func() time.Time
+}
+
+func newConfig(o Options) *config {
+	if o.Scope == nil {
+		panic("idemhttp: Options.Scope is required")
+	}
+	c := &config{
+		scope:        o.Scope,
+		required:     o.Required,
+		methods:      make(map[string]bool),
+		keyRules:     KeyRules{MaxLength: o.MaxKeyLength, Strict: o.StrictKey},
+		maxBody:      o.MaxBodyBytes,
+		shouldStore:  o.ShouldStore,
+		allow:        make(map[string]bool),
+		policy:       o.FailurePolicy,
+		fingerprint:  o.Fingerprint,
+		refuse:       o.Refuse,
+		replayHeader: http.CanonicalHeaderKey(o.ReplayHeader),
+		log:          o.Logger,
+		now:          o.Now,
+	}
+	methods := o.Methods
+	if len(methods) == 0 {
+		methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	for _, m := range methods {
+		c.methods[m] = true
+	}
+	if c.keyRules.MaxLength <= 0 {
+		c.keyRules.MaxLength = DefaultMaxKeyLength
+	}
+	if c.maxBody <= 0 {
+		c.maxBody = DefaultMaxBodyBytes
+	}
+	if c.shouldStore == nil {
+		c.shouldStore = StoreDefault
+	}
+	for _, list := range [][]string{DefaultReplayHeaders, o.ReplayHeaders} {
+		for _, name := range list {
+			name = http.CanonicalHeaderKey(name)
+			if !neverStored[name] {
+				c.allow[name] = true
+			}
+		}
+	}
+	if c.fingerprint == nil {
+		c.fingerprint = fingerprint
+	}
+	if c.refuse == nil {
+		c.refuse = WriteProblem
+	}
+	if c.replayHeader == "" {
+		c.replayHeader = DefaultReplayHeader
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c
+}

@@ -1,0 +1,129 @@
+package idemhttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Code names why the middleware refused a request. It is stable: callers
+// map it to their own error vocabulary in Options.Refuse.
+type Code string
+
+// The refusal codes, with the status the middleware gives each by default.
+const (
+	// CodeKeyMissing: the key is required (Options.Required) and absent. 400.
+	CodeKeyMissing Code = "key-missing"
+	// CodeKeyInvalid: the key is empty, malformed, not printable ASCII, too
+	// long, or sent twice. 400. Refusal.Err tells which (errors.Is with
+	// ErrKeyTooLong for the length).
+	CodeKeyInvalid Code = "key-invalid"
+	// CodeScope: Options.Scope returned an error. 400.
+	CodeScope Code = "scope"
+	// CodeBodyTooLarge: the request body is longer than
+	// Options.MaxBodyBytes, so it cannot be fingerprinted. 413.
+	CodeBodyTooLarge Code = "body-too-large"
+	// CodeBadRequest: the request body could not be read, or the
+	// fingerprint function failed. 400.
+	CodeBadRequest Code = "bad-request"
+	// CodeInFlight: a request with the same key is still running. 409, with
+	// Refusal.RetryAfter set.
+	CodeInFlight Code = "in-flight"
+	// CodeKeyReused: the key was used before with another method, target or
+	// body. 422.
+	CodeKeyReused Code = "key-reused"
+	// CodeUnavailable: the ledger could not be reached and
+	// Options.FailurePolicy is FailClosed. 503.
+	CodeUnavailable Code = "unavailable"
+	// CodeResponseTooLarge: a TxHandler handler answered with a body longer
+	// than Options.MaxBodyBytes, which could not be stored, so its writes
+	// were rolled back. 500.
+	CodeResponseTooLarge Code = "response-too-large"
+)
+
+// Refusal describes an answer that the middleware gives on its own, without
+// running the handler. No refusal ever creates or completes a ledger record.
+type Refusal struct {
+	// Status is the HTTP status the middleware suggests (see the Code
+	// constants). A custom Options.Refuse may answer another one.
+	Status int
+	// Code says why, in a stable vocabulary.
+	Code Code
+	// Detail is a sentence for people. It never holds the key or the
+	// scope.
+	Detail string
+	// RetryAfter is how long until the running request's lease ends, for
+	// CodeInFlight; zero otherwise. The middleware has already written it to
+	// the Retry-After field, in whole seconds, before Refuse is called.
+	RetryAfter time.Duration
+	// Err is the underlying error, when there is one (a ParseKey error, the
+	// Scope error, a ledger error). It is for logs and branching, not for
+	// the client: it may say more than the client should read.
+	Err error
+}
+
+// RefuseFunc writes a refusal to w. It is called at most once per request,
+// before anything was written to w. It must write a complete response.
+type RefuseFunc func(w http.ResponseWriter, r *http.Request, ref Refusal)
+
+// ProblemContentType is the media type of an RFC 9457 problem document
+// (Section 6.1).
+const ProblemContentType = "application/problem+json"
+
+// problem is an RFC 9457 problem document (Section 3.1) with one extension
+// member, "code", carrying the Code.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Code   Code   `json:"code"`
+}
+
+// WriteProblem is the default RefuseFunc. It answers ref.Status with an RFC
+// 9457 problem document (application/problem+json) whose "type" is
+// "about:blank" (Section 4.2.1), "title" the status's reason phrase,
+// "detail" ref.Detail, plus an extension member "code" holding ref.Code.
+// For example:
+//
+//	{"type":"about:blank","title":"Conflict","status":409,
+//	 "detail":"a request with this idempotency key is in flight","code":"in-flight"}
+func WriteProblem(w http.ResponseWriter, r *http.Request, ref Refusal) {
+	p := problem{
+		Type:   "about:blank",
+		Title:  http.StatusText(ref.Status),
+		Status: ref.Status,
+		Detail: ref.Detail,
+		Code:   ref.Code,
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// A struct of strings and an int always encodes.
+	_ = enc.Encode(p)
+	h := w.Header()
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(ref.Status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// retryAfterSeconds converts a lease remainder to a Retry-After value (RFC
+// 9110 Section 10.2.3): whole seconds, rounded up, at least 1 (an answer of
+// 0 invites a busy loop) and at most the lease, which bounds any wait.
+func retryAfterSeconds(d, lease time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	max := int64((lease + time.Second - 1) / time.Second)
+	if max < 1 {
+		max = 1
+	}
+	if s > max {
+		s = max
+	}
+	if s < 1 {
+		s = 1
+	}
+	return s
+}

@@ -1,0 +1,165 @@
+package idemhttp
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// TxFunc is a handler whose effects are all writes through tx.
+type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
+
+// TxHandler serves fn exactly once per idempotency key, for handlers whose
+// effects are all in db: it begins a transaction on db, runs fn inside
+// ledger.Mutate (so the claim, fn's writes and the stored response share
+// one savepoint), and commits. A retry after the commit gets the stored
+// response; a retry after a crash or rollback finds no record and runs fn
+// again, with none of the first attempt's writes left behind.
+//
+// fn's response is buffered and sent only after the commit, so a client
+// never sees an answer whose effects were then lost. Flush and Hijack are
+// not supported (http.ResponseController reports http.ErrNotSupported).
+// The key, the scope, the fingerprint and the refusals are as for
+// Middleware, with these differences:
+//
+//   - The transaction commits when opts.ShouldStore accepts the status, and
+//     is rolled back otherwise (fn's writes vanish with the claim, and the
+//     client gets fn's answer). Requests that pass through unprotected (no
+//     key, or a method outside opts.Methods) follow the same rule, without
+//     the ledger.
+//   - A response longer than opts.MaxBodyBytes cannot be stored, so the
+//     transaction is rolled back and the client gets 500 (CodeResponseTooLarge):
+//     raise the limit for such handlers.
+//   - A concurrent duplicate waits for the first transaction (SQLite's write
+//     lock; immediate transactions) and then replays, rather than answering
+//     409; 409 remains for a key held by a lease-mode claim. A duplicate
+//     that waits longer than the database's busy timeout gets 503.
+//   - FailurePolicy does not apply: the ledger and fn's effects live in the
+//     same database, so when one is unreachable so is the other, and the
+//     answer is 503. A failed commit is 503 too.
+//
+// The transaction begins and commits with a context the client's disconnect
+// does not cancel; fn should use r.Context() for its own statements if it
+// wants them to stop when the client goes. If fn panics the transaction is
+// rolled back and the panic goes on.
+//
+// TxHandler panics when l, db or fn is nil, or opts.Scope is nil.
+func TxHandler(l *ledger.Ledger, db *sql.DB, opts Options, fn TxFunc) http.Handler {
+	if l == nil || db == nil || fn == nil {
+		panic("idemhttp: TxHandler needs a ledger, a database and a function")
+	}
+	return &txHandler{cfg: newConfig(opts), l: l, db: db, fn: fn}
+}
+
+type txHandler struct {
+	cfg *config
+	l   *ledger.Ledger
+	db  *sql.DB
+	fn  TxFunc
+}
+
+// errNotStored carries a response that ShouldStore rejected (or that was
+// too long) out of Mutate's callback, so that Mutate rolls back.
+type errNotStored struct {
+	buf *buffer
+}
+
+func (e *errNotStored) Error() string { return "idemhttp: response not stored" }
+
+func (h *txHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cfg := h.cfg
+	p, ok := cfg.prepare(w, r)
+	if !ok {
+		return
+	}
+	ctx := context.WithoutCancel(r.Context())
+	tx, err := h.db.BeginTx(ctx, nil)
+	if err != nil {
+		h.unavailable(w, r, p, err)
+		return
+	}
+	defer tx.Rollback() // after a commit, a no-op
+
+	if p == nil {
+		buf := h.run(w, r, tx)
+		if buf.tooLarge() || !cfg.shouldStore(buf.status) {
+			_ = tx.Rollback()
+		} else if err := tx.Commit(); err != nil {
+			h.unavailable(w, r, nil, err)
+			return
+		}
+		h.send(w, r, buf)
+		return
+	}
+
+	var first *buffer
+	res, err := ledger.Mutate(ctx, h.l, tx, p.req, func(context.Context) (ledger.Outcome, error) {
+		first = h.run(w, p.r, tx)
+		if first.tooLarge() || !cfg.shouldStore(first.status) {
+			return ledger.Outcome{}, &errNotStored{first}
+		}
+		return ledger.Outcome{Status: first.status, Header: first.outcomeHeader(cfg.allow), Body: first.body}, nil
+	})
+	var notStored *errNotStored
+	switch {
+	case errors.As(err, &notStored):
+		_ = tx.Rollback()
+		h.send(w, p.r, notStored.buf)
+		return
+	case err != nil:
+		_ = tx.Rollback()
+		if cfg.refuseLedger(w, p, err, h.l.Lease()) {
+			return
+		}
+		// refuseLedger lets a request through only under FailOpen, which
+		// TxHandler does not honour.
+		cfg.refuse(w, p.r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Detail: "the idempotency store is unavailable; retry later", Err: err})
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		h.unavailable(w, p.r, p, err)
+		return
+	}
+	if res.Replayed {
+		cfg.replay(w, p.r, res.Value)
+		return
+	}
+	h.send(w, p.r, first)
+}
+
+// run calls fn with a buffering writer.
+func (h *txHandler) run(w http.ResponseWriter, r *http.Request, tx *sql.Tx) *buffer {
+	buf := newBuffer(w.Header(), h.cfg.maxBody)
+	h.fn(buf, r, tx)
+	buf.finish()
+	return buf
+}
+
+func (h *txHandler) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
+	if buf.tooLarge() {
+		h.cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: response too large to store",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int64("limit", h.cfg.maxBody))
+		h.cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeResponseTooLarge,
+			Detail: "the response is longer than " + strconv.FormatInt(h.cfg.maxBody, 10) + " bytes and could not be stored"})
+		return
+	}
+	buf.writeTo(w)
+}
+
+func (h *txHandler) unavailable(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
+	msg := err.Error()
+	if p != nil {
+		msg = p.redact(err)
+	}
+	h.cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: store unavailable",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", msg))
+	h.cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		Detail: "the idempotency store is unavailable; retry later", Err: err})
+}
