@@ -24,7 +24,7 @@ import (
 const testScope = "tenant-7"
 
 // bundle is one middleware under test: a real HTTP server over a fresh
-// SQLite file, the ledger, and a log buffer.
+// database (SQLite or PostgreSQL), the ledger, and a log buffer.
 type bundle struct {
 	srv   *httptest.Server
 	l     *ledger.Ledger
@@ -50,11 +50,28 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// setup serves h behind Middleware. opts.Scope defaults to testScope and
-// opts.Logger to a JSON log into b.logs; lcfg configures the ledger.
-func setup(t *testing.T, opts Options, lcfg ledger.Config, h http.HandlerFunc) *bundle {
+// engines maps testdb's engines onto the ledger's.
+var engines = map[testdb.Engine]ledger.Engine{
+	testdb.EngineSQLite:   ledger.SQLite,
+	testdb.EnginePostgres: ledger.Postgres,
+}
+
+// eachEngine runs f as one subtest per engine ("sqlite", "postgres"); the
+// PostgreSQL one is skipped, with a message naming the variable, when
+// testdb.PostgresEnv is unset.
+func eachEngine(t *testing.T, f func(t *testing.T, e testdb.Engine)) {
 	t.Helper()
-	b := &bundle{db: testdb.SQLite(t), logs: &syncBuffer{}}
+	for _, e := range testdb.Engines() {
+		t.Run(string(e), func(t *testing.T) { f(t, e) })
+	}
+}
+
+// setup serves h behind Middleware over a fresh database of engine e. opts.Scope defaults to testScope and
+// opts.Logger to a JSON log into b.logs; lcfg configures the ledger.
+func setup(t *testing.T, e testdb.Engine, opts Options, lcfg ledger.Config, h http.HandlerFunc) *bundle {
+	t.Helper()
+	b := &bundle{db: testdb.Open(t, e), logs: &syncBuffer{}}
+	lcfg.Engine = engines[e]
 	l, err := ledger.New(lcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -160,50 +177,52 @@ func created(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestFirstRequestAndReplay(t *testing.T) {
-	b := setup(t, Options{}, ledger.Config{}, created)
-	first := b.do(t, "POST", "/orders?x=1", `{"amount":100}`, `"k1"`)
-	want := `{"id":42,"echo":{"amount":100}}`
-	if first.status != 201 || first.body != want || first.header.Get("Set-Cookie") != "session=secret" {
-		t.Fatalf("first answer %+v", first)
-	}
-	if first.header.Get(DefaultReplayHeader) != "" {
-		t.Fatal("first answer marked as a replay")
-	}
-	rec := b.record(t, "k1")
-	if rec == nil || rec.State != ledger.StateCompleted || rec.Outcome.Status != 201 || string(rec.Outcome.Body) != want {
-		t.Fatalf("record %+v", rec)
-	}
-	wantHeader := http.Header{
-		"Content-Type": {"application/json"},
-		"Location":     {"/orders/42"},
-		"Link":         {`</a>; rel="next"`, `</b>; rel="prev"`},
-	}
-	if !equalHeader(rec.Outcome.Header, wantHeader) {
-		t.Fatalf("stored header %q, want %q", rec.Outcome.Header, wantHeader)
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{}, ledger.Config{}, created)
+		first := b.do(t, "POST", "/orders?x=1", `{"amount":100}`, `"k1"`)
+		want := `{"id":42,"echo":{"amount":100}}`
+		if first.status != 201 || first.body != want || first.header.Get("Set-Cookie") != "session=secret" {
+			t.Fatalf("first answer %+v", first)
+		}
+		if first.header.Get(DefaultReplayHeader) != "" {
+			t.Fatal("first answer marked as a replay")
+		}
+		rec := b.record(t, "k1")
+		if rec == nil || rec.State != ledger.StateCompleted || rec.Outcome.Status != 201 || string(rec.Outcome.Body) != want {
+			t.Fatalf("record %+v", rec)
+		}
+		wantHeader := http.Header{
+			"Content-Type": {"application/json"},
+			"Location":     {"/orders/42"},
+			"Link":         {`</a>; rel="next"`, `</b>; rel="prev"`},
+		}
+		if !equalHeader(rec.Outcome.Header, wantHeader) {
+			t.Fatalf("stored header %q, want %q", rec.Outcome.Header, wantHeader)
+		}
 
-	// The bare form of the same key is the same record.
-	for _, key := range []string{`"k1"`, `k1`, `"k1";v=2`} {
-		again := b.do(t, "POST", "/orders?x=1", `{"amount":100}`, key)
-		if again.status != 201 || again.body != want {
-			t.Fatalf("replay with %s: %+v", key, again)
+		// The bare form of the same key is the same record.
+		for _, key := range []string{`"k1"`, `k1`, `"k1";v=2`} {
+			again := b.do(t, "POST", "/orders?x=1", `{"amount":100}`, key)
+			if again.status != 201 || again.body != want {
+				t.Fatalf("replay with %s: %+v", key, again)
+			}
+			if again.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("replay not marked: %q", again.header)
+			}
+			if got := again.header.Values("Link"); len(got) != 2 || got[0] != `</a>; rel="next"` || got[1] != `</b>; rel="prev"` {
+				t.Fatalf("replayed Link lines %q", got)
+			}
+			if again.header.Get("Location") != "/orders/42" || again.header.Get("Content-Type") != "application/json" {
+				t.Fatalf("replayed header %q", again.header)
+			}
+			if again.header.Get("Set-Cookie") != "" || again.header.Get("X-Not-Allowed") != "" {
+				t.Fatalf("replayed a field outside the allowlist: %q", again.header)
+			}
 		}
-		if again.header.Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("replay not marked: %q", again.header)
+		if n := b.calls.Load(); n != 1 {
+			t.Fatalf("handler ran %d times, want 1", n)
 		}
-		if got := again.header.Values("Link"); len(got) != 2 || got[0] != `</a>; rel="next"` || got[1] != `</b>; rel="prev"` {
-			t.Fatalf("replayed Link lines %q", got)
-		}
-		if again.header.Get("Location") != "/orders/42" || again.header.Get("Content-Type") != "application/json" {
-			t.Fatalf("replayed header %q", again.header)
-		}
-		if again.header.Get("Set-Cookie") != "" || again.header.Get("X-Not-Allowed") != "" {
-			t.Fatalf("replayed a field outside the allowlist: %q", again.header)
-		}
-	}
-	if n := b.calls.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1", n)
-	}
+	})
 }
 
 func equalHeader(a, b http.Header) bool {
@@ -225,145 +244,155 @@ func equalHeader(a, b http.Header) bool {
 }
 
 func TestReusedKey(t *testing.T) {
-	b := setup(t, Options{}, ledger.Config{}, created)
-	if a := b.do(t, "POST", "/orders", `{"amount":100}`, "k"); a.status != 201 {
-		t.Fatalf("first: %+v", a)
-	}
-	tests := []struct {
-		name, method, target, body string
-	}{
-		{"other body", "POST", "/orders", `{"amount":101}`},
-		{"other path", "POST", "/refunds", `{"amount":100}`},
-		{"other query", "POST", "/orders?dry=1", `{"amount":100}`},
-		{"other method", "PATCH", "/orders", `{"amount":100}`},
-	}
-	for _, tt := range tests {
-		a := b.do(t, tt.method, tt.target, tt.body, "k")
-		want := `{"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request","code":"key-reused"}` + "\n"
-		if a.status != 422 || a.body != want || a.header.Get("Content-Type") != ProblemContentType {
-			t.Errorf("%s: %d %q %q", tt.name, a.status, a.body, a.header.Get("Content-Type"))
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{}, ledger.Config{}, created)
+		if a := b.do(t, "POST", "/orders", `{"amount":100}`, "k"); a.status != 201 {
+			t.Fatalf("first: %+v", a)
 		}
-	}
-	if n := b.calls.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1", n)
-	}
+		tests := []struct {
+			name, method, target, body string
+		}{
+			{"other body", "POST", "/orders", `{"amount":101}`},
+			{"other path", "POST", "/refunds", `{"amount":100}`},
+			{"other query", "POST", "/orders?dry=1", `{"amount":100}`},
+			{"other method", "PATCH", "/orders", `{"amount":100}`},
+		}
+		for _, tt := range tests {
+			a := b.do(t, tt.method, tt.target, tt.body, "k")
+			want := `{"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request","code":"key-reused"}` + "\n"
+			if a.status != 422 || a.body != want || a.header.Get("Content-Type") != ProblemContentType {
+				t.Errorf("%s: %d %q %q", tt.name, a.status, a.body, a.header.Get("Content-Type"))
+			}
+		}
+		if n := b.calls.Load(); n != 1 {
+			t.Fatalf("handler ran %d times, want 1", n)
+		}
+	})
 }
 
 func TestKeyRefusals(t *testing.T) {
-	b := setup(t, Options{}, ledger.Config{}, created)
-	long := strings.Repeat("k", 256)
-	tests := []struct {
-		name   string
-		keys   []string
-		detail string
-	}{
-		{"empty", []string{`""`}, "it must be a non-empty string of printable ASCII, sent once"},
-		{"over-long", []string{long}, "longer than 255 bytes"},
-		{"non-ASCII", []string{"\"caf\xc3\xa9\""}, "it must be a non-empty string of printable ASCII, sent once"},
-		{"two lines", []string{"a", "a"}, "it must be a non-empty string of printable ASCII, sent once"},
-		{"malformed", []string{`"abc`}, "it must be a non-empty string of printable ASCII, sent once"},
-	}
-	for _, tt := range tests {
-		a := b.do(t, "POST", "/orders", `{}`, tt.keys...)
-		want := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"the Idempotency-Key header is not a valid key: ` + tt.detail + `","code":"key-invalid"}` + "\n"
-		if a.status != 400 || a.body != want {
-			t.Errorf("%s: %d %q, want 400 %q", tt.name, a.status, a.body, want)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{}, ledger.Config{}, created)
+		long := strings.Repeat("k", 256)
+		tests := []struct {
+			name   string
+			keys   []string
+			detail string
+		}{
+			{"empty", []string{`""`}, "it must be a non-empty string of printable ASCII, sent once"},
+			{"over-long", []string{long}, "longer than 255 bytes"},
+			{"non-ASCII", []string{"\"caf\xc3\xa9\""}, "it must be a non-empty string of printable ASCII, sent once"},
+			{"two lines", []string{"a", "a"}, "it must be a non-empty string of printable ASCII, sent once"},
+			{"malformed", []string{`"abc`}, "it must be a non-empty string of printable ASCII, sent once"},
 		}
-	}
-	if n := b.calls.Load(); n != 0 {
-		t.Fatalf("handler ran %d times on refusals", n)
-	}
-	if rec := b.record(t, "a"); rec != nil {
-		t.Fatalf("a refusal left a record: %+v", rec)
-	}
+		for _, tt := range tests {
+			a := b.do(t, "POST", "/orders", `{}`, tt.keys...)
+			want := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"the Idempotency-Key header is not a valid key: ` + tt.detail + `","code":"key-invalid"}` + "\n"
+			if a.status != 400 || a.body != want {
+				t.Errorf("%s: %d %q, want 400 %q", tt.name, a.status, a.body, want)
+			}
+		}
+		if n := b.calls.Load(); n != 0 {
+			t.Fatalf("handler ran %d times on refusals", n)
+		}
+		if rec := b.record(t, "a"); rec != nil {
+			t.Fatalf("a refusal left a record: %+v", rec)
+		}
+	})
 }
 
 func TestNoKey(t *testing.T) {
-	t.Run("optional", func(t *testing.T) {
-		b := setup(t, Options{}, ledger.Config{}, created)
-		for range 2 {
-			if a := b.do(t, "POST", "/orders", `{}`); a.status != 201 {
-				t.Fatalf("unkeyed request: %+v", a)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		t.Run("optional", func(t *testing.T) {
+			b := setup(t, e, Options{}, ledger.Config{}, created)
+			for range 2 {
+				if a := b.do(t, "POST", "/orders", `{}`); a.status != 201 {
+					t.Fatalf("unkeyed request: %+v", a)
+				}
 			}
-		}
-		if n := b.calls.Load(); n != 2 {
-			t.Fatalf("handler ran %d times, want 2 (unprotected)", n)
-		}
-	})
-	t.Run("required", func(t *testing.T) {
-		b := setup(t, Options{Required: true}, ledger.Config{}, created)
-		a := b.do(t, "POST", "/orders", `{}`)
-		want := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"this request needs an Idempotency-Key header","code":"key-missing"}` + "\n"
-		if a.status != 400 || a.body != want {
-			t.Fatalf("got %d %q", a.status, a.body)
-		}
-		if n := b.calls.Load(); n != 0 {
-			t.Fatal("handler ran without the required key")
-		}
-	})
-	t.Run("unprotected method", func(t *testing.T) {
-		b := setup(t, Options{Required: true}, ledger.Config{}, created)
-		for range 2 {
-			if a := b.do(t, "PUT", "/orders", `{}`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
-				t.Fatalf("PUT: %+v", a)
+			if n := b.calls.Load(); n != 2 {
+				t.Fatalf("handler ran %d times, want 2 (unprotected)", n)
 			}
-		}
-		if n := b.calls.Load(); n != 2 {
-			t.Fatalf("handler ran %d times, want 2", n)
-		}
-		if rec := b.record(t, "k"); rec != nil {
-			t.Fatal("an unprotected method made a record")
-		}
+		})
+		t.Run("required", func(t *testing.T) {
+			b := setup(t, e, Options{Required: true}, ledger.Config{}, created)
+			a := b.do(t, "POST", "/orders", `{}`)
+			want := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"this request needs an Idempotency-Key header","code":"key-missing"}` + "\n"
+			if a.status != 400 || a.body != want {
+				t.Fatalf("got %d %q", a.status, a.body)
+			}
+			if n := b.calls.Load(); n != 0 {
+				t.Fatal("handler ran without the required key")
+			}
+		})
+		t.Run("unprotected method", func(t *testing.T) {
+			b := setup(t, e, Options{Required: true}, ledger.Config{}, created)
+			for range 2 {
+				if a := b.do(t, "PUT", "/orders", `{}`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
+					t.Fatalf("PUT: %+v", a)
+				}
+			}
+			if n := b.calls.Load(); n != 2 {
+				t.Fatalf("handler ran %d times, want 2", n)
+			}
+			if rec := b.record(t, "k"); rec != nil {
+				t.Fatal("an unprotected method made a record")
+			}
+		})
 	})
 }
 
 func TestInFlight(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{})
-	b := setup(t, Options{}, ledger.Config{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-release
-		w.WriteHeader(http.StatusCreated)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		b := setup(t, e, Options{}, ledger.Config{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
+			close(started)
+			<-release
+			w.WriteHeader(http.StatusCreated)
+		})
+		done := make(chan answer)
+		go func() { done <- b.do(t, "POST", "/orders", `{}`, "k") }()
+		<-started
+		// Answered at once, while the first still runs.
+		a := b.do(t, "POST", "/orders", `{}`, "k")
+		want := `{"type":"about:blank","title":"Conflict","status":409,"detail":"a request with this idempotency key is in flight","code":"in-flight"}` + "\n"
+		// Retry-After is the lease remainder (10 s) capped at
+		// InFlightRetryAfter (default 1 s).
+		if a.status != 409 || a.body != want || a.header.Get("Retry-After") != "1" {
+			t.Fatalf("in flight: %d %q Retry-After %q", a.status, a.body, a.header.Get("Retry-After"))
+		}
+		close(release)
+		if first := <-done; first.status != 201 {
+			t.Fatalf("first: %+v", first)
+		}
+		if a := b.do(t, "POST", "/orders", `{}`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
+			t.Fatalf("after completion: %+v", a)
+		}
 	})
-	done := make(chan answer)
-	go func() { done <- b.do(t, "POST", "/orders", `{}`, "k") }()
-	<-started
-	// Answered at once, while the first still runs.
-	a := b.do(t, "POST", "/orders", `{}`, "k")
-	want := `{"type":"about:blank","title":"Conflict","status":409,"detail":"a request with this idempotency key is in flight","code":"in-flight"}` + "\n"
-	// Retry-After is the lease remainder (10 s) capped at
-	// InFlightRetryAfter (default 1 s).
-	if a.status != 409 || a.body != want || a.header.Get("Retry-After") != "1" {
-		t.Fatalf("in flight: %d %q Retry-After %q", a.status, a.body, a.header.Get("Retry-After"))
-	}
-	close(release)
-	if first := <-done; first.status != 201 {
-		t.Fatalf("first: %+v", first)
-	}
-	if a := b.do(t, "POST", "/orders", `{}`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
-		t.Fatalf("after completion: %+v", a)
-	}
 }
 
 // TestInFlightRetryAfterCap: with a cap above the lease, Retry-After is
 // the lease remainder, rounded up.
 func TestInFlightRetryAfterCap(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{})
-	b := setup(t, Options{InFlightRetryAfter: time.Hour}, ledger.Config{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-release
-		w.WriteHeader(http.StatusCreated)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		b := setup(t, e, Options{InFlightRetryAfter: time.Hour}, ledger.Config{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
+			close(started)
+			<-release
+			w.WriteHeader(http.StatusCreated)
+		})
+		done := make(chan answer)
+		go func() { done <- b.do(t, "POST", "/orders", `{}`, "k") }()
+		<-started
+		a := b.do(t, "POST", "/orders", `{}`, "k")
+		close(release)
+		<-done
+		if a.status != 409 || a.header.Get("Retry-After") != "10" {
+			t.Fatalf("in flight: %d, Retry-After %q; want 409, 10", a.status, a.header.Get("Retry-After"))
+		}
 	})
-	done := make(chan answer)
-	go func() { done <- b.do(t, "POST", "/orders", `{}`, "k") }()
-	<-started
-	a := b.do(t, "POST", "/orders", `{}`, "k")
-	close(release)
-	<-done
-	if a.status != 409 || a.header.Get("Retry-After") != "10" {
-		t.Fatalf("in flight: %d, Retry-After %q; want 409, 10", a.status, a.header.Get("Retry-After"))
-	}
 }
 
 func TestRetryAfterSeconds(t *testing.T) {
@@ -389,422 +418,450 @@ func TestRetryAfterSeconds(t *testing.T) {
 }
 
 func TestStoreUnavailable(t *testing.T) {
-	for _, policy := range []FailurePolicy{FailClosed, FailOpen} {
-		b := setup(t, Options{FailurePolicy: policy}, ledger.Config{}, created)
-		b.db.Close() // the ledger is unreachable from now on
-		a := b.do(t, "POST", "/orders", `{}`, "k")
-		switch policy {
-		case FailClosed:
-			want := `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the idempotency store is unavailable; retry later","code":"unavailable"}` + "\n"
-			if a.status != 503 || a.body != want || b.calls.Load() != 0 {
-				t.Fatalf("fail closed: %d %q, handler ran %d", a.status, a.body, b.calls.Load())
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		for _, policy := range []FailurePolicy{FailClosed, FailOpen} {
+			b := setup(t, e, Options{FailurePolicy: policy}, ledger.Config{}, created)
+			b.db.Close() // the ledger is unreachable from now on
+			a := b.do(t, "POST", "/orders", `{}`, "k")
+			switch policy {
+			case FailClosed:
+				want := `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the idempotency store is unavailable; retry later","code":"unavailable"}` + "\n"
+				if a.status != 503 || a.body != want || b.calls.Load() != 0 {
+					t.Fatalf("fail closed: %d %q, handler ran %d", a.status, a.body, b.calls.Load())
+				}
+			case FailOpen:
+				if a.status != 201 || b.calls.Load() != 1 {
+					t.Fatalf("fail open: %+v, handler ran %d", a, b.calls.Load())
+				}
 			}
-		case FailOpen:
-			if a.status != 201 || b.calls.Load() != 1 {
-				t.Fatalf("fail open: %+v, handler ran %d", a, b.calls.Load())
+			if !strings.Contains(b.logs.String(), `"msg":"idempotency: store unavailable"`) {
+				t.Fatalf("no store unavailable event in %s", b.logs)
 			}
 		}
-		if !strings.Contains(b.logs.String(), `"msg":"idempotency: store unavailable"`) {
-			t.Fatalf("no store unavailable event in %s", b.logs)
-		}
-	}
+	})
 }
 
 func TestScopeError(t *testing.T) {
-	b := setup(t, Options{Scope: func(*http.Request) (string, error) { return "", errors.New("no tenant") }}, ledger.Config{}, created)
-	a := b.do(t, "POST", "/orders", `{}`, "k")
-	if a.status != 400 || !strings.Contains(a.body, `"code":"scope"`) || b.calls.Load() != 0 {
-		t.Fatalf("scope error: %+v", a)
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return "", errors.New("no tenant") }}, ledger.Config{}, created)
+		a := b.do(t, "POST", "/orders", `{}`, "k")
+		if a.status != 400 || !strings.Contains(a.body, `"code":"scope"`) || b.calls.Load() != 0 {
+			t.Fatalf("scope error: %+v", a)
+		}
+	})
 }
 
 func TestRequestBodyLimit(t *testing.T) {
-	b := setup(t, Options{MaxBodyBytes: 10}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
-		in, _ := io.ReadAll(r.Body)
-		w.Write(in)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{MaxBodyBytes: 10}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			in, _ := io.ReadAll(r.Body)
+			w.Write(in)
+		})
+		if a := b.do(t, "POST", "/", "0123456789", "k"); a.status != 200 || a.body != "0123456789" {
+			t.Fatalf("10 bytes: %+v", a)
+		}
+		a := b.do(t, "POST", "/", "0123456789x", "k2")
+		if a.status != 413 || !strings.Contains(a.body, `"code":"body-too-large"`) {
+			t.Fatalf("11 bytes: %+v", a)
+		}
+		if b.record(t, "k2") != nil || b.calls.Load() != 1 {
+			t.Fatal("a 413 ran the handler or made a record")
+		}
 	})
-	if a := b.do(t, "POST", "/", "0123456789", "k"); a.status != 200 || a.body != "0123456789" {
-		t.Fatalf("10 bytes: %+v", a)
-	}
-	a := b.do(t, "POST", "/", "0123456789x", "k2")
-	if a.status != 413 || !strings.Contains(a.body, `"code":"body-too-large"`) {
-		t.Fatalf("11 bytes: %+v", a)
-	}
-	if b.record(t, "k2") != nil || b.calls.Load() != 1 {
-		t.Fatal("a 413 ran the handler or made a record")
-	}
 }
 
 func TestReleasedOutcomes(t *testing.T) {
-	tests := []struct {
-		name    string
-		opts    Options
-		handler http.HandlerFunc
-		stored  bool
-	}{
-		{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false},
-		{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false},
-		{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false},
-		{"404 stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, true},
-		{"500 stored Stripe-style", Options{ShouldStore: StoreServerErrors}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, true},
-		{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false},
-		{"flushed", Options{}, func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "part")
-			w.(http.Flusher).Flush()
-		}, false},
-		{"flushed via ResponseController", Options{}, func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "part")
-			if err := http.NewResponseController(w).Flush(); err != nil {
-				panic(err)
-			}
-		}, false},
-		{"trailers", Options{}, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Trailer", "X-Sum")
-			io.WriteString(w, "data")
-			w.Header().Set("X-Sum", "1")
-		}, false},
-		{"undeclared trailer", Options{}, func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "data")
-			w.Header().Set(http.TrailerPrefix+"X-Sum", "1")
-		}, false},
-		{"body at limit", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "01234567")
-		}, true},
-		{"body one byte over", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "0123")
-			io.WriteString(w, "45678")
-		}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := setup(t, tt.opts, ledger.Config{}, tt.handler)
-			first := b.do(t, "POST", "/", "", "k")
-			rec := b.record(t, "k")
-			if tt.stored != (rec != nil && rec.State == ledger.StateCompleted) {
-				t.Fatalf("stored = %v, record %+v", !tt.stored, rec)
-			}
-			if !tt.stored && rec != nil {
-				t.Fatalf("released key left a record: %+v", rec)
-			}
-			second := b.do(t, "POST", "/", "", "k")
-			wantCalls := int64(2)
-			if tt.stored {
-				wantCalls = 1
-			}
-			if n := b.calls.Load(); n != wantCalls {
-				t.Fatalf("handler ran %d times, want %d", n, wantCalls)
-			}
-			if second.status != first.status || second.body != first.body {
-				t.Fatalf("second answer %+v differs from first %+v", second, first)
-			}
-		})
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		tests := []struct {
+			name    string
+			opts    Options
+			handler http.HandlerFunc
+			stored  bool
+		}{
+			{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false},
+			{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false},
+			{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false},
+			{"404 stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, true},
+			{"500 stored Stripe-style", Options{ShouldStore: StoreServerErrors}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, true},
+			{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false},
+			{"flushed", Options{}, func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "part")
+				w.(http.Flusher).Flush()
+			}, false},
+			{"flushed via ResponseController", Options{}, func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "part")
+				if err := http.NewResponseController(w).Flush(); err != nil {
+					panic(err)
+				}
+			}, false},
+			{"trailers", Options{}, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Trailer", "X-Sum")
+				io.WriteString(w, "data")
+				w.Header().Set("X-Sum", "1")
+			}, false},
+			{"undeclared trailer", Options{}, func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "data")
+				w.Header().Set(http.TrailerPrefix+"X-Sum", "1")
+			}, false},
+			{"body at limit", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "01234567")
+			}, true},
+			{"body one byte over", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "0123")
+				io.WriteString(w, "45678")
+			}, false},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := setup(t, e, tt.opts, ledger.Config{}, tt.handler)
+				first := b.do(t, "POST", "/", "", "k")
+				rec := b.record(t, "k")
+				if tt.stored != (rec != nil && rec.State == ledger.StateCompleted) {
+					t.Fatalf("stored = %v, record %+v", !tt.stored, rec)
+				}
+				if !tt.stored && rec != nil {
+					t.Fatalf("released key left a record: %+v", rec)
+				}
+				second := b.do(t, "POST", "/", "", "k")
+				wantCalls := int64(2)
+				if tt.stored {
+					wantCalls = 1
+				}
+				if n := b.calls.Load(); n != wantCalls {
+					t.Fatalf("handler ran %d times, want %d", n, wantCalls)
+				}
+				if second.status != first.status || second.body != first.body {
+					t.Fatalf("second answer %+v differs from first %+v", second, first)
+				}
+			})
+		}
+	})
 }
 
 // The client receives an unstored over-long body in full.
 func TestOverLimitResponseSentWhole(t *testing.T) {
-	body := strings.Repeat("z", 100)
-	b := setup(t, Options{MaxBodyBytes: 99}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, body)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		body := strings.Repeat("z", 100)
+		b := setup(t, e, Options{MaxBodyBytes: 99}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, body)
+		})
+		if a := b.do(t, "POST", "/", "", "k"); a.status != 200 || a.body != body {
+			t.Fatalf("got %d, %d bytes", a.status, len(a.body))
+		}
+		if b.record(t, "k") != nil {
+			t.Fatal("over-long response stored")
+		}
 	})
-	if a := b.do(t, "POST", "/", "", "k"); a.status != 200 || a.body != body {
-		t.Fatalf("got %d, %d bytes", a.status, len(a.body))
-	}
-	if b.record(t, "k") != nil {
-		t.Fatal("over-long response stored")
-	}
 }
 
 func TestCaptureEdges(t *testing.T) {
-	tests := []struct {
-		name    string
-		handler http.HandlerFunc
-		status  int
-		header  http.Header // stored
-		body    string
-	}{
-		{"writes nothing", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Location", "/x")
-		}, 200, http.Header{"Location": {"/x"}}, ""},
-		{"write before WriteHeader", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain")
-			io.WriteString(w, "hi")
-			w.WriteHeader(201) // superfluous: the client got 200
-			w.Header().Set("Location", "/late")
-		}, 200, http.Header{"Content-Type": {"text/plain"}}, "hi"},
-		{"late header change ignored", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Location", "/a")
-			w.WriteHeader(202)
-			w.Header().Set("Location", "/b")
-		}, 202, http.Header{"Location": {"/a"}}, ""},
-		{"sniffed content type", func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "<html><body>hi</body></html>")
-		}, 200, http.Header{"Content-Type": {"text/html; charset=utf-8"}}, "<html><body>hi</body></html>"},
-		{"sniffing suppressed", func(w http.ResponseWriter, r *http.Request) {
-			w.Header()["Content-Type"] = nil
-			io.WriteString(w, "<html>")
-		}, 200, http.Header{}, "<html>"},
-		{"early hints then 201", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Link", "</style.css>; rel=preload")
-			w.WriteHeader(http.StatusEarlyHints)
-			w.WriteHeader(201)
-			io.WriteString(w, "ok")
-		}, 201, http.Header{"Link": {"</style.css>; rel=preload"}, "Content-Type": {"text/plain; charset=utf-8"}}, "ok"},
-		{"204 body dropped", func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(204)
-			io.WriteString(w, "ignored")
-		}, 204, http.Header{}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := setup(t, Options{}, ledger.Config{}, tt.handler)
-			first := b.do(t, "POST", "/", "", "k")
-			rec := b.record(t, "k")
-			if rec == nil || rec.State != ledger.StateCompleted {
-				t.Fatalf("not stored: %+v", rec)
-			}
-			if rec.Outcome.Status != tt.status || string(rec.Outcome.Body) != tt.body || !equalHeader(rec.Outcome.Header, tt.header) {
-				t.Fatalf("stored %d %q %q, want %d %q %q", rec.Outcome.Status, rec.Outcome.Header, rec.Outcome.Body, tt.status, tt.header, tt.body)
-			}
-			second := b.do(t, "POST", "/", "", "k")
-			if second.status != first.status || second.body != first.body || second.header.Get("Content-Type") != first.header.Get("Content-Type") {
-				t.Fatalf("replay %+v differs from first %+v", second, first)
-			}
-		})
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		tests := []struct {
+			name    string
+			handler http.HandlerFunc
+			status  int
+			header  http.Header // stored
+			body    string
+		}{
+			{"writes nothing", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Location", "/x")
+			}, 200, http.Header{"Location": {"/x"}}, ""},
+			{"write before WriteHeader", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				io.WriteString(w, "hi")
+				w.WriteHeader(201) // superfluous: the client got 200
+				w.Header().Set("Location", "/late")
+			}, 200, http.Header{"Content-Type": {"text/plain"}}, "hi"},
+			{"late header change ignored", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Location", "/a")
+				w.WriteHeader(202)
+				w.Header().Set("Location", "/b")
+			}, 202, http.Header{"Location": {"/a"}}, ""},
+			{"sniffed content type", func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "<html><body>hi</body></html>")
+			}, 200, http.Header{"Content-Type": {"text/html; charset=utf-8"}}, "<html><body>hi</body></html>"},
+			{"sniffing suppressed", func(w http.ResponseWriter, r *http.Request) {
+				w.Header()["Content-Type"] = nil
+				io.WriteString(w, "<html>")
+			}, 200, http.Header{}, "<html>"},
+			{"early hints then 201", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Link", "</style.css>; rel=preload")
+				w.WriteHeader(http.StatusEarlyHints)
+				w.WriteHeader(201)
+				io.WriteString(w, "ok")
+			}, 201, http.Header{"Link": {"</style.css>; rel=preload"}, "Content-Type": {"text/plain; charset=utf-8"}}, "ok"},
+			{"204 body dropped", func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(204)
+				io.WriteString(w, "ignored")
+			}, 204, http.Header{}, ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := setup(t, e, Options{}, ledger.Config{}, tt.handler)
+				first := b.do(t, "POST", "/", "", "k")
+				rec := b.record(t, "k")
+				if rec == nil || rec.State != ledger.StateCompleted {
+					t.Fatalf("not stored: %+v", rec)
+				}
+				if rec.Outcome.Status != tt.status || string(rec.Outcome.Body) != tt.body || !equalHeader(rec.Outcome.Header, tt.header) {
+					t.Fatalf("stored %d %q %q, want %d %q %q", rec.Outcome.Status, rec.Outcome.Header, rec.Outcome.Body, tt.status, tt.header, tt.body)
+				}
+				second := b.do(t, "POST", "/", "", "k")
+				if second.status != first.status || second.body != first.body || second.header.Get("Content-Type") != first.header.Get("Content-Type") {
+					t.Fatalf("replay %+v differs from first %+v", second, first)
+				}
+			})
+		}
+	})
 }
 
 func TestHijackNotStored(t *testing.T) {
-	b := setup(t, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			panic(err)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			conn, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			defer conn.Close()
+			rw.WriteString("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+			rw.Flush()
+		})
+		if a := b.do(t, "POST", "/", "", "k"); a.status != 202 || a.body != "ok" {
+			t.Fatalf("hijacked answer %+v", a)
 		}
-		defer conn.Close()
-		rw.WriteString("HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-		rw.Flush()
+		// The client may read the answer before the handler returns and the
+		// middleware releases the key: wait for the release.
+		if rec := b.waitRecord(t, "k", func(r *ledger.Record) bool { return r == nil }); rec != nil {
+			t.Fatalf("hijacked response left a record: %+v", rec)
+		}
 	})
-	if a := b.do(t, "POST", "/", "", "k"); a.status != 202 || a.body != "ok" {
-		t.Fatalf("hijacked answer %+v", a)
-	}
-	// The client may read the answer before the handler returns and the
-	// middleware releases the key: wait for the release.
-	if rec := b.waitRecord(t, "k", func(r *ledger.Record) bool { return r == nil }); rec != nil {
-		t.Fatalf("hijacked response left a record: %+v", rec)
-	}
 }
 
 // A panicking handler gives the key back; the panic reaches net/http,
 // which drops the connection.
 func TestPanicReleases(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	b := setup(t, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
-		if fail.Load() {
-			panic("boom")
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		var fail atomic.Bool
+		fail.Store(true)
+		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			if fail.Load() {
+				panic("boom")
+			}
+			w.WriteHeader(201)
+		})
+		req, _ := http.NewRequest("POST", b.srv.URL, nil)
+		req.Header.Set(HeaderName, "k")
+		if resp, err := b.srv.Client().Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("panicking handler answered %d", resp.StatusCode)
 		}
-		w.WriteHeader(201)
+		if rec := b.record(t, "k"); rec != nil {
+			t.Fatalf("panic left a record: %+v", rec)
+		}
+		fail.Store(false)
+		if a := b.do(t, "POST", "/", "", "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
+			t.Fatalf("retry after panic: %+v", a)
+		}
 	})
-	req, _ := http.NewRequest("POST", b.srv.URL, nil)
-	req.Header.Set(HeaderName, "k")
-	if resp, err := b.srv.Client().Do(req); err == nil {
-		resp.Body.Close()
-		t.Fatalf("panicking handler answered %d", resp.StatusCode)
-	}
-	if rec := b.record(t, "k"); rec != nil {
-		t.Fatalf("panic left a record: %+v", rec)
-	}
-	fail.Store(false)
-	if a := b.do(t, "POST", "/", "", "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
-		t.Fatalf("retry after panic: %+v", a)
-	}
 }
 
 // A client that hangs up does not lose the completion.
 func TestClientDisconnectStillCompletes(t *testing.T) {
-	handlerDone := make(chan struct{})
-	b := setup(t, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
-		defer close(handlerDone)
-		<-r.Context().Done() // the client is gone
-		w.Header().Set("Location", "/orders/1")
-		w.WriteHeader(201)
-		io.WriteString(w, "made")
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", b.srv.URL, nil)
-	req.Header.Set(HeaderName, "k")
-	req.Header.Set("Content-Type", "application/json")
-	go func() {
-		for b.calls.Load() == 0 {
-			time.Sleep(time.Millisecond)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		handlerDone := make(chan struct{})
+		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			defer close(handlerDone)
+			<-r.Context().Done() // the client is gone
+			w.Header().Set("Location", "/orders/1")
+			w.WriteHeader(201)
+			io.WriteString(w, "made")
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "POST", b.srv.URL, nil)
+		req.Header.Set(HeaderName, "k")
+		req.Header.Set("Content-Type", "application/json")
+		go func() {
+			for b.calls.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		if resp, err := b.srv.Client().Do(req); err == nil {
+			resp.Body.Close()
 		}
-		cancel()
-	}()
-	if resp, err := b.srv.Client().Do(req); err == nil {
-		resp.Body.Close()
-	}
-	<-handlerDone
-	// The completion runs right after the handler.
-	rec := b.waitRecord(t, "k", func(r *ledger.Record) bool { return r != nil && r.State == ledger.StateCompleted })
-	if rec == nil || rec.State != ledger.StateCompleted || rec.Outcome.Status != 201 || string(rec.Outcome.Body) != "made" {
-		t.Fatalf("record after disconnect: %+v", rec)
-	}
-	if a := b.do(t, "POST", "/", "", "k"); a.status != 201 || a.body != "made" || a.header.Get(DefaultReplayHeader) != "true" {
-		t.Fatalf("retry after disconnect: %+v", a)
-	}
+		<-handlerDone
+		// The completion runs right after the handler.
+		rec := b.waitRecord(t, "k", func(r *ledger.Record) bool { return r != nil && r.State == ledger.StateCompleted })
+		if rec == nil || rec.State != ledger.StateCompleted || rec.Outcome.Status != 201 || string(rec.Outcome.Body) != "made" {
+			t.Fatalf("record after disconnect: %+v", rec)
+		}
+		if a := b.do(t, "POST", "/", "", "k"); a.status != 201 || a.body != "made" || a.header.Get(DefaultReplayHeader) != "true" {
+			t.Fatalf("retry after disconnect: %+v", a)
+		}
+	})
 }
 
 func TestConcurrentIdenticalRequests(t *testing.T) {
-	b := setup(t, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(20 * time.Millisecond) // widen the window for duplicates
-		created(w, r)
-	})
-	const n = 50
-	var wg sync.WaitGroup
-	answers := make([]answer, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			answers[i] = b.do(t, "POST", "/orders", `{"amount":1}`, "same")
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(20 * time.Millisecond) // widen the window for duplicates
+			created(w, r)
 		})
-	}
-	close(start)
-	wg.Wait()
-	var firsts, conflicts, replays int
-	for _, a := range answers {
-		switch {
-		case a.status == 201 && a.header.Get(DefaultReplayHeader) == "true":
-			replays++
-		case a.status == 201:
-			firsts++
-		case a.status == 409 && a.header.Get("Retry-After") != "":
-			conflicts++
-		default:
-			t.Fatalf("unexpected answer %+v", a)
+		const n = 50
+		var wg sync.WaitGroup
+		answers := make([]answer, n)
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				answers[i] = b.do(t, "POST", "/orders", `{"amount":1}`, "same")
+			})
 		}
-	}
-	if firsts != 1 || b.calls.Load() != 1 || conflicts+replays != n-1 {
-		t.Fatalf("firsts %d, conflicts %d, replays %d, handler runs %d", firsts, conflicts, replays, b.calls.Load())
-	}
+		close(start)
+		wg.Wait()
+		var firsts, conflicts, replays int
+		for _, a := range answers {
+			switch {
+			case a.status == 201 && a.header.Get(DefaultReplayHeader) == "true":
+				replays++
+			case a.status == 201:
+				firsts++
+			case a.status == 409 && a.header.Get("Retry-After") != "":
+				conflicts++
+			default:
+				t.Fatalf("unexpected answer %+v", a)
+			}
+		}
+		if firsts != 1 || b.calls.Load() != 1 || conflicts+replays != n-1 {
+			t.Fatalf("firsts %d, conflicts %d, replays %d, handler runs %d", firsts, conflicts, replays, b.calls.Load())
+		}
+	})
 }
 
 func TestLogsOmitKeyAndScope(t *testing.T) {
-	const key, scope = "KEY-7f3a9c", "SCOPE-b81d"
-	release := make(chan struct{})
-	var once sync.Once
-	b := setup(t, Options{Scope: func(*http.Request) (string, error) { return scope, nil }}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
-		once.Do(func() { <-release })
-		w.WriteHeader(201)
-	})
-	done := make(chan struct{})
-	go func() { b.do(t, "POST", "/p", "a", key); close(done) }()
-	for b.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	b.do(t, "POST", "/p", "a", key) // in flight
-	close(release)
-	<-done
-	b.do(t, "POST", "/p", "a", key) // replayed
-	b.do(t, "POST", "/p", "b", key) // reused
-	b.db.Close()
-	b.do(t, "POST", "/p", "a", key) // store unavailable
-	logs := b.logs.String()
-	for _, ev := range []string{"in flight", "replayed", "reused", "store unavailable"} {
-		if !strings.Contains(logs, `"msg":"idempotency: `+ev+`"`) {
-			t.Errorf("no %q event in logs:\n%s", ev, logs)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		const key, scope = "KEY-7f3a9c", "SCOPE-b81d"
+		release := make(chan struct{})
+		var once sync.Once
+		b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return scope, nil }}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			once.Do(func() { <-release })
+			w.WriteHeader(201)
+		})
+		done := make(chan struct{})
+		go func() { b.do(t, "POST", "/p", "a", key); close(done) }()
+		for b.calls.Load() == 0 {
+			time.Sleep(time.Millisecond)
 		}
-	}
-	if strings.Contains(logs, key) || strings.Contains(logs, scope) {
-		t.Fatalf("logs carry the key or scope:\n%s", logs)
-	}
+		b.do(t, "POST", "/p", "a", key) // in flight
+		close(release)
+		<-done
+		b.do(t, "POST", "/p", "a", key) // replayed
+		b.do(t, "POST", "/p", "b", key) // reused
+		b.db.Close()
+		b.do(t, "POST", "/p", "a", key) // store unavailable
+		logs := b.logs.String()
+		for _, ev := range []string{"in flight", "replayed", "reused", "store unavailable"} {
+			if !strings.Contains(logs, `"msg":"idempotency: `+ev+`"`) {
+				t.Errorf("no %q event in logs:\n%s", ev, logs)
+			}
+		}
+		if strings.Contains(logs, key) || strings.Contains(logs, scope) {
+			t.Fatalf("logs carry the key or scope:\n%s", logs)
+		}
+	})
 }
 
 // The default fingerprint is hash.Request: JSON bodies that differ only in
 // member order and spacing are one request, while a number that canonical
 // form would round (2^53+1) keeps its raw bytes and stays distinct.
 func TestFingerprintJSON(t *testing.T) {
-	b := setup(t, Options{}, ledger.Config{}, created)
-	if a := b.do(t, "POST", "/pay", `{"amount":1,"currency":"EUR"}`, "k"); a.status != 201 {
-		t.Fatalf("first: %+v", a)
-	}
-	a := b.do(t, "POST", "/pay", `{ "currency": "EUR", "amount": 1.0 }`, "k")
-	if a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
-		t.Fatalf("reordered JSON: %+v", a)
-	}
-	if a := b.do(t, "POST", "/pay", `{"amount":9007199254740993}`, "big"); a.status != 201 {
-		t.Fatalf("big first: %+v", a)
-	}
-	if a := b.do(t, "POST", "/pay", `{"amount":9007199254740992}`, "big"); a.status != 422 {
-		t.Fatalf("2^53 after 2^53+1 under one key: %d, want 422", a.status)
-	}
-	if a := b.do(t, "POST", "/pay", `{"amount":9007199254740993}`, "big"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
-		t.Fatalf("same big amount: %+v", a)
-	}
-	rec := b.record(t, "k")
-	want := hash.Request("POST", "/pay", "application/json", []byte(`{"currency":"EUR","amount":1}`))
-	if rec == nil || rec.Fingerprint != want {
-		t.Fatalf("stored fingerprint %v, want hash.Request's %v", rec.Fingerprint, want)
-	}
-	if b.calls.Load() != 2 {
-		t.Fatalf("handler ran %d times, want 2", b.calls.Load())
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e, Options{}, ledger.Config{}, created)
+		if a := b.do(t, "POST", "/pay", `{"amount":1,"currency":"EUR"}`, "k"); a.status != 201 {
+			t.Fatalf("first: %+v", a)
+		}
+		a := b.do(t, "POST", "/pay", `{ "currency": "EUR", "amount": 1.0 }`, "k")
+		if a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
+			t.Fatalf("reordered JSON: %+v", a)
+		}
+		if a := b.do(t, "POST", "/pay", `{"amount":9007199254740993}`, "big"); a.status != 201 {
+			t.Fatalf("big first: %+v", a)
+		}
+		if a := b.do(t, "POST", "/pay", `{"amount":9007199254740992}`, "big"); a.status != 422 {
+			t.Fatalf("2^53 after 2^53+1 under one key: %d, want 422", a.status)
+		}
+		if a := b.do(t, "POST", "/pay", `{"amount":9007199254740993}`, "big"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
+			t.Fatalf("same big amount: %+v", a)
+		}
+		rec := b.record(t, "k")
+		want := hash.Request("POST", "/pay", "application/json", []byte(`{"currency":"EUR","amount":1}`))
+		if rec == nil || rec.Fingerprint != want {
+			t.Fatalf("stored fingerprint %v, want hash.Request's %v", rec.Fingerprint, want)
+		}
+		if b.calls.Load() != 2 {
+			t.Fatalf("handler ran %d times, want 2", b.calls.Load())
+		}
+	})
 }
 
 func TestFingerprintOverride(t *testing.T) {
-	// Fingerprint the body only: the same body under one key is one
-	// request, whatever the path.
-	b := setup(t, Options{Fingerprint: func(r *http.Request, body []byte) (hash.Digest, error) {
-		if len(body) == 0 {
-			return hash.Digest{}, errors.New("empty body")
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		// Fingerprint the body only: the same body under one key is one
+		// request, whatever the path.
+		b := setup(t, e, Options{Fingerprint: func(r *http.Request, body []byte) (hash.Digest, error) {
+			if len(body) == 0 {
+				return hash.Digest{}, errors.New("empty body")
+			}
+			return hash.Bytes(body), nil
+		}}, ledger.Config{}, created)
+		if a := b.do(t, "POST", "/a", `1`, "k"); a.status != 201 {
+			t.Fatalf("first: %+v", a)
 		}
-		return hash.Bytes(body), nil
-	}}, ledger.Config{}, created)
-	if a := b.do(t, "POST", "/a", `1`, "k"); a.status != 201 {
-		t.Fatalf("first: %+v", a)
-	}
-	if a := b.do(t, "POST", "/b?x", `1`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
-		t.Fatalf("other path, same body: %+v", a)
-	}
-	a := b.do(t, "POST", "/a", ``, "k2")
-	if a.status != 400 || !strings.Contains(a.body, `"code":"bad-request"`) || b.record(t, "k2") != nil {
-		t.Fatalf("fingerprint error: %+v", a)
-	}
+		if a := b.do(t, "POST", "/b?x", `1`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" {
+			t.Fatalf("other path, same body: %+v", a)
+		}
+		a := b.do(t, "POST", "/a", ``, "k2")
+		if a.status != 400 || !strings.Contains(a.body, `"code":"bad-request"`) || b.record(t, "k2") != nil {
+			t.Fatalf("fingerprint error: %+v", a)
+		}
+	})
 }
 
 // A handler that runs longer than the lease keeps its key: the heartbeat
 // extends the lease, so a duplicate gets 409 instead of taking over.
 func TestHeartbeatKeepsSlowHandlerKey(t *testing.T) {
-	release := make(chan struct{})
-	b := setup(t, Options{}, ledger.Config{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
-		<-release
-		w.WriteHeader(201)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		release := make(chan struct{})
+		b := setup(t, e, Options{}, ledger.Config{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			w.WriteHeader(201)
+		})
+		done := make(chan answer)
+		go func() { done <- b.do(t, "POST", "/", "", "k") }()
+		for b.calls.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		// Wait until the record has been extended past its first lease: by then
+		// a takeover would be allowed without the heartbeat.
+		first := b.record(t, "k")
+		rec := b.waitRecord(t, "k", func(r *ledger.Record) bool {
+			return r != nil && r.LeaseExpiresAt.After(first.LeaseExpiresAt)
+		})
+		if !rec.LeaseExpiresAt.After(first.LeaseExpiresAt) {
+			t.Fatal("the lease was never extended")
+		}
+		time.Sleep(time.Until(first.LeaseExpiresAt) + 50*time.Millisecond)
+		if a := b.do(t, "POST", "/", "", "k"); a.status != 409 {
+			t.Fatalf("duplicate after the first lease ran out: %+v, want 409", a)
+		}
+		close(release)
+		if a := <-done; a.status != 201 {
+			t.Fatalf("slow first request: %+v", a)
+		}
+		if rec := b.record(t, "k"); rec == nil || rec.State != ledger.StateCompleted || rec.Fence != 1 || b.calls.Load() != 1 {
+			t.Fatalf("record %+v after %d runs, want completed by the first holder", rec, b.calls.Load())
+		}
 	})
-	done := make(chan answer)
-	go func() { done <- b.do(t, "POST", "/", "", "k") }()
-	for b.calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	// Wait until the record has been extended past its first lease: by then
-	// a takeover would be allowed without the heartbeat.
-	first := b.record(t, "k")
-	rec := b.waitRecord(t, "k", func(r *ledger.Record) bool {
-		return r != nil && r.LeaseExpiresAt.After(first.LeaseExpiresAt)
-	})
-	if !rec.LeaseExpiresAt.After(first.LeaseExpiresAt) {
-		t.Fatal("the lease was never extended")
-	}
-	time.Sleep(time.Until(first.LeaseExpiresAt) + 50*time.Millisecond)
-	if a := b.do(t, "POST", "/", "", "k"); a.status != 409 {
-		t.Fatalf("duplicate after the first lease ran out: %+v, want 409", a)
-	}
-	close(release)
-	if a := <-done; a.status != 201 {
-		t.Fatalf("slow first request: %+v", a)
-	}
-	if rec := b.record(t, "k"); rec == nil || rec.State != ledger.StateCompleted || rec.Fence != 1 || b.calls.Load() != 1 {
-		t.Fatalf("record %+v after %d runs, want completed by the first holder", rec, b.calls.Load())
-	}
 }
 
 func TestRedactWord(t *testing.T) {

@@ -18,13 +18,13 @@ import (
 
 // txSetup serves fn through TxHandler over a fresh database that also holds
 // an orders table, the handler's business data.
-func txSetup(t *testing.T, opts Options, fn TxFunc) *bundle {
+func txSetup(t *testing.T, e testdb.Engine, opts Options, fn TxFunc) *bundle {
 	t.Helper()
-	b := &bundle{db: testdb.SQLite(t), logs: &syncBuffer{}}
-	if _, err := b.db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`); err != nil {
+	b := &bundle{db: testdb.Open(t, e), logs: &syncBuffer{}}
+	if _, err := b.db.Exec(ordersTable[e]); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(ledger.Config{})
+	l, err := ledger.New(ledger.Config{Engine: engines[e]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +43,12 @@ func txSetup(t *testing.T, opts Options, fn TxFunc) *bundle {
 	return b
 }
 
+// ordersTable is the handlers' business table, per engine.
+var ordersTable = map[testdb.Engine]string{
+	testdb.EngineSQLite:   `CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`,
+	testdb.EnginePostgres: `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount bigint NOT NULL)`,
+}
+
 func (b *bundle) orders(t *testing.T) int {
 	t.Helper()
 	var n int
@@ -56,12 +62,13 @@ func (b *bundle) orders(t *testing.T) int {
 // 201, or the status named by the query's "status" after inserting.
 func createOrder(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 	in, _ := io.ReadAll(r.Body)
-	res, err := tx.ExecContext(r.Context(), `INSERT INTO orders (amount) VALUES (?)`, string(in))
+	// $1 is a parameter for SQLite too.
+	var id int64
+	err := tx.QueryRowContext(r.Context(), `INSERT INTO orders (amount) VALUES ($1) RETURNING id`, string(in)).Scan(&id)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	id, _ := res.LastInsertId()
 	w.Header().Set("Location", "/orders/"+strconv.FormatInt(id, 10))
 	w.Header().Set("Set-Cookie", "s=1")
 	status := http.StatusCreated
@@ -73,129 +80,143 @@ func createOrder(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 }
 
 func TestTxHandlerOnce(t *testing.T) {
-	b := txSetup(t, Options{}, createOrder)
-	first := b.do(t, "POST", "/orders", "100", "k")
-	if first.status != 201 || first.body != `{"id":1}` || first.header.Get("Location") != "/orders/1" || first.header.Get("Set-Cookie") != "s=1" {
-		t.Fatalf("first: %+v", first)
-	}
-	again := b.do(t, "POST", "/orders", "100", `"k"`)
-	if again.status != 201 || again.body != `{"id":1}` || again.header.Get("Location") != "/orders/1" ||
-		again.header.Get(DefaultReplayHeader) != "true" || again.header.Get("Set-Cookie") != "" {
-		t.Fatalf("replay: %+v", again)
-	}
-	if n := b.orders(t); n != 1 || b.calls.Load() != 1 {
-		t.Fatalf("%d orders, %d runs; want 1 and 1", n, b.calls.Load())
-	}
-	if a := b.do(t, "POST", "/orders", "200", "k"); a.status != 422 {
-		t.Fatalf("reused key: %+v", a)
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := txSetup(t, e, Options{}, createOrder)
+		first := b.do(t, "POST", "/orders", "100", "k")
+		if first.status != 201 || first.body != `{"id":1}` || first.header.Get("Location") != "/orders/1" || first.header.Get("Set-Cookie") != "s=1" {
+			t.Fatalf("first: %+v", first)
+		}
+		again := b.do(t, "POST", "/orders", "100", `"k"`)
+		if again.status != 201 || again.body != `{"id":1}` || again.header.Get("Location") != "/orders/1" ||
+			again.header.Get(DefaultReplayHeader) != "true" || again.header.Get("Set-Cookie") != "" {
+			t.Fatalf("replay: %+v", again)
+		}
+		if n := b.orders(t); n != 1 || b.calls.Load() != 1 {
+			t.Fatalf("%d orders, %d runs; want 1 and 1", n, b.calls.Load())
+		}
+		if a := b.do(t, "POST", "/orders", "200", "k"); a.status != 422 {
+			t.Fatalf("reused key: %+v", a)
+		}
+	})
 }
 
 func TestTxHandlerRollsBack(t *testing.T) {
-	b := txSetup(t, Options{}, createOrder)
-	a := b.do(t, "POST", "/orders?status=500", "100", "k")
-	if a.status != 500 || a.body != `{"id":1}` || a.header.Get("Set-Cookie") != "s=1" {
-		t.Fatalf("500 answer: %+v", a)
-	}
-	if n := b.orders(t); n != 0 {
-		t.Fatalf("%d orders after a 500, want 0 (rolled back)", n)
-	}
-	if rec := b.record(t, "k"); rec != nil {
-		t.Fatalf("a rolled back run left a record: %+v", rec)
-	}
-	if a := b.do(t, "POST", "/orders?status=500", "100", "k"); a.status != 500 || b.calls.Load() != 2 {
-		t.Fatalf("retry: %+v, %d runs", a, b.calls.Load())
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := txSetup(t, e, Options{}, createOrder)
+		a := b.do(t, "POST", "/orders?status=500", "100", "k")
+		if a.status != 500 || a.body != `{"id":1}` || a.header.Get("Set-Cookie") != "s=1" {
+			t.Fatalf("500 answer: %+v", a)
+		}
+		if n := b.orders(t); n != 0 {
+			t.Fatalf("%d orders after a 500, want 0 (rolled back)", n)
+		}
+		if rec := b.record(t, "k"); rec != nil {
+			t.Fatalf("a rolled back run left a record: %+v", rec)
+		}
+		if a := b.do(t, "POST", "/orders?status=500", "100", "k"); a.status != 500 || b.calls.Load() != 2 {
+			t.Fatalf("retry: %+v, %d runs", a, b.calls.Load())
+		}
+	})
 }
 
 func TestTxHandlerPanic(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	b := txSetup(t, Options{}, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
-		if _, err := tx.Exec(`INSERT INTO orders (amount) VALUES (1)`); err != nil {
-			panic(err)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		var fail atomic.Bool
+		fail.Store(true)
+		b := txSetup(t, e, Options{}, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+			if _, err := tx.Exec(`INSERT INTO orders (amount) VALUES (1)`); err != nil {
+				panic(err)
+			}
+			if fail.Load() {
+				panic("boom")
+			}
+			w.WriteHeader(201)
+		})
+		req, _ := http.NewRequest("POST", b.srv.URL, nil)
+		req.Header.Set(HeaderName, "k")
+		if resp, err := b.srv.Client().Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("panicking handler answered %d", resp.StatusCode)
 		}
-		if fail.Load() {
-			panic("boom")
+		// The panic reaches net/http only after the deferred rollback.
+		if n := b.orders(t); n != 0 {
+			t.Fatalf("%d orders after a panic, want 0", n)
 		}
-		w.WriteHeader(201)
+		fail.Store(false)
+		if a := b.do(t, "POST", "/", "", "k"); a.status != 201 || b.orders(t) != 1 {
+			t.Fatalf("retry after panic: %+v, %d orders", a, b.orders(t))
+		}
 	})
-	req, _ := http.NewRequest("POST", b.srv.URL, nil)
-	req.Header.Set(HeaderName, "k")
-	if resp, err := b.srv.Client().Do(req); err == nil {
-		resp.Body.Close()
-		t.Fatalf("panicking handler answered %d", resp.StatusCode)
-	}
-	// The panic reaches net/http only after the deferred rollback.
-	if n := b.orders(t); n != 0 {
-		t.Fatalf("%d orders after a panic, want 0", n)
-	}
-	fail.Store(false)
-	if a := b.do(t, "POST", "/", "", "k"); a.status != 201 || b.orders(t) != 1 {
-		t.Fatalf("retry after panic: %+v, %d orders", a, b.orders(t))
-	}
 }
 
 func TestTxHandlerResponseTooLarge(t *testing.T) {
-	b := txSetup(t, Options{MaxBodyBytes: 8}, createOrder)
-	a := b.do(t, "POST", "/orders", "1", "k") // {"id":1} is 8 bytes
-	if a.status != 201 {
-		t.Fatalf("8-byte answer: %+v", a)
-	}
-	b2 := txSetup(t, Options{MaxBodyBytes: 7}, createOrder)
-	a = b2.do(t, "POST", "/orders", "1", "k")
-	want := `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the response is longer than 7 bytes and could not be stored","code":"response-too-large"}` + "\n"
-	if a.status != 500 || a.body != want || a.header.Get("Set-Cookie") != "" {
-		t.Fatalf("over-long answer: %d %q %q", a.status, a.body, a.header)
-	}
-	if n := b2.orders(t); n != 0 {
-		t.Fatalf("%d orders, want 0", n)
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := txSetup(t, e, Options{MaxBodyBytes: 8}, createOrder)
+		a := b.do(t, "POST", "/orders", "1", "k") // {"id":1} is 8 bytes
+		if a.status != 201 {
+			t.Fatalf("8-byte answer: %+v", a)
+		}
+		b2 := txSetup(t, e, Options{MaxBodyBytes: 7}, createOrder)
+		a = b2.do(t, "POST", "/orders", "1", "k")
+		want := `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the response is longer than 7 bytes and could not be stored","code":"response-too-large"}` + "\n"
+		if a.status != 500 || a.body != want || a.header.Get("Set-Cookie") != "" {
+			t.Fatalf("over-long answer: %d %q %q", a.status, a.body, a.header)
+		}
+		if n := b2.orders(t); n != 0 {
+			t.Fatalf("%d orders, want 0", n)
+		}
+	})
 }
 
 func TestTxHandlerUnprotected(t *testing.T) {
-	b := txSetup(t, Options{}, createOrder)
-	for range 2 {
-		if a := b.do(t, "POST", "/orders", "5"); a.status != 201 {
-			t.Fatalf("unkeyed: %+v", a)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := txSetup(t, e, Options{}, createOrder)
+		for range 2 {
+			if a := b.do(t, "POST", "/orders", "5"); a.status != 201 {
+				t.Fatalf("unkeyed: %+v", a)
+			}
 		}
-	}
-	if a := b.do(t, "POST", "/orders?status=503", "5"); a.status != 503 {
-		t.Fatalf("unkeyed 503: %+v", a)
-	}
-	if n := b.orders(t); n != 2 {
-		t.Fatalf("%d orders, want 2 (the 503 rolled back)", n)
-	}
+		if a := b.do(t, "POST", "/orders?status=503", "5"); a.status != 503 {
+			t.Fatalf("unkeyed 503: %+v", a)
+		}
+		if n := b.orders(t); n != 2 {
+			t.Fatalf("%d orders, want 2 (the 503 rolled back)", n)
+		}
+	})
 }
 
 func TestTxHandlerConcurrent(t *testing.T) {
-	b := txSetup(t, Options{}, createOrder)
-	const n = 20
-	var wg sync.WaitGroup
-	answers := make([]answer, n)
-	for i := range n {
-		wg.Go(func() { answers[i] = b.do(t, "POST", "/orders", "7", "same") })
-	}
-	wg.Wait()
-	firsts := 0
-	for _, a := range answers {
-		if a.status != 201 || a.body != `{"id":1}` {
-			t.Fatalf("answer %+v", a)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := txSetup(t, e, Options{}, createOrder)
+		const n = 20
+		var wg sync.WaitGroup
+		answers := make([]answer, n)
+		for i := range n {
+			wg.Go(func() { answers[i] = b.do(t, "POST", "/orders", "7", "same") })
 		}
-		if a.header.Get(DefaultReplayHeader) == "" {
-			firsts++
+		wg.Wait()
+		firsts := 0
+		for _, a := range answers {
+			if a.status != 201 || a.body != `{"id":1}` {
+				t.Fatalf("answer %+v", a)
+			}
+			if a.header.Get(DefaultReplayHeader) == "" {
+				firsts++
+			}
 		}
-	}
-	if firsts != 1 || b.calls.Load() != 1 || b.orders(t) != 1 {
-		t.Fatalf("%d first answers, %d runs, %d orders; want 1 each", firsts, b.calls.Load(), b.orders(t))
-	}
+		if firsts != 1 || b.calls.Load() != 1 || b.orders(t) != 1 {
+			t.Fatalf("%d first answers, %d runs, %d orders; want 1 each", firsts, b.calls.Load(), b.orders(t))
+		}
+	})
 }
 
 func TestTxHandlerStoreUnavailable(t *testing.T) {
-	b := txSetup(t, Options{FailurePolicy: FailOpen}, createOrder)
-	b.db.Close()
-	a := b.do(t, "POST", "/orders", "1", "k")
-	if a.status != 503 || !strings.Contains(a.body, `"code":"unavailable"`) || b.calls.Load() != 0 {
-		t.Fatalf("store down: %+v, %d runs", a, b.calls.Load())
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := txSetup(t, e, Options{FailurePolicy: FailOpen}, createOrder)
+		b.db.Close()
+		a := b.do(t, "POST", "/orders", "1", "k")
+		if a.status != 503 || !strings.Contains(a.body, `"code":"unavailable"`) || b.calls.Load() != 0 {
+			t.Fatalf("store down: %+v, %d runs", a, b.calls.Load())
+		}
+	})
 }

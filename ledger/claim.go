@@ -67,22 +67,15 @@ func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error
 		return nil, err
 	}
 	for range claimAttempts {
-		now := l.nowMillis()
-		a := claimArgs{
-			req:            req,
-			token:          newToken(),
-			now:            now,
-			leaseExpiresAt: now + l.lease.Milliseconds(),
-			expiresAt:      now + l.ttl.Milliseconds(),
-		}
-		fence, won, err := l.eng.claim(ctx, db, a)
+		a := claimArgs{req: req, token: newToken(), lease: l.lease.Milliseconds(), ttl: l.ttl.Milliseconds()}
+		won, err := l.eng.claim(ctx, db, a)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: claim: %w", err)
 		}
-		if won {
-			return &Claim{Request: req, Token: a.token, Fence: fence, LeaseExpiresAt: fromMillis(a.leaseExpiresAt)}, nil
+		if won.won {
+			return &Claim{Request: req, Token: a.token, Fence: won.fence, LeaseExpiresAt: fromMillis(won.leaseExpiresAt)}, nil
 		}
-		r, err := l.eng.get(ctx, db, req.Scope, req.Key)
+		r, now, err := l.eng.get(ctx, db, req.Scope, req.Key)
 		if errors.Is(err, ErrNotFound) {
 			continue // released or purged in between
 		}

@@ -32,9 +32,17 @@ type Config struct {
 	// last Extend). Default 1 min; negative is ErrInvalidConfig.
 	Lease time.Duration
 
-	// Now returns the current time; default time.Now. Tests set it to move
-	// time by hand. It must be safe for concurrent use.
+	// Now returns the current time. Tests set it to move time by hand. It
+	// must be safe for concurrent use. Unset, it is time.Now on SQLite and
+	// the database server's clock on PostgreSQL; set, it replaces the
+	// server's clock on PostgreSQL too, so every replica must then agree on
+	// the time it returns.
 	Now func() time.Time
+
+	// Engine is the database engine of the databases the ledger is used
+	// on: SQLite (the zero value) or Postgres. Other values are
+	// ErrInvalidConfig.
+	Engine Engine
 
 	// MaxKeyLength is the longest idempotency key accepted, in bytes.
 	// Default 255; negative is ErrInvalidConfig.
@@ -47,31 +55,29 @@ type Config struct {
 // after New and safe for concurrent use by multiple goroutines.
 type Ledger struct {
 	ttl, lease time.Duration
-	now        func() time.Time
 	maxKey     int
+	engine     Engine
 	eng        engine
 }
 
 // New returns a Ledger for cfg, with defaults in place of zero fields. It
 // returns an error wrapping ErrInvalidConfig when TTL, Lease or
-// MaxKeyLength is negative, or when TTL or Lease is under one millisecond.
-// The ledger works on SQLite databases migrated with schema.Migrate.
+// MaxKeyLength is negative, when TTL or Lease is under one millisecond, or
+// when Engine is unknown. The ledger works on SQLite databases migrated
+// with schema.Migrate, or PostgreSQL ones migrated with
+// schema.MigratePostgres (Config.Engine says which).
 func New(cfg Config) (*Ledger, error) {
 	l := &Ledger{
 		ttl:    cfg.TTL,
 		lease:  cfg.Lease,
-		now:    cfg.Now,
 		maxKey: cfg.MaxKeyLength,
-		eng:    sqliteEngine{},
+		engine: cfg.Engine,
 	}
 	if l.ttl == 0 {
 		l.ttl = DefaultTTL
 	}
 	if l.lease == 0 {
 		l.lease = DefaultLease
-	}
-	if l.now == nil {
-		l.now = time.Now
 	}
 	if l.maxKey == 0 {
 		l.maxKey = DefaultMaxKeyLength
@@ -85,6 +91,18 @@ func New(cfg Config) (*Ledger, error) {
 	if l.maxKey < 0 {
 		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidConfig, l.maxKey)
 	}
+	switch cfg.Engine {
+	case SQLite:
+		now := cfg.Now
+		if now == nil {
+			now = time.Now
+		}
+		l.eng = sqliteEngine{clock: now}
+	case Postgres:
+		l.eng = postgresEngine{clock: cfg.Now} // nil: the server's clock
+	default:
+		return nil, fmt.Errorf("%w: unknown engine %v", ErrInvalidConfig, cfg.Engine)
+	}
 	return l, nil
 }
 
@@ -94,7 +112,8 @@ func (l *Ledger) TTL() time.Duration { return l.ttl }
 // Lease returns how long a claim holds its key (see Config.Lease).
 func (l *Ledger) Lease() time.Duration { return l.lease }
 
-// nowMillis is the current time in Unix milliseconds.
-func (l *Ledger) nowMillis() int64 { return l.now().UnixMilli() }
+// Engine returns the database engine the ledger works on (see
+// Config.Engine).
+func (l *Ledger) Engine() Engine { return l.engine }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

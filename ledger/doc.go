@@ -22,7 +22,26 @@
 //
 // Get reads a record; Purge deletes expired ones in bounded batches.
 //
-// Times are kept as Unix milliseconds (UTC). Today the ledger runs on
-// SQLite databases opened with package sqlite; its core talks to engines
-// through a small internal interface, so that PostgreSQL can follow.
+// Times are kept as Unix milliseconds (UTC).
+//
+// # Engines
+//
+// The ledger runs on SQLite (databases opened with package sqlite, migrated
+// with schema.Migrate; one machine) or on PostgreSQL (opened with the pgx
+// stdlib driver, migrated with schema.MigratePostgres; any number of
+// replicas sharing it). The caller chooses with Config.Engine; the API and
+// the guarantees are the same on both. Two things differ:
+//
+//   - The clock. On SQLite, times come from Config.Now (time.Now by
+//     default). On PostgreSQL, every statement reads the server's clock
+//     (statement_timestamp()), so that replicas whose clocks disagree
+//     still agree on when a lease runs out and a record expires; Config.Now,
+//     when set, replaces the server's clock (tests use it to move time).
+//   - Waiting duplicates. A duplicate Mutate waits for the first one's
+//     transaction on both engines. On PostgreSQL under REPEATABLE READ or
+//     SERIALIZABLE it then fails with an error matching ErrRetryable (a
+//     serialization failure): retry the whole transaction, and it replays.
+//
+// The core talks to the engines through a small internal interface; each
+// wraps the sqlc-generated queries of its engine.
 package ledger

@@ -18,19 +18,34 @@ type DBTX interface {
 
 // engine is everything the ledger needs from a database engine. The core
 // (claim.go, lease.go, mutate.go, purge.go) talks only to it; each engine
-// wraps its own sqlc-generated package. Times are Unix milliseconds.
+// wraps its own sqlc-generated package and owns the clock: the SQLite
+// engine reads Config.Now (time.Now by default) in the process, the
+// PostgreSQL engine reads the server's clock inside each statement unless
+// Config.Now is set. Times are Unix milliseconds; durations are passed as
+// milliseconds and added to the engine's "now" by the engine.
+//
+// The database handle is the database/sql DBTX today. A native pgx entry
+// point (a pgx.Tx) would add an engine over sqlc's pgx/v5 output behind the
+// same methods; Mutate's own statements (savepoints) already go through
+// the small txn interface (mutate.go), not *sql.Tx.
 type engine interface {
+	// now returns the engine's current time: Purge's cut-off, Stats.
+	now(ctx context.Context, db DBTX) (int64, error)
 	// claim runs the atomic conditional upsert. won is false, with no
 	// error, when the existing row stands.
-	claim(ctx context.Context, db DBTX, a claimArgs) (fence int64, won bool, err error)
-	// get returns the row, or an error wrapping ErrNotFound.
-	get(ctx context.Context, db DBTX, scope, key string) (*Record, error)
+	claim(ctx context.Context, db DBTX, a claimArgs) (claimed, error)
+	// get returns the row, or an error wrapping ErrNotFound, and the
+	// engine's time at the read, by which Claim explains a lost upsert.
+	get(ctx context.Context, db DBTX, scope, key string) (r *Record, now int64, err error)
 	// complete, release and extend report whether the lease still held
 	// (a row matched scope, key, token and fence while in flight).
-	complete(ctx context.Context, db DBTX, l leaseRef, out Outcome, now, expiresAt int64) (bool, error)
+	// complete sets expires_at to its now plus ttl; extend sets the lease
+	// to its now plus lease and returns the new end of the lease.
+	complete(ctx context.Context, db DBTX, l leaseRef, out Outcome, ttl int64) (bool, error)
 	release(ctx context.Context, db DBTX, l leaseRef) (bool, error)
-	extend(ctx context.Context, db DBTX, l leaseRef, leaseExpiresAt int64) (bool, error)
-	// purgeBatch deletes up to limit expired rows and returns how many.
+	extend(ctx context.Context, db DBTX, l leaseRef, lease int64) (until int64, ok bool, err error)
+	// purgeBatch deletes up to limit rows expired at now and returns how
+	// many.
 	purgeBatch(ctx context.Context, db DBTX, now int64, limit int) (int64, error)
 	// stats counts rows for Ledger.Stats; times in the result are Unix
 	// milliseconds, 0 for an empty table.
@@ -42,12 +57,19 @@ type statsRow struct {
 	oldest, newest               int64
 }
 
+// claimArgs is one claim attempt; lease and ttl are milliseconds from the
+// engine's now.
 type claimArgs struct {
-	req            Request
-	token          string
-	now            int64
-	leaseExpiresAt int64
-	expiresAt      int64
+	req        Request
+	token      string
+	lease, ttl int64
+}
+
+// claimed is the upsert's answer: whether it won, and if so the fence and
+// the end of the new lease (Unix milliseconds).
+type claimed struct {
+	won                   bool
+	fence, leaseExpiresAt int64
 }
 
 // leaseRef identifies a held lease: the row, the token, the fence.

@@ -3,95 +3,68 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
+	"time"
 
 	"github.com/idemledger/idemledger/ledger/internal/sqlitedb"
 )
 
 // sqliteEngine runs the queries of queries/sqlite through the
-// sqlc-generated package. It has no state: sqlitedb.New only wraps db.
-type sqliteEngine struct{}
+// sqlc-generated package. Its clock is the process's (Config.Now): SQLite
+// serves one machine, whose processes share that clock.
+type sqliteEngine struct {
+	clock func() time.Time
+}
 
 var _ engine = sqliteEngine{}
 
-func (sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (int64, bool, error) {
+func (e sqliteEngine) now(context.Context, DBTX) (int64, error) { return e.clock().UnixMilli(), nil }
+
+func (e sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed, error) {
+	now := e.clock().UnixMilli()
 	row, err := sqlitedb.New(db).Claim(ctx, sqlitedb.ClaimParams{
 		Scope:          a.req.Scope,
 		Key:            a.req.Key,
 		Fingerprint:    a.req.Fingerprint[:],
 		LeaseToken:     sql.NullString{String: a.token, Valid: true},
-		LeaseExpiresAt: sql.NullInt64{Int64: a.leaseExpiresAt, Valid: true},
-		Now:            a.now,
-		ExpiresAt:      a.expiresAt,
+		LeaseExpiresAt: sql.NullInt64{Int64: now + a.lease, Valid: true},
+		Now:            now,
+		ExpiresAt:      now + a.ttl,
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+		return claimed{}, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return claimed{}, err
 	}
-	return row.Fence, true, nil
+	return claimed{won: true, fence: row.Fence, leaseExpiresAt: now + a.lease}, nil
 }
 
-func (sqliteEngine) get(ctx context.Context, db DBTX, scope, key string) (*Record, error) {
+func (e sqliteEngine) get(ctx context.Context, db DBTX, scope, key string) (*Record, int64, error) {
+	now := e.clock().UnixMilli()
 	row, err := sqlitedb.New(db).Get(ctx, sqlitedb.GetParams{Scope: scope, Key: key})
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, now, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, now, err
 	}
-	r := &Record{
-		Scope:     row.Scope,
-		Key:       row.Key,
-		Fence:     row.Fence,
-		CreatedAt: fromMillis(row.CreatedAt),
-		ExpiresAt: fromMillis(row.ExpiresAt),
-	}
-	if len(row.Fingerprint) != len(r.Fingerprint) {
-		return nil, fmt.Errorf("stored fingerprint is %d bytes", len(row.Fingerprint))
-	}
-	copy(r.Fingerprint[:], row.Fingerprint)
-	switch row.State {
-	case "in_flight":
-		r.State = StateInFlight
-		r.LeaseExpiresAt = fromMillis(row.LeaseExpiresAt.Int64)
-	case "completed":
-		r.State = StateCompleted
-		r.CompletedAt = fromMillis(row.CompletedAt.Int64)
-		r.Outcome.Status = int(row.Status.Int64)
-		if len(row.Body) > 0 {
-			r.Outcome.Body = row.Body
-		}
-		if row.Headers != nil {
-			if err := json.Unmarshal(row.Headers, &r.Outcome.Header); err != nil {
-				return nil, fmt.Errorf("stored headers: %w", err)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("stored state %q", row.State)
-	}
-	return r, nil
+	r, err := storedRow(row).record()
+	return r, now, err
 }
 
-// complete keeps http.Header as its JSON object: names sorted, the values
-// of each name in their original order.
-func (sqliteEngine) complete(ctx context.Context, db DBTX, l leaseRef, out Outcome, now, expiresAt int64) (bool, error) {
-	var headers []byte
-	if out.Header != nil {
-		var err error
-		if headers, err = json.Marshal(out.Header); err != nil {
-			return false, err
-		}
+func (e sqliteEngine) complete(ctx context.Context, db DBTX, l leaseRef, out Outcome, ttl int64) (bool, error) {
+	headers, err := headerJSON(out)
+	if err != nil {
+		return false, err
 	}
+	now := e.clock().UnixMilli()
 	n, err := sqlitedb.New(db).Complete(ctx, sqlitedb.CompleteParams{
 		Status:     sql.NullInt64{Int64: int64(out.Status), Valid: true},
 		Headers:    headers,
 		Body:       out.Body,
 		Now:        sql.NullInt64{Int64: now, Valid: true},
-		ExpiresAt:  expiresAt,
+		ExpiresAt:  now + ttl,
 		Scope:      l.scope,
 		Key:        l.key,
 		LeaseToken: sql.NullString{String: l.token, Valid: true},
@@ -110,15 +83,16 @@ func (sqliteEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, err
 	return n == 1, err
 }
 
-func (sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, leaseExpiresAt int64) (bool, error) {
+func (e sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, lease int64) (int64, bool, error) {
+	until := e.clock().UnixMilli() + lease
 	n, err := sqlitedb.New(db).Extend(ctx, sqlitedb.ExtendParams{
-		LeaseExpiresAt: sql.NullInt64{Int64: leaseExpiresAt, Valid: true},
+		LeaseExpiresAt: sql.NullInt64{Int64: until, Valid: true},
 		Scope:          l.scope,
 		Key:            l.key,
 		LeaseToken:     sql.NullString{String: l.token, Valid: true},
 		Fence:          l.fence,
 	})
-	return n == 1, err
+	return until, n == 1, err
 }
 
 func (sqliteEngine) purgeBatch(ctx context.Context, db DBTX, now int64, limit int) (int64, error) {

@@ -67,3 +67,24 @@ func (e *InFlightError) Is(target error) bool {
 func invalidRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
 }
+
+// ErrRetryable is matched (errors.Is) by the errors of Claim, Mutate,
+// Complete, Release, Extend, Purge and Stats that a new attempt of the
+// caller's whole transaction may cure; the database aborted the
+// transaction, so roll it back and run it again from its start (a retry
+// inside it would fail the same way). On PostgreSQL these are serialization
+// failures (SQLSTATE 40001) and detected deadlocks (40P01). The first is
+// what a duplicate gets under REPEATABLE READ or SERIALIZABLE when it waited
+// for the first request's row: that row was committed after the
+// duplicate's snapshot, so the duplicate may not see it, and the retry
+// replays the stored outcome. Under READ COMMITTED (PostgreSQL's default)
+// the duplicate waits and replays without it. The database's own error
+// stays reachable with errors.As (*pgconn.PgError).
+var ErrRetryable = errors.New("ledger: retryable")
+
+// retryableError marks err as matching ErrRetryable.
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string        { return "ledger: retryable: " + e.err.Error() }
+func (e *retryableError) Unwrap() error        { return e.err }
+func (e *retryableError) Is(target error) bool { return target == ErrRetryable }

@@ -13,7 +13,7 @@ func (l *Ledger) Get(ctx context.Context, db DBTX, scope, key string) (*Record, 
 	if err := l.checkKey(scope, key); err != nil {
 		return nil, err
 	}
-	r, err := l.eng.get(ctx, db, scope, key)
+	r, _, err := l.eng.get(ctx, db, scope, key)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: get: %w", err)
 	}

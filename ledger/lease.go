@@ -22,8 +22,7 @@ func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) e
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	now := l.nowMillis()
-	ok, err := l.eng.complete(context.WithoutCancel(ctx), db, c.lease(), out, now, now+l.ttl.Milliseconds())
+	ok, err := l.eng.complete(context.WithoutCancel(ctx), db, c.lease(), out, l.ttl.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("ledger: complete: %w", err)
 	}
@@ -61,8 +60,7 @@ func (l *Ledger) Extend(ctx context.Context, db DBTX, c *Claim) error {
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	until := l.nowMillis() + l.lease.Milliseconds()
-	ok, err := l.eng.extend(ctx, db, c.lease(), until)
+	until, ok, err := l.eng.extend(ctx, db, c.lease(), l.lease.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("ledger: extend: %w", err)
 	}

@@ -51,11 +51,15 @@ var savepoints atomic.Uint64
 // A concurrent duplicate in another transaction waits for the first to
 // commit or roll back, then replays (or, after a rollback, runs fn). It
 // never runs fn while the first may still commit. On SQLite it waits in
-// BEGIN, since transactions opened by sqlite.Open are immediate; on an
-// engine with row locks it waits on the row.
+// BEGIN, since transactions opened by sqlite.Open are immediate; on
+// PostgreSQL it waits on the row (or on the first's uncommitted insert of
+// it). Under READ COMMITTED, PostgreSQL's default, it then replays; under
+// REPEATABLE READ or SERIALIZABLE the row came after its snapshot, and
+// Mutate returns an error matching ErrRetryable: roll tx back and run the
+// whole transaction again, which replays.
 //
 // Errors: ErrInvalidRequest (wrapped) for bad input, before tx is used;
-// ErrKeyReused; *InFlightError when a lease-mode claim (Ledger.Claim)
+// ErrKeyReused; ErrRetryable (wrapped); *InFlightError when a lease-mode claim (Ledger.Claim)
 // holds the key; an error from fn; database errors, wrapped with
 // "ledger: mutate:". T must survive encoding/json: the replayed Value is
 // the JSON decoding of the first one. The stored Outcome has Status 0, no
@@ -73,9 +77,32 @@ func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn f
 	if err := l.check(req); err != nil {
 		return zero, err
 	}
+	return mutate(ctx, l, sqlTxn{tx}, req, fn)
+}
 
+// txn is what the core of Mutate needs from the caller's transaction: a way
+// to run its savepoint statements, and the handle on which the ledger's
+// queries run. *sql.Tx provides both through sqlTxn; a native pgx.Tx entry
+// point would add its own txn.
+type txn interface {
+	exec(ctx context.Context, stmt string) error
+	dbtx() DBTX
+}
+
+type sqlTxn struct{ tx *sql.Tx }
+
+func (t sqlTxn) exec(ctx context.Context, stmt string) error {
+	_, err := t.tx.ExecContext(ctx, stmt)
+	return err
+}
+
+func (t sqlTxn) dbtx() DBTX { return t.tx }
+
+// mutate is Mutate after its arguments were checked.
+func mutate[T any](ctx context.Context, l *Ledger, tx txn, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
+	var zero Result[T]
 	sp := "idemledger_" + strconv.FormatUint(savepoints.Add(1), 10)
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+	if err := tx.exec(ctx, "SAVEPOINT "+sp); err != nil {
 		return zero, fmt.Errorf("ledger: mutate: %w", err)
 	}
 	// undo drops everything since the savepoint and pops it, leaving tx as
@@ -83,22 +110,22 @@ func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn f
 	// cancelled ctx, so it ignores the cancellation.
 	undo := func(cause error) error {
 		uctx := context.WithoutCancel(ctx)
-		if _, err := tx.ExecContext(uctx, "ROLLBACK TO SAVEPOINT "+sp); err != nil {
+		if err := tx.exec(uctx, "ROLLBACK TO SAVEPOINT "+sp); err != nil {
 			return errors.Join(cause, fmt.Errorf("ledger: mutate: rollback: %w", err))
 		}
-		if _, err := tx.ExecContext(uctx, "RELEASE SAVEPOINT "+sp); err != nil {
+		if err := tx.exec(uctx, "RELEASE SAVEPOINT "+sp); err != nil {
 			return errors.Join(cause, fmt.Errorf("ledger: mutate: rollback: %w", err))
 		}
 		return cause
 	}
 	release := func() error {
-		if _, err := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT "+sp); err != nil {
+		if err := tx.exec(context.WithoutCancel(ctx), "RELEASE SAVEPOINT "+sp); err != nil {
 			return fmt.Errorf("ledger: mutate: %w", err)
 		}
 		return nil
 	}
 
-	c, err := l.Claim(ctx, tx, req)
+	c, err := l.Claim(ctx, tx.dbtx(), req)
 	if err != nil {
 		return zero, undo(err)
 	}
@@ -121,7 +148,7 @@ func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn f
 	if err != nil {
 		return zero, undo(fmt.Errorf("ledger: mutate: encode value: %w", err))
 	}
-	if err := l.Complete(ctx, tx, c, Outcome{Body: body}); err != nil {
+	if err := l.Complete(ctx, tx.dbtx(), c, Outcome{Body: body}); err != nil {
 		return zero, undo(err)
 	}
 	if err := release(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -23,12 +24,11 @@ func placeOrder(tx *sql.Tx, item string, runs *int) func(context.Context) (order
 		if runs != nil {
 			*runs++
 		}
-		res, err := tx.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", item)
+		id, err := insertOrder(ctx, tx, item)
 		if err != nil {
 			return order{}, err
 		}
-		id, err := res.LastInsertId()
-		return order{ID: id, Item: item}, err
+		return order{ID: id, Item: item}, nil
 	}
 }
 
@@ -47,262 +47,278 @@ func (b *bundle) inTx(t *testing.T, f func(tx *sql.Tx)) {
 }
 
 func TestMutateFirstAndReplay(t *testing.T) {
-	b := setup(t)
-	runs := 0
-	var first ledger.Result[order]
-	b.inTx(t, func(tx *sql.Tx) {
-		var err error
-		first, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
-		if err != nil {
-			t.Fatal(err)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		runs := 0
+		var first ledger.Result[order]
+		b.inTx(t, func(tx *sql.Tx) {
+			var err error
+			first, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		if first != (ledger.Result[order]{Value: order{ID: 1, Item: "book"}, Fence: 1}) {
+			t.Errorf("first = %+v", first)
 		}
-	})
-	if first != (ledger.Result[order]{Value: order{ID: 1, Item: "book"}, Fence: 1}) {
-		t.Errorf("first = %+v", first)
-	}
-	r := b.get(t, "k")
-	if r.State != ledger.StateCompleted || r.Outcome.Status != 0 || r.Outcome.Header != nil || string(r.Outcome.Body) != `{"id":1,"item":"book"}` {
-		t.Errorf("stored %v %+v", r.State, r.Outcome)
-	}
-	b.inTx(t, func(tx *sql.Tx) {
-		again, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
-		if err != nil {
-			t.Fatal(err)
+		r := b.get(t, "k")
+		if r.State != ledger.StateCompleted || r.Outcome.Status != 0 || r.Outcome.Header != nil || string(r.Outcome.Body) != `{"id":1,"item":"book"}` {
+			t.Errorf("stored %v %+v", r.State, r.Outcome)
 		}
-		if again != (ledger.Result[order]{Value: order{ID: 1, Item: "book"}, Replayed: true, Fence: 1}) {
-			t.Errorf("replay = %+v", again)
+		b.inTx(t, func(tx *sql.Tx) {
+			again, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again != (ledger.Result[order]{Value: order{ID: 1, Item: "book"}, Replayed: true, Fence: 1}) {
+				t.Errorf("replay = %+v", again)
+			}
+			_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "other"), placeOrder(tx, "pen", &runs))
+			if err != ledger.ErrKeyReused {
+				t.Errorf("different payload = %v, want ErrKeyReused", err)
+			}
+		})
+		if runs != 1 || b.count(t, "orders") != 1 {
+			t.Errorf("fn ran %d times, %d orders; want 1, 1", runs, b.count(t, "orders"))
 		}
-		_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "other"), placeOrder(tx, "pen", &runs))
-		if err != ledger.ErrKeyReused {
-			t.Errorf("different payload = %v, want ErrKeyReused", err)
-		}
-	})
-	if runs != 1 || b.count(t, "orders") != 1 {
-		t.Errorf("fn ran %d times, %d orders; want 1, 1", runs, b.count(t, "orders"))
-	}
-	// After the TTL the key runs afresh.
-	b.clock.Advance(time.Hour)
-	b.inTx(t, func(tx *sql.Tx) {
-		res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res != (ledger.Result[order]{Value: order{ID: 2, Item: "book"}, Fence: 2}) {
-			t.Errorf("after TTL = %+v", res)
-		}
+		// After the TTL the key runs afresh.
+		b.clock.Advance(time.Hour)
+		b.inTx(t, func(tx *sql.Tx) {
+			res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res != (ledger.Result[order]{Value: order{ID: 2, Item: "book"}, Fence: 2}) {
+				t.Errorf("after TTL = %+v", res)
+			}
+		})
 	})
 }
 
 func TestMutateFnError(t *testing.T) {
-	b := setup(t)
-	boom := errors.New("card declined")
-	b.inTx(t, func(tx *sql.Tx) {
-		_, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
-			if _, err := placeOrder(tx, "book", nil)(ctx); err != nil {
-				return order{}, err
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		boom := errors.New("card declined")
+		b.inTx(t, func(tx *sql.Tx) {
+			_, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
+				if _, err := placeOrder(tx, "book", nil)(ctx); err != nil {
+					return order{}, err
+				}
+				return order{}, fmt.Errorf("charge: %w", boom)
+			})
+			if !errors.Is(err, boom) || err.Error() != "charge: card declined" {
+				t.Fatalf("Mutate = %v, want fn's error unchanged", err)
 			}
-			return order{}, fmt.Errorf("charge: %w", boom)
+			// The transaction is still usable: its own write survives.
+			if _, err := tx.Exec("INSERT INTO orders (item) VALUES ('outside')"); err != nil {
+				t.Fatalf("tx unusable after fn error: %v", err)
+			}
 		})
-		if !errors.Is(err, boom) || err.Error() != "charge: card declined" {
-			t.Fatalf("Mutate = %v, want fn's error unchanged", err)
+		if n := b.count(t, "idempotency_ledger"); n != 0 {
+			t.Errorf("%d ledger rows after fn error, want 0", n)
 		}
-		// The transaction is still usable: its own write survives.
-		if _, err := tx.Exec("INSERT INTO orders (item) VALUES ('outside')"); err != nil {
-			t.Fatalf("tx unusable after fn error: %v", err)
+		var items []string
+		rows, _ := b.db.Query("SELECT item FROM orders")
+		for rows.Next() {
+			var s string
+			rows.Scan(&s)
+			items = append(items, s)
 		}
-	})
-	if n := b.count(t, "idempotency_ledger"); n != 0 {
-		t.Errorf("%d ledger rows after fn error, want 0", n)
-	}
-	var items []string
-	rows, _ := b.db.Query("SELECT item FROM orders")
-	for rows.Next() {
-		var s string
-		rows.Scan(&s)
-		items = append(items, s)
-	}
-	rows.Close()
-	if fmt.Sprint(items) != "[outside]" {
-		t.Errorf("orders = %q, want only [outside]", items)
-	}
-	// A retry runs fn.
-	b.inTx(t, func(tx *sql.Tx) {
-		res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", nil))
-		if err != nil || res.Replayed || res.Fence != 1 {
-			t.Fatalf("retry = %+v, %v", res, err)
+		rows.Close()
+		if fmt.Sprint(items) != "[outside]" {
+			t.Errorf("orders = %q, want only [outside]", items)
 		}
+		// A retry runs fn.
+		b.inTx(t, func(tx *sql.Tx) {
+			res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", nil))
+			if err != nil || res.Replayed || res.Fence != 1 {
+				t.Fatalf("retry = %+v, %v", res, err)
+			}
+		})
 	})
 }
 
 func TestMutatePanic(t *testing.T) {
-	b := setup(t)
-	b.inTx(t, func(tx *sql.Tx) {
-		func() {
-			defer func() {
-				if p := recover(); p != "boom" {
-					t.Errorf("recovered %v, want the original panic", p)
-				}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		b.inTx(t, func(tx *sql.Tx) {
+			func() {
+				defer func() {
+					if p := recover(); p != "boom" {
+						t.Errorf("recovered %v, want the original panic", p)
+					}
+				}()
+				ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
+					placeOrder(tx, "book", nil)(ctx)
+					panic("boom")
+				})
+				t.Error("Mutate returned after a panic")
 			}()
-			ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
-				placeOrder(tx, "book", nil)(ctx)
-				panic("boom")
-			})
-			t.Error("Mutate returned after a panic")
-		}()
-		if _, err := tx.Exec("INSERT INTO orders (item) VALUES ('after')"); err != nil {
-			t.Fatalf("tx unusable after panic: %v", err)
+			if _, err := tx.Exec("INSERT INTO orders (item) VALUES ('after')"); err != nil {
+				t.Fatalf("tx unusable after panic: %v", err)
+			}
+		})
+		if n := b.count(t, "idempotency_ledger"); n != 0 {
+			t.Errorf("%d ledger rows after panic, want 0", n)
+		}
+		if n := b.count(t, "orders"); n != 1 {
+			t.Errorf("%d orders after panic, want 1 (the caller's own)", n)
 		}
 	})
-	if n := b.count(t, "idempotency_ledger"); n != 0 {
-		t.Errorf("%d ledger rows after panic, want 0", n)
-	}
-	if n := b.count(t, "orders"); n != 1 {
-		t.Errorf("%d orders after panic, want 1 (the caller's own)", n)
-	}
 }
 
 func TestMutateNested(t *testing.T) {
-	b := setup(t)
-	b.inTx(t, func(tx *sql.Tx) {
-		outer, err := ledger.Mutate(b.ctx, b.l, tx, req("outer", "p"), func(ctx context.Context) (string, error) {
-			inner, err := ledger.Mutate(ctx, b.l, tx, req("inner", "p"), placeOrder(tx, "inner", nil))
-			if err != nil {
-				return "", err
-			}
-			// A failing nested Mutate undoes only itself.
-			_, err = ledger.Mutate(ctx, b.l, tx, req("inner-fails", "p"), func(ctx context.Context) (order, error) {
-				placeOrder(tx, "lost", nil)(ctx)
-				return order{}, errors.New("no")
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		b.inTx(t, func(tx *sql.Tx) {
+			outer, err := ledger.Mutate(b.ctx, b.l, tx, req("outer", "p"), func(ctx context.Context) (string, error) {
+				inner, err := ledger.Mutate(ctx, b.l, tx, req("inner", "p"), placeOrder(tx, "inner", nil))
+				if err != nil {
+					return "", err
+				}
+				// A failing nested Mutate undoes only itself.
+				_, err = ledger.Mutate(ctx, b.l, tx, req("inner-fails", "p"), func(ctx context.Context) (order, error) {
+					placeOrder(tx, "lost", nil)(ctx)
+					return order{}, errors.New("no")
+				})
+				if err == nil || err.Error() != "no" {
+					return "", fmt.Errorf("failing inner Mutate = %v", err)
+				}
+				// Same key again inside: a replay.
+				again, err := ledger.Mutate(ctx, b.l, tx, req("inner", "p"), placeOrder(tx, "inner", nil))
+				if err != nil || !again.Replayed || again.Value != inner.Value {
+					return "", fmt.Errorf("nested replay = %+v, %v", again, err)
+				}
+				return fmt.Sprintf("order %d", inner.Value.ID), nil
 			})
-			if err == nil || err.Error() != "no" {
-				return "", fmt.Errorf("failing inner Mutate = %v", err)
+			if err != nil {
+				t.Fatal(err)
 			}
-			// Same key again inside: a replay.
-			again, err := ledger.Mutate(ctx, b.l, tx, req("inner", "p"), placeOrder(tx, "inner", nil))
-			if err != nil || !again.Replayed || again.Value != inner.Value {
-				return "", fmt.Errorf("nested replay = %+v, %v", again, err)
+			if outer.Value != "order 1" {
+				t.Errorf("outer = %+v", outer)
 			}
-			return fmt.Sprintf("order %d", inner.Value.ID), nil
 		})
-		if err != nil {
-			t.Fatal(err)
+		if got := b.keys(t); fmt.Sprint(got) != "[inner outer]" {
+			t.Errorf("ledger keys = %q, want [inner outer]", got)
 		}
-		if outer.Value != "order 1" {
-			t.Errorf("outer = %+v", outer)
+		if n := b.count(t, "orders"); n != 1 {
+			t.Errorf("%d orders, want 1", n)
 		}
 	})
-	if got := b.keys(t); fmt.Sprint(got) != "[inner outer]" {
-		t.Errorf("ledger keys = %q, want [inner outer]", got)
-	}
-	if n := b.count(t, "orders"); n != 1 {
-		t.Errorf("%d orders, want 1", n)
-	}
 }
 
 func TestMutateCallerRollback(t *testing.T) {
-	b := setup(t)
-	tx, err := b.db.BeginTx(b.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", nil)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	if n, m := b.count(t, "idempotency_ledger"), b.count(t, "orders"); n != 0 || m != 0 {
-		t.Fatalf("after rollback: %d ledger rows, %d orders; want 0, 0", n, m)
-	}
-	runs := 0
-	b.inTx(t, func(tx *sql.Tx) {
-		res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
-		if err != nil || res.Replayed || runs != 1 {
-			t.Fatalf("retry after rollback = %+v, %v, runs %d", res, err, runs)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		tx, err := b.db.BeginTx(b.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if _, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if n, m := b.count(t, "idempotency_ledger"), b.count(t, "orders"); n != 0 || m != 0 {
+			t.Fatalf("after rollback: %d ledger rows, %d orders; want 0, 0", n, m)
+		}
+		runs := 0
+		b.inTx(t, func(tx *sql.Tx) {
+			res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "book", &runs))
+			if err != nil || res.Replayed || runs != 1 {
+				t.Fatalf("retry after rollback = %+v, %v, runs %d", res, err, runs)
+			}
+		})
 	})
 }
 
 // TestMutateWaitsForDuplicate runs a duplicate in another transaction while
 // the first is still inside fn: it must wait, then replay.
 func TestMutateWaitsForDuplicate(t *testing.T) {
-	b := setup(t)
-	inside, release := make(chan struct{}), make(chan struct{})
-	firstDone := make(chan error, 1)
-	go func() {
-		tx, err := b.db.BeginTx(b.ctx, nil)
-		if err != nil {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		inside, release := make(chan struct{}), make(chan struct{})
+		firstDone := make(chan error, 1)
+		go func() {
+			tx, err := b.db.BeginTx(b.ctx, nil)
+			if err != nil {
+				firstDone <- err
+				return
+			}
+			defer tx.Rollback()
+			_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
+				close(inside)
+				<-release
+				return placeOrder(tx, "first", nil)(ctx)
+			})
+			if err == nil {
+				err = tx.Commit()
+			}
 			firstDone <- err
-			return
-		}
-		defer tx.Rollback()
-		_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
-			close(inside)
-			<-release
-			return placeOrder(tx, "first", nil)(ctx)
-		})
-		if err == nil {
-			err = tx.Commit()
-		}
-		firstDone <- err
-	}()
-	<-inside
-	second := make(chan ledger.Result[order], 1)
-	secondErr := make(chan error, 1)
-	go func() {
-		tx, err := b.db.BeginTx(b.ctx, nil) // waits for the first's write lock
-		if err != nil {
+		}()
+		<-inside
+		second := make(chan ledger.Result[order], 1)
+		secondErr := make(chan error, 1)
+		go func() {
+			tx, err := b.db.BeginTx(b.ctx, nil) // waits for the first's write lock
+			if err != nil {
+				secondErr <- err
+				return
+			}
+			defer tx.Rollback()
+			res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "second", nil))
+			if err == nil {
+				err = tx.Commit()
+			}
+			second <- res
 			secondErr <- err
-			return
+		}()
+		time.Sleep(50 * time.Millisecond) // let the duplicate reach BEGIN
+		close(release)
+		if err := <-firstDone; err != nil {
+			t.Fatal(err)
 		}
-		defer tx.Rollback()
-		res, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "second", nil))
-		if err == nil {
-			err = tx.Commit()
+		if err := <-secondErr; err != nil {
+			t.Fatal(err)
 		}
-		second <- res
-		secondErr <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // let the duplicate reach BEGIN
-	close(release)
-	if err := <-firstDone; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-secondErr; err != nil {
-		t.Fatal(err)
-	}
-	if res := <-second; res != (ledger.Result[order]{Value: order{ID: 1, Item: "first"}, Replayed: true, Fence: 1}) {
-		t.Errorf("duplicate = %+v", res)
-	}
-	if n := b.count(t, "orders"); n != 1 {
-		t.Errorf("%d orders, want 1", n)
-	}
-}
-
-// TestMutateInFlightLease: a key held in lease mode is in flight for Mutate.
-func TestMutateInFlightLease(t *testing.T) {
-	b := setup(t)
-	b.claim(t, req("k", "p"))
-	b.clock.Advance(20 * time.Second)
-	b.inTx(t, func(tx *sql.Tx) {
-		_, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "x", nil))
-		var inflight *ledger.InFlightError
-		if !errors.As(err, &inflight) || inflight.RetryAfter != 40*time.Second {
-			t.Errorf("Mutate = %v, want in flight for 40s", err)
+		if res := <-second; res != (ledger.Result[order]{Value: order{ID: 1, Item: "first"}, Replayed: true, Fence: 1}) {
+			t.Errorf("duplicate = %+v", res)
+		}
+		if n := b.count(t, "orders"); n != 1 {
+			t.Errorf("%d orders, want 1", n)
 		}
 	})
 }
 
+// TestMutateInFlightLease: a key held in lease mode is in flight for Mutate.
+func TestMutateInFlightLease(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		b.claim(t, req("k", "p"))
+		b.clock.Advance(20 * time.Second)
+		b.inTx(t, func(tx *sql.Tx) {
+			_, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "x", nil))
+			var inflight *ledger.InFlightError
+			if !errors.As(err, &inflight) || inflight.RetryAfter != 40*time.Second {
+				t.Errorf("Mutate = %v, want in flight for 40s", err)
+			}
+		})
+	})
+}
+
 func TestMutateUndecodableReplay(t *testing.T) {
-	b := setup(t)
-	c := b.claim(t, req("k", "p"))
-	if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200, Body: []byte("not json")}); err != nil {
-		t.Fatal(err)
-	}
-	b.inTx(t, func(tx *sql.Tx) {
-		_, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "x", nil))
-		if err == nil || err.Error() != "ledger: mutate: decode stored value: invalid character 'o' in literal null (expecting 'u')" {
-			t.Errorf("Mutate = %v", err)
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		c := b.claim(t, req("k", "p"))
+		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200, Body: []byte("not json")}); err != nil {
+			t.Fatal(err)
 		}
+		b.inTx(t, func(tx *sql.Tx) {
+			_, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "x", nil))
+			if err == nil || err.Error() != "ledger: mutate: decode stored value: invalid character 'o' in literal null (expecting 'u')" {
+				t.Errorf("Mutate = %v", err)
+			}
+		})
 	})
 }

@@ -51,7 +51,10 @@ func (l *Ledger) Purge(ctx context.Context, db DBTX, opts PurgeOptions) (int64, 
 	case size < 0:
 		return 0, invalidRequest("purge batch size %d is negative", size)
 	}
-	now := l.nowMillis()
+	now, err := l.eng.now(ctx, db)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: purge: %w", err)
+	}
 	var total int64
 	for {
 		if err := ctx.Err(); err != nil {

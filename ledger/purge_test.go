@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -78,52 +79,58 @@ func (b *bundle) keys(t *testing.T) []string {
 }
 
 func TestPurge(t *testing.T) {
-	const expired = 30 // 30 completed + 15 in flight: 45 purgeable rows
-	tests := []struct {
-		name  string
-		batch int
-	}{
-		{"batch 1", 1},
-		{"batch 7", 7},
-		{"batch divides 45", 15},
-		{"batch 44, one short", 44},
-		{"batch exactly 45", 45},
-		{"batch 46", 46},
-		{"default batch", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := setup(t)
-			keep := purgeFixture(t, b, expired)
-			n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch})
-			if err != nil || n != 45 {
-				t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
-			}
-			if got := b.keys(t); !slices.Equal(got, keep) {
-				t.Errorf("left %q\nwant %q", got, keep)
-			}
-			if n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch}); n != 0 || err != nil {
-				t.Errorf("second Purge = %d, %v; want 0, nil", n, err)
-			}
-		})
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		const expired = 30 // 30 completed + 15 in flight: 45 purgeable rows
+		tests := []struct {
+			name  string
+			batch int
+		}{
+			{"batch 1", 1},
+			{"batch 7", 7},
+			{"batch divides 45", 15},
+			{"batch 44, one short", 44},
+			{"batch exactly 45", 45},
+			{"batch 46", 46},
+			{"default batch", 0},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := setup(t, e)
+				keep := purgeFixture(t, b, expired)
+				n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch})
+				if err != nil || n != 45 {
+					t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
+				}
+				if got := b.keys(t); !slices.Equal(got, keep) {
+					t.Errorf("left %q\nwant %q", got, keep)
+				}
+				if n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch}); n != 0 || err != nil {
+					t.Errorf("second Purge = %d, %v; want 0, nil", n, err)
+				}
+			})
+		}
+	})
 }
 
 func TestPurgeRefusesNegativeBatch(t *testing.T) {
-	b := setup(t)
-	_, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: -1})
-	if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != "ledger: invalid request: purge batch size -1 is negative" {
-		t.Errorf("Purge = %v", err)
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		_, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: -1})
+		if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != "ledger: invalid request: purge batch size -1 is negative" {
+			t.Errorf("Purge = %v", err)
+		}
+	})
 }
 
 func TestPurgeCancelled(t *testing.T) {
-	b := setup(t)
-	purgeFixture(t, b, 10)
-	ctx, cancel := context.WithCancel(b.ctx)
-	cancel()
-	n, err := b.l.Purge(ctx, b.db, ledger.PurgeOptions{BatchSize: 2})
-	if n != 0 || !errors.Is(err, context.Canceled) {
-		t.Errorf("Purge = %d, %v; want 0, context canceled", n, err)
-	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		purgeFixture(t, b, 10)
+		ctx, cancel := context.WithCancel(b.ctx)
+		cancel()
+		n, err := b.l.Purge(ctx, b.db, ledger.PurgeOptions{BatchSize: 2})
+		if n != 0 || !errors.Is(err, context.Canceled) {
+			t.Errorf("Purge = %d, %v; want 0, context canceled", n, err)
+		}
+	})
 }

@@ -33,24 +33,63 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// bundle is what most tests need: a fresh migrated database, a ledger with
-// a fake clock (TTL 1 h, lease 1 min) and a context.
+// bundle is what most tests need: a fresh migrated database of one
+// engine, a ledger for it with a fake clock (TTL 1 h, lease 1 min) and a
+// context.
 type bundle struct {
+	e     testdb.Engine
 	db    *sql.DB
 	l     *ledger.Ledger
 	clock *clock
 	ctx   context.Context
 }
 
-func setup(t testing.TB) *bundle {
+// engines maps testdb's engines onto the ledger's.
+var engines = map[testdb.Engine]ledger.Engine{
+	testdb.EngineSQLite:   ledger.SQLite,
+	testdb.EnginePostgres: ledger.Postgres,
+}
+
+// eachEngine runs f as one subtest per engine ("sqlite", "postgres"); the
+// PostgreSQL one is skipped, with a message naming the variable, when
+// testdb.PostgresEnv is unset.
+func eachEngine(t *testing.T, f func(t *testing.T, e testdb.Engine)) {
 	t.Helper()
-	b := &bundle{db: testdb.SQLite(t), clock: &clock{now: t0}, ctx: context.Background()}
-	var err error
-	b.l, err = ledger.New(ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now})
-	if err != nil {
+	for _, e := range testdb.Engines() {
+		t.Run(string(e), func(t *testing.T) { f(t, e) })
+	}
+}
+
+// ordersTable is the business table of the tests, per engine.
+var ordersTable = map[testdb.Engine]string{
+	testdb.EngineSQLite:   `CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`,
+	testdb.EnginePostgres: `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)`,
+}
+
+// newDB returns a fresh migrated database of engine e with the orders
+// table.
+func newDB(t testing.TB, e testdb.Engine) *sql.DB {
+	t.Helper()
+	db := testdb.Open(t, e)
+	if _, err := db.Exec(ordersTable[e]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`); err != nil {
+	return db
+}
+
+// insertOrder is the business write of the tests, the same SQL on both
+// engines (SQLite reads $1 as a parameter too).
+func insertOrder(ctx context.Context, tx *sql.Tx, item string) (id int64, err error) {
+	err = tx.QueryRowContext(ctx, "INSERT INTO orders (item) VALUES ($1) RETURNING id", item).Scan(&id)
+	return id, err
+}
+
+func setup(t testing.TB, e testdb.Engine) *bundle {
+	t.Helper()
+	b := &bundle{e: e, db: newDB(t, e), clock: &clock{now: t0}, ctx: context.Background()}
+	var err error
+	b.l, err = ledger.New(ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now, Engine: engines[e]})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return b

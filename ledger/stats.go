@@ -23,7 +23,11 @@ type Stats struct {
 // for operators and monitoring, not for a request's path. Errors are
 // wrapped with "ledger: stats:".
 func (l *Ledger) Stats(ctx context.Context, db DBTX) (Stats, error) {
-	row, err := l.eng.stats(ctx, db, l.nowMillis())
+	now, err := l.eng.now(ctx, db)
+	if err != nil {
+		return Stats{}, fmt.Errorf("ledger: stats: %w", err)
+	}
+	row, err := l.eng.stats(ctx, db, now)
 	if err != nil {
 		return Stats{}, fmt.Errorf("ledger: stats: %w", err)
 	}

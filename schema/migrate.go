@@ -9,18 +9,21 @@ import (
 	"io/fs"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 )
 
-// FS holds the raw migrations: sqlite/000001_idempotency_ledger.up.sql and
-// its .down.sql, and the ones that follow, in golang-migrate's file naming.
+// FS holds the raw migrations, one directory per engine:
+// sqlite/000001_idempotency_ledger.up.sql and its .down.sql, the same names
+// under postgres/, and the ones that follow, in golang-migrate's file
+// naming.
 //
-//go:embed sqlite/*.sql
+//go:embed sqlite/*.sql postgres/*.sql
 var FS embed.FS
 
-// MigrationsTable is the table in which Migrate records the applied
-// version. It is not golang-migrate's default (schema_migrations), so the
+// MigrationsTable is the table in which Migrate (and MigratePostgres)
+// records the applied version. It is not golang-migrate's default (schema_migrations), so the
 // application's own migrations keep theirs.
 const MigrationsTable = "idemledger_schema_migrations"
 
@@ -47,7 +50,7 @@ func SQLite() fs.FS {
 // per instance). Errors are wrapped with "schema: migrate:"; a database left
 // dirty by a failed migration is reported as such.
 func Migrate(ctx context.Context, db *sql.DB) error {
-	return run(ctx, db, "migrate", (*migrate.Migrate).Up)
+	return run(ctx, sqliteTarget(db), "migrate", (*migrate.Migrate).Up)
 }
 
 // Down rolls every idemledger migration in db back, dropping the ledger's
@@ -56,7 +59,7 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 // would drop every table in the file, is never used), and db stays open.
 // Errors are wrapped with "schema: down:".
 func Down(ctx context.Context, db *sql.DB) error {
-	return run(ctx, db, "down", (*migrate.Migrate).Down)
+	return run(ctx, sqliteTarget(db), "down", (*migrate.Migrate).Down)
 }
 
 // Version returns the migration version applied to db (0 when none is) and
@@ -65,7 +68,11 @@ func Down(ctx context.Context, db *sql.DB) error {
 // migrations table when it is missing. Errors are wrapped with
 // "schema: version:".
 func Version(ctx context.Context, db *sql.DB) (version uint, dirty bool, err error) {
-	err = run(ctx, db, "version", func(m *migrate.Migrate) error {
+	return versionOf(ctx, sqliteTarget(db))
+}
+
+func versionOf(ctx context.Context, t target) (version uint, dirty bool, err error) {
+	err = run(ctx, t, "version", func(m *migrate.Migrate) error {
 		var verr error
 		version, dirty, verr = m.Version()
 		if errors.Is(verr, migrate.ErrNilVersion) {
@@ -76,28 +83,55 @@ func Version(ctx context.Context, db *sql.DB) (version uint, dirty bool, err err
 	return version, dirty, err
 }
 
-// run builds a golang-migrate instance over db and applies op to it. The
-// instance is never closed: its Close would close db, which is the
-// caller's.
-func run(ctx context.Context, db *sql.DB, name string, op func(*migrate.Migrate) error) error {
+// target is one engine's side of a golang-migrate run: the directory of
+// its migrations in FS, the driver name, and with, which builds the
+// database driver over the caller's db and calls f with it. with owns
+// whatever it builds; the caller's db is never closed.
+type target struct {
+	dir, name string
+	with      func(ctx context.Context, f func(database.Driver) error) error
+}
+
+// sqliteTarget runs over db directly: golang-migrate's sqlite driver pins
+// no connection, and its instance is never closed, since its Close would
+// close db.
+func sqliteTarget(db *sql.DB) target {
+	return target{dir: "sqlite", name: "sqlite", with: func(_ context.Context, f func(database.Driver) error) error {
+		drv, err := migratesqlite.WithInstance(db, &migratesqlite.Config{MigrationsTable: MigrationsTable})
+		if err != nil {
+			return fmt.Errorf("driver: %w", err)
+		}
+		return f(drv)
+	}}
+}
+
+// run builds a golang-migrate instance for t and applies op to it.
+func run(ctx context.Context, t target, name string, op func(*migrate.Migrate) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("schema: %s: %w", name, err)
 	}
-	src, err := iofs.New(FS, "sqlite")
+	src, err := iofs.New(FS, t.dir)
 	if err != nil {
 		return fmt.Errorf("schema: %s: source: %w", name, err)
 	}
 	// The source is ours to close; the database driver is not.
 	defer src.Close()
 
-	drv, err := migratesqlite.WithInstance(db, &migratesqlite.Config{MigrationsTable: MigrationsTable})
-	if err != nil {
-		return fmt.Errorf("schema: %s: driver: %w", name, err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
+	err = t.with(ctx, func(drv database.Driver) error {
+		m, err := migrate.NewWithInstance("iofs", src, t.name, drv)
+		if err != nil {
+			return err
+		}
+		return apply(ctx, m, op)
+	})
 	if err != nil {
 		return fmt.Errorf("schema: %s: %w", name, err)
 	}
+	return nil
+}
+
+// apply runs op on m, stopping between migrations when ctx is cancelled.
+func apply(ctx context.Context, m *migrate.Migrate, op func(*migrate.Migrate) error) error {
 	// A cancelled ctx asks golang-migrate to stop at the next safe point
 	// between migrations.
 	stop := context.AfterFunc(ctx, func() {
@@ -108,10 +142,7 @@ func run(ctx context.Context, db *sql.DB, name string, op func(*migrate.Migrate)
 	})
 	defer stop()
 	if err := op(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("schema: %s: %w", name, err)
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("schema: %s: %w", name, err)
-	}
-	return nil
+	return ctx.Err()
 }

@@ -11,14 +11,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/schema"
 )
 
 func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "migrate", "-db DSN [up|down|version]\n\n"+
 		"Applies (up, the default) or rolls back (down: drops the ledger's table) the ledger's schema,\n"+
 		"or prints the version applied. Only the ledger's own table and migrations table are touched.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,15 +43,15 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	defer db.Close()
 	switch action {
 	case "up":
-		if err := schema.Migrate(ctx, db); err != nil {
+		if err := db.migrate(ctx); err != nil {
 			return err
 		}
 	case "down":
-		if err := schema.Down(ctx, db); err != nil {
+		if err := db.down(ctx); err != nil {
 			return err
 		}
 	}
-	v, dirty, err := schema.Version(ctx, db)
+	v, dirty, err := db.version(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,7 +66,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 func runPurge(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "purge", "-db DSN [-batch N]\n\n"+
 		"Deletes expired records in batches and prints how many went; suitable for cron.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	batch := fs.Int("batch", 1000, "rows deleted per batch (each batch is its own short transaction)")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -104,7 +103,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 
 func runStats(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "stats", "-db DSN\n\nCounts records by state, with the oldest and newest, and those expired awaiting purge.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -131,7 +130,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 
 func runInspect(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "inspect", "-db DSN -scope S -key K\n\nShows one record; the body as text when it is printable UTF-8.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI")
+	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	scope := fs.String("scope", "", "the record's scope")
 	key := fs.String("key", "", "the record's idempotency key")
 	if err := parseFlags(fs, args); err != nil {

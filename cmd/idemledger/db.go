@@ -10,20 +10,42 @@ import (
 	"os"
 	"strings"
 
+	// The pgx database/sql driver, registered as "pgx".
+	_ "github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
+
+// store is an open database and the engine it runs, which the -db flag
+// names explicitly: a postgres:// or postgresql:// URL is PostgreSQL,
+// anything else an SQLite file path or file: URI.
+type store struct {
+	db     *sql.DB
+	engine ledger.Engine
+}
+
+func (s *store) Close() error { return s.db.Close() }
+
+// need says what openDB requires of the database.
+type need int
+
+const (
+	mayCreate      need = iota // a missing SQLite file is created (migrate up)
+	mustExist                  // a missing SQLite file is an error (migrate down, version)
+	mustHaveLedger             // ... and the database must hold the ledger's table
+)
+
+func isPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
 
 // sqlitePath turns the value of a -db flag into an SQLite file path. It
 // takes a path or a file: URI without query parameters (the ledger sets
 // its own pragmas, see package sqlite).
 func sqlitePath(dsn string) (string, error) {
-	switch {
-	case dsn == "":
-		return "", usagef("-db is required")
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return "", fmt.Errorf("PostgreSQL DSNs are not supported yet; give an SQLite file path")
-	case !strings.HasPrefix(dsn, "file:"):
+	if !strings.HasPrefix(dsn, "file:") {
 		return dsn, nil
 	}
 	u, err := url.Parse(dsn)
@@ -46,58 +68,91 @@ func sqlitePath(dsn string) (string, error) {
 	return url.PathUnescape(p)
 }
 
-// need says what openDB requires of the database file.
-type need int
-
-const (
-	mayCreate      need = iota // a missing file is created (migrate up)
-	mustExist                  // a missing file is an error (migrate down, version)
-	mustHaveLedger             // ... and it must hold the ledger's table
-)
-
-// openDB opens the database a -db flag names. A mistyped path is an error
-// rather than a new empty file unless n is mayCreate, and the check for the
-// ledger's table only reads, so it leaves another application's file as it
-// was.
-func openDB(ctx context.Context, dsn string, n need) (*sql.DB, error) {
-	path, err := sqlitePath(dsn)
-	if err != nil {
-		return nil, err
+// openDB opens the database a -db flag names. A mistyped SQLite path is an
+// error rather than a new empty file unless n is mayCreate, and the check
+// for the ledger's table only reads, so it leaves another application's
+// database as it was.
+func openDB(ctx context.Context, dsn string, n need) (*store, error) {
+	if dsn == "" {
+		return nil, usagef("-db is required")
 	}
-	if n != mayCreate {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", path, dsn)
+	s := &store{engine: ledger.SQLite}
+	var err error
+	if isPostgres(dsn) {
+		s.engine = ledger.Postgres
+		if s.db, err = sql.Open("pgx", dsn); err == nil {
+			err = s.db.PingContext(ctx)
 		}
+	} else {
+		var path string
+		if path, err = sqlitePath(dsn); err != nil {
+			return nil, err
+		}
+		if n != mayCreate {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", path, dsn)
+			}
+		}
+		s.db, err = sqlite.Open(path)
 	}
-	db, err := sqlite.Open(path)
 	if err != nil {
+		if s.db != nil {
+			s.db.Close()
+		}
 		return nil, err
 	}
 	if n == mustHaveLedger {
+		query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`
+		if s.engine == ledger.Postgres {
+			query = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`
+		}
 		var tables int
-		err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`).Scan(&tables)
+		err = s.db.QueryRowContext(ctx, query).Scan(&tables)
 		if err == nil && tables == 0 {
-			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", path, dsn)
+			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", dsn, dsn)
 		}
 		if err != nil {
-			db.Close()
+			s.db.Close()
 			return nil, err
 		}
 	}
-	return db, nil
+	return s, nil
 }
 
-// openLedger opens an existing, migrated database and a ledger with the
-// default configuration.
+// migrate, down and version run the schema functions of the store's
+// engine.
+func (s *store) migrate(ctx context.Context) error {
+	if s.engine == ledger.Postgres {
+		return schema.MigratePostgres(ctx, s.db)
+	}
+	return schema.Migrate(ctx, s.db)
+}
+
+func (s *store) down(ctx context.Context) error {
+	if s.engine == ledger.Postgres {
+		return schema.DownPostgres(ctx, s.db)
+	}
+	return schema.Down(ctx, s.db)
+}
+
+func (s *store) version(ctx context.Context) (uint, bool, error) {
+	if s.engine == ledger.Postgres {
+		return schema.VersionPostgres(ctx, s.db)
+	}
+	return schema.Version(ctx, s.db)
+}
+
+// openLedger opens an existing, migrated database and a ledger for its
+// engine with the default configuration.
 func openLedger(ctx context.Context, dsn string) (*sql.DB, *ledger.Ledger, error) {
-	db, err := openDB(ctx, dsn, mustHaveLedger)
+	s, err := openDB(ctx, dsn, mustHaveLedger)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := ledger.New(ledger.Config{})
+	l, err := ledger.New(ledger.Config{Engine: s.engine})
 	if err != nil {
-		db.Close()
+		s.Close()
 		return nil, nil, err
 	}
-	return db, l, nil
+	return s.db, l, nil
 }

@@ -41,6 +41,9 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if *ttl < 100*time.Millisecond || *ttl > time.Minute {
 		return usagef("-ttl must be between 100ms and 1m, got %v", *ttl)
 	}
+	if isPostgres(*dbPath) {
+		return usagef("the demo runs on an SQLite file; -db %q is a PostgreSQL URL", *dbPath)
+	}
 	if *dbPath == "" {
 		dir, err := os.MkdirTemp("", "idemledger-demo-")
 		if err != nil {
@@ -92,10 +95,11 @@ type demoRow struct {
 }
 
 func newDemo(ctx context.Context, path string, ttl time.Duration) (*demo, error) {
-	db, err := openDB(ctx, path, mayCreate)
+	s, err := openDB(ctx, path, mayCreate)
 	if err != nil {
 		return nil, err
 	}
+	db := s.db
 	if err := schema.Migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
@@ -295,18 +297,30 @@ func TestMissingDatabase(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the other database now has %d objects (%v)", n, err)
 	}
-	pg := idemledger(t, "", "stats", "-db", "postgres://localhost/app")
-	pg.want(t, 1)
-	if !strings.Contains(pg.stderr, "PostgreSQL DSNs are not supported yet") {
-		t.Errorf("postgres DSN: %q", pg.stderr)
-	}
 }
 
 // TestAdmin runs migrate, stats, inspect and purge against a real file
 // whose records were written through the library with a clock in the past,
 // so that some have expired by the time the commands run.
+// On PostgreSQL, -db is the URL of a fresh schema of its own.
 func TestAdmin(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "admin.db")
+	for _, e := range testdb.Engines() {
+		t.Run(string(e), func(t *testing.T) { testAdmin(t, e) })
+	}
+}
+
+func testAdmin(t *testing.T, e testdb.Engine) {
+	var (
+		path   string
+		db     *sql.DB
+		engine = ledger.SQLite
+	)
+	if e == testdb.EnginePostgres {
+		db, path = testdb.PostgresDSN(t)
+		engine = ledger.Postgres
+	} else {
+		path = filepath.Join(t.TempDir(), "admin.db")
+	}
 	r := idemledger(t, "", "migrate", "-db", path)
 	r.want(t, 0)
 	if r.stdout != "version 1\n" {
@@ -314,17 +328,19 @@ func TestAdmin(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	db, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	if db == nil {
+		var err error
+		if db, err = sqlite.Open(path); err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
 	}
-	defer db.Close()
 	past := time.Now().Add(-48 * time.Hour).Truncate(time.Millisecond)
-	old, err := ledger.New(ledger.Config{Now: func() time.Time { return past }})
+	old, err := ledger.New(ledger.Config{Engine: engine, Now: func() time.Time { return past }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now, err := ledger.New(ledger.Config{})
+	now, err := ledger.New(ledger.Config{Engine: engine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +414,11 @@ func TestAdmin(t *testing.T) {
 	if d.stdout != "version 0\n" {
 		t.Errorf("migrate down = %q", d.stdout)
 	}
-	if v, _, err := schema.Version(ctx, db); err != nil || v != 0 {
+	version := schema.Version
+	if e == testdb.EnginePostgres {
+		version = schema.VersionPostgres
+	}
+	if v, _, err := version(ctx, db); err != nil || v != 0 {
 		t.Errorf("schema.Version after down = %d, %v", v, err)
 	}
 	gone := idemledger(t, "", "stats", "-db", path)

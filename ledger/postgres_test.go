@@ -1,0 +1,232 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// TestMutateDuplicateIsolation runs a duplicate Mutate while the first is
+// inside fn, under each isolation level, on PostgreSQL. Under READ
+// COMMITTED the duplicate waits and replays; under REPEATABLE READ and
+// SERIALIZABLE the first's row was committed after the duplicate's
+// snapshot, so it fails with ErrRetryable (a serialization failure), and
+// running its transaction again replays.
+func TestMutateDuplicateIsolation(t *testing.T) {
+	tests := []struct {
+		level     sql.IsolationLevel
+		retryable bool
+	}{
+		{sql.LevelReadCommitted, false},
+		{sql.LevelRepeatableRead, true},
+		{sql.LevelSerializable, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level.String(), func(t *testing.T) {
+			b := setup(t, testdb.EnginePostgres)
+			opts := &sql.TxOptions{Isolation: tt.level}
+			inside, release := make(chan struct{}), make(chan struct{})
+			firstDone := make(chan error, 1)
+			go func() {
+				tx, err := b.db.BeginTx(b.ctx, opts)
+				if err != nil {
+					firstDone <- err
+					return
+				}
+				defer tx.Rollback()
+				_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
+					close(inside)
+					<-release
+					return placeOrder(tx, "first", nil)(ctx)
+				})
+				if err == nil {
+					err = tx.Commit()
+				}
+				firstDone <- err
+			}()
+			<-inside
+			// The duplicate's transaction starts (and, at the stricter
+			// levels, takes its snapshot) while the first is in fn.
+			tx, err := b.db.BeginTx(b.ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.Exec("SELECT count(*) FROM orders"); err != nil {
+				t.Fatal(err)
+			}
+			dup := make(chan error, 1)
+			var res ledger.Result[order]
+			go func() {
+				var err error
+				res, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "second", nil))
+				dup <- err
+			}()
+			time.Sleep(50 * time.Millisecond) // let the duplicate reach the row
+			close(release)
+			if err := <-firstDone; err != nil {
+				t.Fatal(err)
+			}
+			err = <-dup
+			want := ledger.Result[order]{Value: order{ID: 1, Item: "first"}, Replayed: true, Fence: 1}
+			if !tt.retryable {
+				if err != nil || res != want {
+					t.Fatalf("duplicate = %+v, %v; want %+v", res, err, want)
+				}
+			} else {
+				var pg *pgconn.PgError
+				if !errors.Is(err, ledger.ErrRetryable) || !errors.As(err, &pg) || pg.Code != "40001" {
+					t.Fatalf("duplicate = %+v, %v; want ErrRetryable with SQLSTATE 40001", res, err)
+				}
+				tx.Rollback()
+				// The retry of the whole transaction replays.
+				b.inTxOpts(t, opts, func(tx *sql.Tx) {
+					res, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "second", nil))
+				})
+				if err != nil || res != want {
+					t.Fatalf("retry = %+v, %v; want %+v", res, err, want)
+				}
+			}
+			if n := b.count(t, "orders"); n != 1 {
+				t.Errorf("%d orders, want 1", n)
+			}
+		})
+	}
+}
+
+// inTxOpts is inTx with transaction options.
+func (b *bundle) inTxOpts(t *testing.T, opts *sql.TxOptions, f func(tx *sql.Tx)) {
+	t.Helper()
+	tx, err := b.db.BeginTx(b.ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	f(tx)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPostgresServerClock: with Config.Now unset, the PostgreSQL engine
+// takes every time from the server, so a replica whose own clock is off
+// (by 30 s, or by a year) cannot end a lease early or keep an expired
+// record alive; the process's clock is never read. The stored times fall
+// between two readings of the server's clock around the claim, and the
+// lease decisions follow the server's clock: a key with a 1 min lease is in
+// flight, one with a 1 ms lease is taken over once the server's clock has
+// moved past it.
+func TestPostgresServerClock(t *testing.T) {
+	db := newDB(t, testdb.EnginePostgres)
+	ctx := context.Background()
+	serverNow := func() time.Time {
+		t.Helper()
+		var ms int64
+		if err := db.QueryRow("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint").Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMilli(ms)
+	}
+	long, err := ledger.New(ledger.Config{Engine: ledger.Postgres, TTL: time.Hour, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := serverNow()
+	c, err := long.Claim(ctx, db, req("long", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := serverNow()
+	r, err := long.Get(ctx, db, "tenant-1", "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.CreatedAt.Before(before) || r.CreatedAt.After(after) {
+		t.Errorf("CreatedAt %v outside the server's clock [%v, %v]", r.CreatedAt, before, after)
+	}
+	if !r.LeaseExpiresAt.Equal(r.CreatedAt.Add(time.Minute)) || !c.LeaseExpiresAt.Equal(r.LeaseExpiresAt) ||
+		!r.ExpiresAt.Equal(r.CreatedAt.Add(time.Hour)) {
+		t.Errorf("lease until %v (claim says %v), expires %v; want created %v + 1 min, + 1 h", r.LeaseExpiresAt, c.LeaseExpiresAt, r.ExpiresAt, r.CreatedAt)
+	}
+	_, err = long.Claim(ctx, db, req("long", "p"))
+	var inflight *ledger.InFlightError
+	if !errors.As(err, &inflight) || inflight.RetryAfter <= 0 || inflight.RetryAfter > time.Minute {
+		t.Errorf("duplicate = %v, want in flight for at most 1 min", err)
+	}
+	// Extend and Complete take the server's clock too.
+	if err := long.Extend(ctx, db, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseExpiresAt.Before(r.LeaseExpiresAt) {
+		t.Errorf("Extend moved the lease back: %v before %v", c.LeaseExpiresAt, r.LeaseExpiresAt)
+	}
+	if err := long.Complete(ctx, db, c, ledger.Outcome{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := long.Get(ctx, db, "tenant-1", "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.CompletedAt.Before(after) || done.CompletedAt.After(serverNow()) || !done.ExpiresAt.Equal(done.CompletedAt.Add(time.Hour)) {
+		t.Errorf("completed %v, expires %v", done.CompletedAt, done.ExpiresAt)
+	}
+
+	short, err := ledger.New(ledger.Config{Engine: ledger.Postgres, TTL: time.Hour, Lease: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := short.Claim(ctx, db, req("short", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for serverNow().Before(first.LeaseExpiresAt.Add(time.Millisecond)) {
+		time.Sleep(time.Millisecond)
+	}
+	second, err := short.Claim(ctx, db, req("short", "p"))
+	if err != nil || second.Fence != 2 || second.Replayed() {
+		t.Fatalf("claim after the lease ran out by the server's clock = %+v, %v; want a takeover with fence 2", second, err)
+	}
+}
+
+// TestPurgeConcurrently runs 4 purgers at once on the same rows, as
+// replicas would: together they delete each expired row exactly once, and
+// none fails (on PostgreSQL no purger waits for another's batch: SKIP
+// LOCKED).
+func TestPurgeConcurrently(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		keep := purgeFixture(t, b, 60) // 60 completed + 30 in flight expired
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			total int64
+		)
+		for range 4 {
+			wg.Go(func() {
+				n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: 5})
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if total != 90 {
+			t.Errorf("purgers deleted %d rows in all, want 90", total)
+		}
+		if got := b.keys(t); !slices.Equal(got, keep) {
+			t.Errorf("left %q\nwant %q", got, keep)
+		}
+	})
+}

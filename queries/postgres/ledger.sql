@@ -1,0 +1,132 @@
+-- The PostgreSQL queries of the ledger: the same statements as
+-- queries/sqlite, with one difference. Times that decide leases and expiry
+-- come from the database's clock, so that replicas whose clocks disagree
+-- still agree on who holds a key: every statement that needs "now" takes
+-- the nullable parameter @now and uses the server's statement_timestamp()
+-- (Unix milliseconds) when it is NULL. statement_timestamp(), not now():
+-- now() is frozen at the start of the caller's transaction, which may be
+-- long before the claim. A non-NULL @now (ledger.Config.Now) replaces the
+-- clock, for tests that move time by hand.
+
+-- name: Now :one
+-- The database's clock, in Unix milliseconds, for Purge's cut-off and Stats.
+SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now;
+
+-- name: Claim :one
+-- Inserts a new in-flight row, or takes over the existing one when it has
+-- expired (anyone may) or when it is in flight with a lease that ran out and
+-- the same fingerprint. Returns no row when the existing row stands. A
+-- duplicate in another transaction waits here on the row (or on the
+-- uncommitted insert) until the first commits or rolls back.
+WITH clock AS (
+    SELECT COALESCE(sqlc.narg(now)::bigint,
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+)
+INSERT INTO idempotency_ledger AS l (
+    scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+    status, headers, body, created_at, completed_at, expires_at
+)
+SELECT @scope::text, @key::text, @fingerprint::bytea, 'in_flight', @lease_token::text,
+       clock.now + @lease_millis::bigint, 1,
+       NULL::bigint, NULL::bytea, NULL::bytea, clock.now, NULL::bigint, clock.now + @ttl_millis::bigint
+FROM clock
+ON CONFLICT (scope, key) DO UPDATE SET
+    fingerprint      = excluded.fingerprint,
+    state            = 'in_flight',
+    lease_token      = excluded.lease_token,
+    lease_expires_at = excluded.lease_expires_at,
+    fence            = l.fence + 1,
+    status           = NULL,
+    headers          = NULL,
+    body             = NULL,
+    created_at       = excluded.created_at,
+    completed_at     = NULL,
+    expires_at       = excluded.expires_at
+WHERE (
+        l.expires_at <= excluded.created_at
+        AND (l.state = 'completed' OR l.lease_expires_at <= excluded.created_at)
+    ) OR (
+        l.state = 'in_flight'
+        AND l.lease_expires_at <= excluded.created_at
+        AND l.fingerprint = excluded.fingerprint
+    )
+RETURNING l.fence, l.lease_expires_at;
+
+-- name: Get :one
+-- The row, and the clock at the read ("now"), by which a lost claim is
+-- explained (in flight for how long, or expired in between).
+SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at,
+       COALESCE(sqlc.narg(now)::bigint,
+                floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)::bigint AS now
+FROM idempotency_ledger
+WHERE scope = @scope AND key = @key;
+
+-- name: Complete :execrows
+-- Stores the outcome if the caller still holds the lease (token and fence).
+-- The fingerprint is left as it is.
+UPDATE idempotency_ledger AS l
+SET state            = 'completed',
+    lease_token      = NULL,
+    lease_expires_at = NULL,
+    status           = @status,
+    headers          = @headers,
+    body             = @body,
+    completed_at     = clock.now,
+    expires_at       = clock.now + @ttl_millis::bigint
+FROM (
+    SELECT COALESCE(sqlc.narg(now)::bigint,
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+) AS clock
+WHERE l.scope = @scope AND l.key = @key
+  AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
+
+-- name: Release :execrows
+-- Drops an in-flight claim held by the caller; never a completed row.
+DELETE FROM idempotency_ledger
+WHERE scope = @scope AND key = @key
+  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
+
+-- name: Extend :one
+-- Pushes the lease forward if the caller still holds it; returns the new
+-- end of the lease, or no row.
+UPDATE idempotency_ledger AS l
+SET lease_expires_at = clock.now + @lease_millis::bigint
+FROM (
+    SELECT COALESCE(sqlc.narg(now)::bigint,
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+) AS clock
+WHERE l.scope = @scope AND l.key = @key
+  AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence
+RETURNING l.lease_expires_at;
+
+-- name: PurgeBatch :execrows
+-- Deletes up to @batch_size expired rows, oldest expiry first. A row has
+-- expired when expires_at has passed and, if it is in flight, its lease has
+-- run out too: a live lease is never purged. SKIP LOCKED lets purgers on
+-- several replicas run at once: each takes rows that no other transaction
+-- holds (another purger's batch, a claim taking the row over), so none
+-- waits for another and their lock orders cannot cross into a deadlock.
+DELETE FROM idempotency_ledger AS d
+USING (
+    SELECT e.scope, e.key
+    FROM idempotency_ledger AS e
+    WHERE e.expires_at <= @now
+      AND (e.state = 'completed' OR e.lease_expires_at <= @now)
+    ORDER BY e.expires_at
+    LIMIT @batch_size
+    FOR UPDATE SKIP LOCKED
+) AS x
+WHERE d.scope = x.scope AND d.key = x.key;
+
+-- name: Stats :one
+-- Counts rows for the stats command. It reads the whole table: an admin
+-- query, never on a request's path.
+SELECT
+    count(*) FILTER (WHERE state = 'in_flight') AS in_flight,
+    count(*) FILTER (WHERE state = 'completed') AS completed,
+    count(*) FILTER (WHERE expires_at <= @now
+        AND (state = 'completed' OR lease_expires_at <= @now)) AS expired,
+    COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
+    COALESCE(max(created_at), 0)::bigint AS newest_created_at
+FROM idempotency_ledger;

@@ -1,0 +1,98 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
+	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+)
+
+// Postgres returns the PostgreSQL migrations as an fs.FS rooted at their
+// directory, as golang-migrate's iofs source (or another tool) reads them.
+func Postgres() fs.FS {
+	sub, err := fs.Sub(FS, "postgres")
+	if err != nil {
+		// fs.Sub fails only for an invalid path name, and "postgres" is valid.
+		panic(err)
+	}
+	return sub
+}
+
+// MigratePostgres is Migrate for a PostgreSQL database opened with the pgx
+// stdlib driver (github.com/jackc/pgx/v5/stdlib): it brings the idemledger
+// tables of db up to the latest version, in the schema that is first on the
+// connection's search_path (current_schema()), recording the version in
+// MigrationsTable of that schema. It is a no-op when db is up to date.
+//
+// Replicas may run it at the same time at start-up: golang-migrate holds a
+// PostgreSQL advisory lock (derived from the database, schema and table
+// names) for the whole run, so one applies the migrations and the others
+// wait and find nothing to do. The run uses one connection of db's pool
+// and gives it back when done (it is dropped from the pool after a
+// failure); db stays open. Cancellation and errors are as for Migrate;
+// errors are wrapped with "schema: migrate:".
+func MigratePostgres(ctx context.Context, db *sql.DB) error {
+	return run(ctx, postgresTarget(db), "migrate", (*migrate.Migrate).Up)
+}
+
+// DownPostgres is Down for PostgreSQL: it rolls every idemledger migration
+// in db back, dropping the ledger's table and its records, and nothing
+// else. Errors are wrapped with "schema: down:".
+func DownPostgres(ctx context.Context, db *sql.DB) error {
+	return run(ctx, postgresTarget(db), "down", (*migrate.Migrate).Down)
+}
+
+// VersionPostgres is Version for PostgreSQL: the applied migration version
+// (0 when none) and whether a failed migration left db dirty. Errors are
+// wrapped with "schema: version:".
+func VersionPostgres(ctx context.Context, db *sql.DB) (version uint, dirty bool, err error) {
+	return versionOf(ctx, postgresTarget(db))
+}
+
+// postgresTarget hands golang-migrate a private *sql.DB whose one
+// connection is a connection borrowed from db. golang-migrate's pgx driver
+// pins a connection for its advisory lock and releases it only in Close,
+// which also closes the *sql.DB it was given: on the caller's db that
+// would either leak a connection for good (never closing) or close the
+// caller's pool. Closing the private one costs nothing, so the instance is
+// closed and the borrowed connection goes back to db.
+func postgresTarget(db *sql.DB) target {
+	return target{dir: "postgres", name: "pgx5", with: func(ctx context.Context, f func(database.Driver) error) error {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		var ferr error
+		rerr := conn.Raw(func(dc any) error {
+			private := sql.OpenDB(borrowed{conn: dc.(driver.Conn), drv: db.Driver()})
+			// golang-migrate queries the db twice, then pins a Conn and
+			// uses nothing else: one connection is all it needs.
+			private.SetMaxOpenConns(1)
+			drv, err := migratepgx.WithInstance(private, &migratepgx.Config{MigrationsTable: MigrationsTable})
+			if err != nil {
+				private.Close()
+				ferr = fmt.Errorf("driver: %w", err)
+			} else {
+				ferr = f(drv)
+				ferr = errors.Join(ferr, drv.Close()) // closes private only
+			}
+			if ferr != nil {
+				// The session may be left in any state (an open
+				// transaction, a held lock): let db drop it.
+				return driver.ErrBadConn
+			}
+			return nil
+		})
+		if ferr != nil {
+			return ferr
+		}
+		return rerr
+	}}
+}

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS idemledger_ledger_expires_at;
+DROP TABLE IF EXISTS idempotency_ledger;

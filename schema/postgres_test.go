@@ -1,0 +1,140 @@
+package schema_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/schema"
+)
+
+// pgObjects lists the tables and indexes in the current schema of db, as
+// "type name".
+func pgObjects(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`
+		SELECT CASE c.relkind WHEN 'r' THEN 'table' ELSE 'index' END || ' ' || c.relname
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPostgresVersionDownUp runs Migrate, Down and Version on PostgreSQL
+// beside an application table, on a pool of one connection: were the
+// connection that golang-migrate pins for its lock not given back, the
+// second call would wait forever.
+func TestPostgresVersionDownUp(t *testing.T) {
+	db := testdb.Postgres(t) // already migrated
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	migrated := []string{
+		"index app_orders_pkey",
+		"index idemledger_ledger_expires_at",
+		"index idemledger_ledger_pkey",
+		"index idemledger_schema_migrations_pkey",
+		"table app_orders",
+		"table idemledger_schema_migrations",
+		"table idempotency_ledger",
+	}
+	bare := []string{
+		"index app_orders_pkey",
+		"index idemledger_schema_migrations_pkey",
+		"table app_orders",
+		"table idemledger_schema_migrations",
+	}
+	if _, err := db.Exec(`CREATE TABLE app_orders (id bigint PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string, wantVersion uint, wantObjects []string) {
+		t.Helper()
+		v, dirty, err := schema.VersionPostgres(ctx, db)
+		if err != nil || v != wantVersion || dirty {
+			t.Fatalf("%s: VersionPostgres = %d, %v, %v; want %d, false, nil", step, v, dirty, err, wantVersion)
+		}
+		if got := pgObjects(t, db); !slices.Equal(got, wantObjects) {
+			t.Fatalf("%s: objects = %q, want %q", step, got, wantObjects)
+		}
+	}
+	check("fresh", 1, migrated)
+	if err := schema.MigratePostgres(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	check("migrated twice", 1, migrated)
+	for i := range 2 {
+		if err := schema.DownPostgres(ctx, db); err != nil {
+			t.Fatalf("DownPostgres #%d: %v", i+1, err)
+		}
+		check("after Down", 0, bare)
+	}
+	if err := schema.MigratePostgres(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	check("after Migrate again", 1, migrated)
+	if err := db.Ping(); err != nil {
+		t.Fatalf("db closed by schema: %v", err)
+	}
+	if n := db.Stats().OpenConnections; n != 1 {
+		t.Errorf("%d open connections, want 1", n)
+	}
+}
+
+// TestPostgresMigrateConcurrently: replicas starting at once all migrate;
+// the advisory lock lets one apply and the others find nothing to do.
+func TestPostgresMigrateConcurrently(t *testing.T) {
+	db := testdb.Postgres(t)
+	ctx := context.Background()
+	if err := schema.DownPostgres(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() { errs[i] = schema.MigratePostgres(ctx, db) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	if v, dirty, err := schema.VersionPostgres(ctx, db); v != 1 || dirty || err != nil {
+		t.Errorf("VersionPostgres = %d, %v, %v; want 1, false, nil", v, dirty, err)
+	}
+}
+
+func TestPostgresMigrateCancelled(t *testing.T) {
+	db := testdb.Postgres(t)
+	ctx := context.Background()
+	if err := schema.DownPostgres(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	err := schema.MigratePostgres(cctx, db)
+	if got := fmt.Sprint(err); got != "schema: migrate: context canceled" {
+		t.Fatalf("MigratePostgres = %v, want schema: migrate: context canceled", err)
+	}
+	if v, _, err := schema.VersionPostgres(ctx, db); v != 0 || err != nil {
+		t.Errorf("VersionPostgres = %d, %v; want 0, nil", v, err)
+	}
+}
