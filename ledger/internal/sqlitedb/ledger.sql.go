@@ -65,7 +65,7 @@ type ClaimRow struct {
 // inside ON CONFLICT ... DO UPDATE ... WHERE and SQLite binds it to NULL,
 // which would make every takeover silently fail.
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
-	row := q.db.QueryRowContext(ctx, claim,
+	row := q.queryRow(ctx, q.claimStmt, claim,
 		arg.Scope,
 		arg.Key,
 		arg.Fingerprint,
@@ -108,7 +108,7 @@ type CompleteParams struct {
 // Stores the outcome if the caller still holds the lease (token and fence).
 // The fingerprint is left as it is.
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, complete,
+	result, err := q.exec(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
@@ -141,7 +141,7 @@ type ExtendParams struct {
 }
 
 func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, extend,
+	result, err := q.exec(ctx, q.extendStmt, extend,
 		arg.LeaseExpiresAt,
 		arg.Scope,
 		arg.Key,
@@ -167,7 +167,7 @@ type GetParams struct {
 }
 
 func (q *Queries) Get(ctx context.Context, arg GetParams) (IdempotencyLedger, error) {
-	row := q.db.QueryRowContext(ctx, get, arg.Scope, arg.Key)
+	row := q.queryRow(ctx, q.getStmt, get, arg.Scope, arg.Key)
 	var i IdempotencyLedger
 	err := row.Scan(
 		&i.Scope,
@@ -208,7 +208,7 @@ type PurgeBatchParams struct {
 // expired when expires_at has passed and, if it is in flight, its lease has
 // run out too: a live lease is never purged.
 func (q *Queries) PurgeBatch(ctx context.Context, arg PurgeBatchParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, purgeBatch, arg.Now, arg.BatchSize)
+	result, err := q.exec(ctx, q.purgeBatchStmt, purgeBatch, arg.Now, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
@@ -230,7 +230,7 @@ type ReleaseParams struct {
 
 // Drops an in-flight claim held by the caller; never a completed row.
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, release,
+	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,
@@ -264,7 +264,7 @@ type StatsRow struct {
 // Counts rows for the stats command. It reads the whole table: an admin
 // query, never on a request's path.
 func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
-	row := q.db.QueryRowContext(ctx, stats, now)
+	row := q.queryRow(ctx, q.statsStmt, stats, now)
 	var i StatsRow
 	err := row.Scan(
 		&i.InFlight,
