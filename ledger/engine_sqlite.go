@@ -6,18 +6,106 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/idemledger/idemledger/ledger/internal/sqlitedb"
 )
 
 // sqliteEngine runs the queries of queries/sqlite through the
-// sqlc-generated package. It has no state: sqlitedb.New only wraps db.
-type sqliteEngine struct{}
+// sqlc-generated package.
+//
+// Without a pool, every call prepares its statement anew: database/sql
+// reuses a prepared statement only when it was prepared on the *sql.DB the
+// call runs on, and the ledger does not know that pool. With SQLite in pure
+// Go, parsing the long Claim statement was most of Mutate's CPU time. With
+// a pool (Config.DB), the statements are prepared once on it, and
+// database/sql keeps one prepared copy per connection of the pool: calls
+// on the pool and on its transactions reuse them (see queries).
+type sqliteEngine struct {
+	pool *sql.DB
+	// prepared is nil without a pool and after close.
+	prepared atomic.Pointer[sqlitePrepared]
+}
 
-var _ engine = sqliteEngine{}
+// sqlitePrepared is the set of statements prepared on the pool.
+type sqlitePrepared struct {
+	q *sqlitedb.Queries
+	// probe ("SELECT 1") tells whether a transaction is the pool's: see
+	// owns.
+	probe *sql.Stmt
+}
 
-func (sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (int64, bool, error) {
-	row, err := sqlitedb.New(db).Claim(ctx, sqlitedb.ClaimParams{
+var _ engine = (*sqliteEngine)(nil)
+
+// newSQLiteEngine prepares the statements on pool, when there is one. It
+// uses a connection of the pool, so it must not run while the caller holds
+// all of them (a pool of one connection inside a transaction would wait
+// for ever); that is why it runs in New and never lazily inside an
+// operation.
+func newSQLiteEngine(ctx context.Context, pool *sql.DB) (*sqliteEngine, error) {
+	e := &sqliteEngine{pool: pool}
+	if pool == nil {
+		return e, nil
+	}
+	probe, err := pool.PrepareContext(ctx, "SELECT 1")
+	if err != nil {
+		return nil, err
+	}
+	q, err := sqlitedb.Prepare(ctx, pool)
+	if err != nil {
+		// sqlitedb.Prepare does not close what it prepared before the
+		// failure; those statements are freed when the pool closes.
+		probe.Close()
+		return nil, err
+	}
+	e.prepared.Store(&sqlitePrepared{q: q, probe: probe})
+	return e, nil
+}
+
+// queries returns the sqlc queries to run on db: the prepared ones when db
+// is the pool or one of its transactions, else unprepared ones. A
+// *sql.Conn always runs unprepared: database/sql has no way to use a
+// pool's statement on a Conn.
+func (e *sqliteEngine) queries(ctx context.Context, db DBTX) *sqlitedb.Queries {
+	if p := e.prepared.Load(); p != nil {
+		switch d := db.(type) {
+		case *sql.DB:
+			if d == e.pool {
+				return p.q
+			}
+		case *sql.Tx:
+			if p.owns(ctx, d) {
+				return p.q.WithTx(d)
+			}
+		}
+	}
+	return sqlitedb.New(db)
+}
+
+// owns reports whether tx was begun on the pool, the condition for
+// Tx.StmtContext to accept the pool's statements. A *sql.Tx does not say
+// which pool it came from, so ask it: Tx.StmtContext answers a statement
+// of another pool (or a finished transaction, or a cancelled ctx) with a
+// Stmt whose every method returns that error, Close included, and runs
+// nothing. An accepted statement closes with nil, having run nothing either;
+// on the first use of a connection it prepares "SELECT 1" there, once.
+// Whatever made it refuse, the unprepared path then does the right thing:
+// it runs, or fails with the same cause.
+func (p *sqlitePrepared) owns(ctx context.Context, tx *sql.Tx) bool {
+	return tx.StmtContext(ctx, p.probe).Close() == nil
+}
+
+// close releases the prepared statements; later calls run unprepared.
+func (e *sqliteEngine) close() error {
+	p := e.prepared.Swap(nil)
+	if p == nil {
+		return nil
+	}
+	return errors.Join(p.q.Close(), p.probe.Close())
+}
+
+func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (int64, bool, error) {
+	row, err := e.queries(ctx, db).Claim(ctx, sqlitedb.ClaimParams{
 		Scope:          a.req.Scope,
 		Key:            a.req.Key,
 		Fingerprint:    a.req.Fingerprint[:],
@@ -35,8 +123,8 @@ func (sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (int64, boo
 	return row.Fence, true, nil
 }
 
-func (sqliteEngine) get(ctx context.Context, db DBTX, scope, key string) (*Record, error) {
-	row, err := sqlitedb.New(db).Get(ctx, sqlitedb.GetParams{Scope: scope, Key: key})
+func (e *sqliteEngine) get(ctx context.Context, db DBTX, scope, key string) (*Record, error) {
+	row, err := e.queries(ctx, db).Get(ctx, sqlitedb.GetParams{Scope: scope, Key: key})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -78,7 +166,7 @@ func (sqliteEngine) get(ctx context.Context, db DBTX, scope, key string) (*Recor
 
 // complete keeps http.Header as its JSON object: names sorted, the values
 // of each name in their original order.
-func (sqliteEngine) complete(ctx context.Context, db DBTX, l leaseRef, out Outcome, now, expiresAt int64) (bool, error) {
+func (e *sqliteEngine) complete(ctx context.Context, db DBTX, l leaseRef, out Outcome, now, expiresAt int64) (bool, error) {
 	var headers []byte
 	if out.Header != nil {
 		var err error
@@ -86,7 +174,7 @@ func (sqliteEngine) complete(ctx context.Context, db DBTX, l leaseRef, out Outco
 			return false, err
 		}
 	}
-	n, err := sqlitedb.New(db).Complete(ctx, sqlitedb.CompleteParams{
+	n, err := e.queries(ctx, db).Complete(ctx, sqlitedb.CompleteParams{
 		Status:     sql.NullInt64{Int64: int64(out.Status), Valid: true},
 		Headers:    headers,
 		Body:       out.Body,
@@ -100,8 +188,8 @@ func (sqliteEngine) complete(ctx context.Context, db DBTX, l leaseRef, out Outco
 	return n == 1, err
 }
 
-func (sqliteEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, error) {
-	n, err := sqlitedb.New(db).Release(ctx, sqlitedb.ReleaseParams{
+func (e *sqliteEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, error) {
+	n, err := e.queries(ctx, db).Release(ctx, sqlitedb.ReleaseParams{
 		Scope:      l.scope,
 		Key:        l.key,
 		LeaseToken: sql.NullString{String: l.token, Valid: true},
@@ -110,8 +198,8 @@ func (sqliteEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, err
 	return n == 1, err
 }
 
-func (sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, leaseExpiresAt int64) (bool, error) {
-	n, err := sqlitedb.New(db).Extend(ctx, sqlitedb.ExtendParams{
+func (e *sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, leaseExpiresAt int64) (bool, error) {
+	n, err := e.queries(ctx, db).Extend(ctx, sqlitedb.ExtendParams{
 		LeaseExpiresAt: sql.NullInt64{Int64: leaseExpiresAt, Valid: true},
 		Scope:          l.scope,
 		Key:            l.key,
@@ -121,12 +209,12 @@ func (sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, leaseExpire
 	return n == 1, err
 }
 
-func (sqliteEngine) purgeBatch(ctx context.Context, db DBTX, now int64, limit int) (int64, error) {
-	return sqlitedb.New(db).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: now, BatchSize: int64(limit)})
+func (e *sqliteEngine) purgeBatch(ctx context.Context, db DBTX, now int64, limit int) (int64, error) {
+	return e.queries(ctx, db).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: now, BatchSize: int64(limit)})
 }
 
-func (sqliteEngine) stats(ctx context.Context, db DBTX, now int64) (statsRow, error) {
-	row, err := sqlitedb.New(db).Stats(ctx, now)
+func (e *sqliteEngine) stats(ctx context.Context, db DBTX, now int64) (statsRow, error) {
+	row, err := e.queries(ctx, db).Stats(ctx, now)
 	if err != nil {
 		return statsRow{}, err
 	}
