@@ -104,17 +104,41 @@ func (e *sqliteEngine) close() error {
 	return errors.Join(p.q.Close(), p.probe.Close())
 }
 
+// claim inserts the row, or else tries to take it over; most claims are of
+// new keys and end after the insert. A takeover's fence is read back by
+// token: on a *sql.DB, between the update and the read another claim may
+// already have taken the row over again (after a lease of a millisecond,
+// say), and then this claim reports a loss, as if it had come second.
 func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (int64, bool, error) {
-	row, err := e.queries(ctx, db).Claim(ctx, sqlitedb.ClaimParams{
+	q := e.queries(ctx, db)
+	token := sql.NullString{String: a.token, Valid: true}
+	leaseExpiresAt := sql.NullInt64{Int64: a.leaseExpiresAt, Valid: true}
+	n, err := q.ClaimInsert(ctx, sqlitedb.ClaimInsertParams{
 		Scope:          a.req.Scope,
 		Key:            a.req.Key,
 		Fingerprint:    a.req.Fingerprint[:],
-		LeaseToken:     sql.NullString{String: a.token, Valid: true},
-		LeaseExpiresAt: sql.NullInt64{Int64: a.leaseExpiresAt, Valid: true},
+		LeaseToken:     token,
+		LeaseExpiresAt: leaseExpiresAt,
 		Now:            a.now,
 		ExpiresAt:      a.expiresAt,
 	})
-	if errors.Is(err, sql.ErrNoRows) {
+	if err != nil || n == 1 {
+		return 1, n == 1, err
+	}
+	n, err = q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
+		Fingerprint:    a.req.Fingerprint[:],
+		LeaseToken:     token,
+		LeaseExpiresAt: leaseExpiresAt,
+		Now:            a.now,
+		ExpiresAt:      a.expiresAt,
+		Scope:          a.req.Scope,
+		Key:            a.req.Key,
+	})
+	if err != nil || n == 0 {
+		return 0, false, err
+	}
+	row, err := q.Get(ctx, sqlitedb.GetParams{Scope: a.req.Scope, Key: a.req.Key})
+	if errors.Is(err, sql.ErrNoRows) || err == nil && row.LeaseToken != token {
 		return 0, false, nil
 	}
 	if err != nil {

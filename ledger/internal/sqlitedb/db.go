@@ -24,8 +24,11 @@ func New(db DBTX) *Queries {
 func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	q := Queries{db: db}
 	var err error
-	if q.claimStmt, err = db.PrepareContext(ctx, claim); err != nil {
-		return nil, fmt.Errorf("error preparing query Claim: %w", err)
+	if q.claimInsertStmt, err = db.PrepareContext(ctx, claimInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query ClaimInsert: %w", err)
+	}
+	if q.claimTakeoverStmt, err = db.PrepareContext(ctx, claimTakeover); err != nil {
+		return nil, fmt.Errorf("error preparing query ClaimTakeover: %w", err)
 	}
 	if q.completeStmt, err = db.PrepareContext(ctx, complete); err != nil {
 		return nil, fmt.Errorf("error preparing query Complete: %w", err)
@@ -50,9 +53,14 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 
 func (q *Queries) Close() error {
 	var err error
-	if q.claimStmt != nil {
-		if cerr := q.claimStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing claimStmt: %w", cerr)
+	if q.claimInsertStmt != nil {
+		if cerr := q.claimInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing claimInsertStmt: %w", cerr)
+		}
+	}
+	if q.claimTakeoverStmt != nil {
+		if cerr := q.claimTakeoverStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing claimTakeoverStmt: %w", cerr)
 		}
 	}
 	if q.completeStmt != nil {
@@ -122,27 +130,29 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 }
 
 type Queries struct {
-	db             DBTX
-	tx             *sql.Tx
-	claimStmt      *sql.Stmt
-	completeStmt   *sql.Stmt
-	extendStmt     *sql.Stmt
-	getStmt        *sql.Stmt
-	purgeBatchStmt *sql.Stmt
-	releaseStmt    *sql.Stmt
-	statsStmt      *sql.Stmt
+	db                DBTX
+	tx                *sql.Tx
+	claimInsertStmt   *sql.Stmt
+	claimTakeoverStmt *sql.Stmt
+	completeStmt      *sql.Stmt
+	extendStmt        *sql.Stmt
+	getStmt           *sql.Stmt
+	purgeBatchStmt    *sql.Stmt
+	releaseStmt       *sql.Stmt
+	statsStmt         *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db:             tx,
-		tx:             tx,
-		claimStmt:      q.claimStmt,
-		completeStmt:   q.completeStmt,
-		extendStmt:     q.extendStmt,
-		getStmt:        q.getStmt,
-		purgeBatchStmt: q.purgeBatchStmt,
-		releaseStmt:    q.releaseStmt,
-		statsStmt:      q.statsStmt,
+		db:                tx,
+		tx:                tx,
+		claimInsertStmt:   q.claimInsertStmt,
+		claimTakeoverStmt: q.claimTakeoverStmt,
+		completeStmt:      q.completeStmt,
+		extendStmt:        q.extendStmt,
+		getStmt:           q.getStmt,
+		purgeBatchStmt:    q.purgeBatchStmt,
+		releaseStmt:       q.releaseStmt,
+		statsStmt:         q.statsStmt,
 	}
 }
