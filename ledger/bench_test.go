@@ -23,6 +23,17 @@ func benchDB(b *testing.B, s sqlite.Synchronous) *sql.DB {
 	return db
 }
 
+// cpuMeter reports the process's CPU time per operation as cpu-ns/op, next
+// to the wall-clock ns/op. Start it just before the b.Loop loop and call
+// stop after it. The figure includes the pool's and the runtime's
+// goroutines (GC), which is the cost a caller pays.
+func cpuMeter(b *testing.B) (stop func()) {
+	start := processCPU()
+	return func() {
+		b.ReportMetric(float64((processCPU()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // insertOrder is the business transaction's write.
 func insertOrder(ctx context.Context, tx *sql.Tx, item string) (int64, error) {
 	res, err := tx.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", item)
@@ -32,14 +43,39 @@ func insertOrder(ctx context.Context, tx *sql.Tx, item string) (int64, error) {
 	return res.LastInsertId()
 }
 
+// benchLedger is the ledger under test: with Config.DB (statements
+// prepared once on db), as recommended, or without ("nodb", every call
+// prepares its statements again).
+func benchLedger(b *testing.B, db *sql.DB, prepared bool) *Ledger {
+	b.Helper()
+	cfg := Config{}
+	if prepared {
+		cfg.DB = db
+	}
+	l, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+// ledgerModes names the two ways to build the ledger in benchmark names.
+var ledgerModes = []struct {
+	suffix   string
+	prepared bool
+}{{"", true}, {"-nodb", false}}
+
 // BenchmarkMutate compares one business transaction (BEGIN, INSERT,
 // COMMIT) without the ledger ("plain") and inside Mutate with a new key
-// every time ("first"), and a retry that replays ("replay").
+// every time ("first"), and a retry that replays ("replay"); "-nodb" is
+// the ledger without Config.DB.
 func BenchmarkMutate(b *testing.B) {
 	ctx := context.Background()
 	for _, s := range syncModes {
 		b.Run("sync="+s.String()+"/plain", func(b *testing.B) {
 			db := benchDB(b, s)
+			stop := cpuMeter(b)
 			for i := 0; b.Loop(); i++ {
 				tx, err := db.BeginTx(ctx, nil)
 				if err != nil {
@@ -52,54 +88,61 @@ func BenchmarkMutate(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			stop()
 		})
-		b.Run("sync="+s.String()+"/first", func(b *testing.B) {
-			db := benchDB(b, s)
-			l, _ := New(Config{})
-			for i := 0; b.Loop(); i++ {
-				key := fmt.Sprint("order-", i)
-				tx, err := db.BeginTx(ctx, nil)
-				if err != nil {
-					b.Fatal(err)
+		for _, m := range ledgerModes {
+			b.Run("sync="+s.String()+"/first"+m.suffix, func(b *testing.B) {
+				db := benchDB(b, s)
+				l := benchLedger(b, db, m.prepared)
+				stop := cpuMeter(b)
+				for i := 0; b.Loop(); i++ {
+					key := fmt.Sprint("order-", i)
+					tx, err := db.BeginTx(ctx, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					req := Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))}
+					if _, err := Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
+						return insertOrder(ctx, tx, key)
+					}); err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Commit(); err != nil {
+						b.Fatal(err)
+					}
 				}
-				req := Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))}
-				if _, err := Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
-					return insertOrder(ctx, tx, key)
-				}); err != nil {
-					b.Fatal(err)
+				stop()
+			})
+			b.Run("sync="+s.String()+"/replay"+m.suffix, func(b *testing.B) {
+				db := benchDB(b, s)
+				l := benchLedger(b, db, m.prepared)
+				req := Request{Scope: "bench", Key: "order-0", Fingerprint: hash.Bytes([]byte("order-0"))}
+				mutate := func() Result[int64] {
+					tx, err := db.BeginTx(ctx, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					res, err := Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
+						return insertOrder(ctx, tx, "order-0")
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Commit(); err != nil {
+						b.Fatal(err)
+					}
+					return res
 				}
-				if err := tx.Commit(); err != nil {
-					b.Fatal(err)
+				mutate()
+				stop := cpuMeter(b)
+				for b.Loop() {
+					if !mutate().Replayed {
+						b.Fatal("not a replay")
+					}
 				}
-			}
-		})
-		b.Run("sync="+s.String()+"/replay", func(b *testing.B) {
-			db := benchDB(b, s)
-			l, _ := New(Config{})
-			req := Request{Scope: "bench", Key: "order-0", Fingerprint: hash.Bytes([]byte("order-0"))}
-			mutate := func() Result[int64] {
-				tx, err := db.BeginTx(ctx, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				res, err := Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
-					return insertOrder(ctx, tx, "order-0")
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := tx.Commit(); err != nil {
-					b.Fatal(err)
-				}
-				return res
-			}
-			mutate()
-			for b.Loop() {
-				if !mutate().Replayed {
-					b.Fatal("not a replay")
-				}
-			}
-		})
+				stop()
+			})
+		}
 	}
 }
 
@@ -108,21 +151,25 @@ func BenchmarkMutate(b *testing.B) {
 func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	for _, s := range syncModes {
-		b.Run("sync="+s.String(), func(b *testing.B) {
-			db := benchDB(b, s)
-			l, _ := New(Config{})
-			out := Outcome{Status: 201, Body: []byte(`{"id":1}`)}
-			for i := 0; b.Loop(); i++ {
-				key := fmt.Sprint("charge-", i)
-				c, err := l.Claim(ctx, db, Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))})
-				if err != nil {
-					b.Fatal(err)
+		for _, m := range ledgerModes {
+			b.Run("sync="+s.String()+m.suffix, func(b *testing.B) {
+				db := benchDB(b, s)
+				l := benchLedger(b, db, m.prepared)
+				out := Outcome{Status: 201, Body: []byte(`{"id":1}`)}
+				stop := cpuMeter(b)
+				for i := 0; b.Loop(); i++ {
+					key := fmt.Sprint("charge-", i)
+					c, err := l.Claim(ctx, db, Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Complete(ctx, db, c, out); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if err := l.Complete(ctx, db, c, out); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+				stop()
+			})
+		}
 	}
 }
 

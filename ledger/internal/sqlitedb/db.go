@@ -7,6 +7,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"fmt"
 )
 
 type DBTX interface {
@@ -20,12 +21,138 @@ func New(db DBTX) *Queries {
 	return &Queries{db: db}
 }
 
+func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
+	q := Queries{db: db}
+	var err error
+	if q.claimInsertStmt, err = db.PrepareContext(ctx, claimInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query ClaimInsert: %w", err)
+	}
+	if q.claimTakeoverStmt, err = db.PrepareContext(ctx, claimTakeover); err != nil {
+		return nil, fmt.Errorf("error preparing query ClaimTakeover: %w", err)
+	}
+	if q.completeStmt, err = db.PrepareContext(ctx, complete); err != nil {
+		return nil, fmt.Errorf("error preparing query Complete: %w", err)
+	}
+	if q.extendStmt, err = db.PrepareContext(ctx, extend); err != nil {
+		return nil, fmt.Errorf("error preparing query Extend: %w", err)
+	}
+	if q.getStmt, err = db.PrepareContext(ctx, get); err != nil {
+		return nil, fmt.Errorf("error preparing query Get: %w", err)
+	}
+	if q.purgeBatchStmt, err = db.PrepareContext(ctx, purgeBatch); err != nil {
+		return nil, fmt.Errorf("error preparing query PurgeBatch: %w", err)
+	}
+	if q.releaseStmt, err = db.PrepareContext(ctx, release); err != nil {
+		return nil, fmt.Errorf("error preparing query Release: %w", err)
+	}
+	if q.statsStmt, err = db.PrepareContext(ctx, stats); err != nil {
+		return nil, fmt.Errorf("error preparing query Stats: %w", err)
+	}
+	return &q, nil
+}
+
+func (q *Queries) Close() error {
+	var err error
+	if q.claimInsertStmt != nil {
+		if cerr := q.claimInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing claimInsertStmt: %w", cerr)
+		}
+	}
+	if q.claimTakeoverStmt != nil {
+		if cerr := q.claimTakeoverStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing claimTakeoverStmt: %w", cerr)
+		}
+	}
+	if q.completeStmt != nil {
+		if cerr := q.completeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing completeStmt: %w", cerr)
+		}
+	}
+	if q.extendStmt != nil {
+		if cerr := q.extendStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing extendStmt: %w", cerr)
+		}
+	}
+	if q.getStmt != nil {
+		if cerr := q.getStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getStmt: %w", cerr)
+		}
+	}
+	if q.purgeBatchStmt != nil {
+		if cerr := q.purgeBatchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing purgeBatchStmt: %w", cerr)
+		}
+	}
+	if q.releaseStmt != nil {
+		if cerr := q.releaseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing releaseStmt: %w", cerr)
+		}
+	}
+	if q.statsStmt != nil {
+		if cerr := q.statsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing statsStmt: %w", cerr)
+		}
+	}
+	return err
+}
+
+func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	case stmt != nil:
+		return stmt.ExecContext(ctx, args...)
+	default:
+		return q.db.ExecContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryContext(ctx, args...)
+	default:
+		return q.db.QueryContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryRowContext(ctx, args...)
+	default:
+		return q.db.QueryRowContext(ctx, query, args...)
+	}
+}
+
 type Queries struct {
-	db DBTX
+	db                DBTX
+	tx                *sql.Tx
+	claimInsertStmt   *sql.Stmt
+	claimTakeoverStmt *sql.Stmt
+	completeStmt      *sql.Stmt
+	extendStmt        *sql.Stmt
+	getStmt           *sql.Stmt
+	purgeBatchStmt    *sql.Stmt
+	releaseStmt       *sql.Stmt
+	statsStmt         *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db: tx,
+		db:                tx,
+		tx:                tx,
+		claimInsertStmt:   q.claimInsertStmt,
+		claimTakeoverStmt: q.claimTakeoverStmt,
+		completeStmt:      q.completeStmt,
+		extendStmt:        q.extendStmt,
+		getStmt:           q.getStmt,
+		purgeBatchStmt:    q.purgeBatchStmt,
+		releaseStmt:       q.releaseStmt,
+		statsStmt:         q.statsStmt,
 	}
 }
