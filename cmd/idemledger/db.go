@@ -149,7 +149,11 @@ func openLedger(ctx context.Context, dsn string) (*sql.DB, *ledger.Ledger, error
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := ledger.New(ledger.Config{Engine: s.engine})
+	cfg := ledger.Config{Engine: s.engine}
+	if s.engine == ledger.SQLite {
+		cfg.DB = s.db
+	}
+	l, err := ledger.New(cfg)
 	if err != nil {
 		s.Close()
 		return nil, nil, err

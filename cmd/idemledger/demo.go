@@ -110,7 +110,7 @@ func newDemo(ctx context.Context, path string, ttl time.Duration) (*demo, error)
 		return nil, fmt.Errorf("create demo table: %w", err)
 	}
 	d := &demo{db: db, ttl: ttl, scope: "demo-" + idemhttp.GenerateKey()[:8]}
-	d.ledger, err = ledger.New(ledger.Config{TTL: ttl})
+	d.ledger, err = ledger.New(ledger.Config{TTL: ttl, DB: db})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -135,6 +135,7 @@ func (d *demo) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	d.srv.Shutdown(ctx)
+	d.ledger.Close()
 	d.db.Close()
 }
 
