@@ -676,3 +676,33 @@ func (f *faultEnv) mutateItem(ctx context.Context, db *sql.DB, key, item string)
 	}
 	return tx.Commit()
 }
+
+// TestMutateReleaseFailureLeavesNothing is the regression test of a bug
+// the fault tests found: when RELEASE SAVEPOINT failed after fn and the
+// completion had run, Mutate returned the error but left the savepoint
+// open, so a caller that went on and committed tx committed fn's order
+// and the completed record of a Mutate that had reported failure.
+func TestMutateReleaseFailureLeavesNothing(t *testing.T) {
+	f := newFaultEnv(t)
+	ctx := context.Background()
+	f.plan.Count()
+	if err := f.mutate(ctx, f.fdb, "probe", nil); err != nil {
+		t.Fatal(err)
+	}
+	release := slices.IndexFunc(f.plan.Seen(), func(s string) bool { return strings.HasPrefix(s, "RELEASE SAVEPOINT") })
+	if release < 0 {
+		t.Fatalf("no RELEASE among %q", f.plan.Seen())
+	}
+	f.reset(t)
+	f.plan.FailAt(release+1, nil)
+	// f.mutate commits tx after Mutate's error (it is not a rollback
+	// failure), as a caller that keeps using its transaction would.
+	err := f.mutate(ctx, f.fdb, "k", nil)
+	f.plan.Disarm()
+	if !errors.Is(err, faultdb.ErrInjected) || !strings.HasPrefix(err.Error(), "ledger: mutate: ") {
+		t.Fatalf("Mutate = %v, want the RELEASE fault wrapped", err)
+	}
+	if r, n := f.record(t, "k"), f.orders(t); r != nil || n != 0 {
+		t.Fatalf("after a failed Mutate and a commit: record %+v, %d orders; want neither", r, n)
+	}
+}
