@@ -30,7 +30,7 @@ const (
 	modelSeedEnv  = "IDEMLEDGER_MODEL_SEED"  // run only this seed
 	modelStepsEnv = "IDEMLEDGER_MODEL_STEPS" // steps per seed (default modelStepsCI)
 
-	modelStepsCI  = 5000
+	modelStepsCI  = 3000
 	modelSeqSteps = 250 // steps of one sequence, from an empty ledger
 	modelFixed    = 20261129
 	modelKeys     = 8 // over 2 scopes
@@ -40,7 +40,7 @@ const (
 var modelScopes = [...]string{"", "tenant-b"}
 
 // TestModel runs modelStepsCI steps for a fixed seed and as many for a
-// random one (both logged); IDEMLEDGER_MODEL_SEED runs one seed and
+// random one (both logged), 6,000 steps in all by default; IDEMLEDGER_MODEL_SEED runs one seed and
 // IDEMLEDGER_MODEL_STEPS sets the steps. A divergence fails with the seed
 // and the shortest failing sequence found by shrinking.
 func TestModel(t *testing.T) {
