@@ -230,11 +230,7 @@ func (c *crashRun) killOne() {
 		t.Fatalf("worker failed before the kill:\n%s", w.stderr)
 	}
 	c.kills++
-	t0 := time.Now()
 	c.check(false)
-	if os.Getenv("CRASHDEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "%s kill %d: check %v, max %d\n", c.mode, c.kills, time.Since(t0), c.lastChecked.maxIndex)
-	}
 }
 
 // finish runs a last worker to the end, over every key seen and a few
