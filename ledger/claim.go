@@ -46,7 +46,12 @@ func (c *Claim) lease() leaseRef {
 // upsert and the read that explains why the upsert lost.
 const claimAttempts = 5
 
-// Claim claims req's key with one atomic conditional upsert. It wins, and
+// Claim claims req's key with an atomic conditional write: on PostgreSQL one
+// INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING; on SQLite an INSERT …
+// ON CONFLICT DO NOTHING for a key without a record and, only when that
+// inserts nothing, one conditional UPDATE … RETURNING (each statement
+// decides and reports in one step, so a claim never writes without knowing
+// it won; see queries/sqlite/ledger.sql for why SQLite splits it). It wins, and
 // returns a Claim holding a fresh lease, when the key has no record, when
 // the record has expired (anyone may take it over; see Record.Expired), or
 // when the record is in flight with a lease that has run out and the same

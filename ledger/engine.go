@@ -31,7 +31,7 @@ type DBTX interface {
 type engine interface {
 	// now returns the engine's current time: Purge's cut-off, Stats.
 	now(ctx context.Context, db DBTX) (int64, error)
-	// claim runs the atomic conditional upsert. won is false, with no
+	// claim runs the atomic conditional write (Ledger.Claim). won is false, with no
 	// error, when the existing row stands.
 	claim(ctx context.Context, db DBTX, a claimArgs) (claimed, error)
 	// get returns the row, or an error wrapping ErrNotFound, and the

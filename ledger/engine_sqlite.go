@@ -108,19 +108,16 @@ func (e *sqliteEngine) close() error {
 func (e *sqliteEngine) now(context.Context, DBTX) (int64, error) { return e.clock().UnixMilli(), nil }
 
 // claim inserts the row, or else tries to take it over; most claims are of
-// new keys and end after the insert. Each of the two statements decides
-// atomically on its own (the insert only when the key has no row, the
-// update only when the row may be taken over), so no check and write are
-// ever apart. A takeover's fence is read back by token: on a *sql.DB,
-// between the update and the read another claim may already have taken the
-// row over again (after a lease of a millisecond, say), and then this claim
-// reports a loss, as if it had come second.
+// new keys and end after the insert. Each statement decides atomically on
+// its own (the insert only when the key has no row, the update only when
+// the row may be taken over) and tells its caller whether it won in the
+// same statement, so no check and write are ever apart and no write is
+// ever committed unbeknown to the claim.
 func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed, error) {
 	now := e.clock().UnixMilli()
 	q := e.queries(ctx, db)
 	token := sql.NullString{String: a.token, Valid: true}
 	leaseExpiresAt := sql.NullInt64{Int64: now + a.lease, Valid: true}
-	won := claimed{won: true, fence: 1, leaseExpiresAt: now + a.lease}
 	n, err := q.ClaimInsert(ctx, sqlitedb.ClaimInsertParams{
 		Scope:          a.req.Scope,
 		Key:            a.req.Key,
@@ -134,9 +131,9 @@ func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed
 		return claimed{}, err
 	}
 	if n == 1 {
-		return won, nil
+		return claimed{won: true, fence: 1, leaseExpiresAt: now + a.lease}, nil
 	}
-	n, err = q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
+	fence, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
 		Fingerprint:    a.req.Fingerprint[:],
 		LeaseToken:     token,
 		LeaseExpiresAt: leaseExpiresAt,
@@ -145,18 +142,13 @@ func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed
 		Scope:          a.req.Scope,
 		Key:            a.req.Key,
 	})
-	if err != nil || n == 0 {
-		return claimed{}, err
-	}
-	row, err := q.Get(ctx, sqlitedb.GetParams{Scope: a.req.Scope, Key: a.req.Key})
-	if errors.Is(err, sql.ErrNoRows) || err == nil && row.LeaseToken != token {
+	if errors.Is(err, sql.ErrNoRows) {
 		return claimed{}, nil
 	}
 	if err != nil {
 		return claimed{}, err
 	}
-	won.fence = row.Fence
-	return won, nil
+	return claimed{won: true, fence: fence, leaseExpiresAt: now + a.lease}, nil
 }
 
 func (e *sqliteEngine) get(ctx context.Context, db DBTX, scope, key string) (*Record, int64, error) {

@@ -45,8 +45,11 @@ var savepoints atomic.Uint64
 // If fn returns an error or panics, Mutate rolls back to the savepoint, so
 // the claim and fn's writes vanish together while tx stays usable; fn's
 // error is returned unchanged (joined with a rollback failure, if any) and
-// a panic is re-raised after the rollback. Mutate can be nested: each call
-// has its own savepoint.
+// a panic is re-raised after the rollback. Every other error is handled the
+// same way: whenever Mutate returns an error, nothing of it is left in tx.
+// Only if that rollback itself fails (the error then says "ledger: mutate:
+// rollback:") may the claim and fn's writes remain: roll tx back then.
+// Mutate can be nested: each call has its own savepoint.
 //
 // A concurrent duplicate in another transaction waits for the first to
 // commit or roll back, then replays (or, after a rollback, runs fn). It
@@ -131,7 +134,7 @@ func mutate[T any](ctx context.Context, l *Ledger, tx txn, req Request, fn func(
 	}
 	if c.Replayed() {
 		if err := release(); err != nil {
-			return zero, err
+			return zero, undo(err)
 		}
 		res := Result[T]{Replayed: true, Fence: c.Fence}
 		if err := json.Unmarshal(c.Replay.Outcome.Body, &res.Value); err != nil {
@@ -151,8 +154,12 @@ func mutate[T any](ctx context.Context, l *Ledger, tx txn, req Request, fn func(
 	if err := l.Complete(ctx, tx.dbtx(), c, Outcome{Body: body}); err != nil {
 		return zero, undo(err)
 	}
+	// A failed RELEASE leaves the savepoint open, with the claim, fn's
+	// writes and the outcome inside: a caller who commits after the error
+	// would commit them all. Undo, so that an error always means nothing
+	// of this Mutate is left in tx.
 	if err := release(); err != nil {
-		return zero, err
+		return zero, undo(err)
 	}
 	return Result[T]{Value: v, Fence: c.Fence}, nil
 }

@@ -1,8 +1,10 @@
--- Claim is two statements, ClaimInsert and then, only when the key has a
--- row, ClaimTakeover; the fence of a takeover is read back with Get. One
--- upsert with RETURNING did it all, but SQLite buffers RETURNING rows in an
--- ephemeral table opened at every execution, which cost about four times
--- the insert itself on the hot path (a key's first claim).
+-- Claim is two statements, each deciding atomically on its own: ClaimInsert
+-- for a key without a row (most claims), and only when the key has a row,
+-- ClaimTakeover, which returns the new fence in the same statement, so a
+-- takeover is never committed without its caller learning of it. One upsert
+-- with RETURNING did both, but SQLite buffers RETURNING rows in an ephemeral
+-- table opened at every execution, which cost about four times the insert
+-- itself on the hot path (a key's first claim); the takeover path is rare.
 
 -- name: ClaimInsert :execrows
 -- Inserts a new in-flight row with fence 1; affects no row when the key
@@ -16,10 +18,10 @@ INSERT INTO idempotency_ledger (
 )
 ON CONFLICT (scope, key) DO NOTHING;
 
--- name: ClaimTakeover :execrows
+-- name: ClaimTakeover :one
 -- Takes over the existing row when it has expired (anyone may) or when it
--- is in flight with a lease that ran out and the same fingerprint. Affects
--- no row when the existing row stands.
+-- is in flight with a lease that ran out and the same fingerprint, and
+-- returns its new fence. Returns no row when the existing row stands.
 UPDATE idempotency_ledger
 SET fingerprint      = @fingerprint,
     state            = 'in_flight',
@@ -40,7 +42,8 @@ WHERE scope = @scope AND key = @key
         state = 'in_flight'
         AND lease_expires_at <= @now
         AND fingerprint = @fingerprint
-    ));
+    ))
+RETURNING fence;
 
 -- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,

@@ -32,11 +32,13 @@ type ClaimInsertParams struct {
 	ExpiresAt      int64
 }
 
-// Claim is two statements, ClaimInsert and then, only when the key has a
-// row, ClaimTakeover; the fence of a takeover is read back with Get. One
-// upsert with RETURNING did it all, but SQLite buffers RETURNING rows in an
-// ephemeral table opened at every execution, which cost about four times
-// the insert itself on the hot path (a key's first claim).
+// Claim is two statements, each deciding atomically on its own: ClaimInsert
+// for a key without a row (most claims), and only when the key has a row,
+// ClaimTakeover, which returns the new fence in the same statement, so a
+// takeover is never committed without its caller learning of it. One upsert
+// with RETURNING did both, but SQLite buffers RETURNING rows in an ephemeral
+// table opened at every execution, which cost about four times the insert
+// itself on the hot path (a key's first claim); the takeover path is rare.
 // Inserts a new in-flight row with fence 1; affects no row when the key
 // has one.
 func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) (int64, error) {
@@ -55,7 +57,7 @@ func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) (int64
 	return result.RowsAffected()
 }
 
-const claimTakeover = `-- name: ClaimTakeover :execrows
+const claimTakeover = `-- name: ClaimTakeover :one
 UPDATE idempotency_ledger
 SET fingerprint      = ?1,
     state            = 'in_flight',
@@ -77,6 +79,7 @@ WHERE scope = ?6 AND key = ?7
         AND lease_expires_at <= ?4
         AND fingerprint = ?1
     ))
+RETURNING fence
 `
 
 type ClaimTakeoverParams struct {
@@ -90,10 +93,10 @@ type ClaimTakeoverParams struct {
 }
 
 // Takes over the existing row when it has expired (anyone may) or when it
-// is in flight with a lease that ran out and the same fingerprint. Affects
-// no row when the existing row stands.
+// is in flight with a lease that ran out and the same fingerprint, and
+// returns its new fence. Returns no row when the existing row stands.
 func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (int64, error) {
-	result, err := q.exec(ctx, q.claimTakeoverStmt, claimTakeover,
+	row := q.queryRow(ctx, q.claimTakeoverStmt, claimTakeover,
 		arg.Fingerprint,
 		arg.LeaseToken,
 		arg.LeaseExpiresAt,
@@ -102,10 +105,9 @@ func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (i
 		arg.Scope,
 		arg.Key,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	var fence int64
+	err := row.Scan(&fence)
+	return fence, err
 }
 
 const complete = `-- name: Complete :execrows
