@@ -50,6 +50,9 @@ import (
 // While the handler runs, its lease is extended every third of the lease
 // (ledger.Ledger.Extend), so a handler slower than the lease keeps its key.
 //
+// On SQLite, build l with ledger.Config{DB: db}: the ledger then prepares
+// its statements once on db instead of parsing them at every request.
+//
 // Middleware panics when l or db is nil, or when opts.Scope is nil. The
 // returned function and the handlers it makes are safe for concurrent use.
 func Middleware(l *ledger.Ledger, db *sql.DB, opts Options) func(http.Handler) http.Handler {
