@@ -26,11 +26,14 @@ var DefaultReplayHeaders = []string{
 }
 
 // neverStored are fields no option can add to the replay allowlist:
-// Set-Cookie would hand one client's session to whoever replays the key, and
-// the hop-by-hop fields (RFC 9110 Section 7.6.1) and Content-Length describe
-// one connection or one encoding, not the outcome.
+// Set-Cookie would hand one client's session to whoever replays the key;
+// credentials (Authorization, Proxy-Authorization, Cookie: request fields,
+// but a handler may echo one) would sit in the database in clear; and the
+// hop-by-hop fields (RFC 9110 Section 7.6.1) and Content-Length describe one
+// connection or one encoding, not the outcome.
 var neverStored = map[string]bool{
-	"Set-Cookie": true, "Connection": true, "Keep-Alive": true,
+	"Set-Cookie": true, "Authorization": true, "Proxy-Authorization": true, "Cookie": true,
+	"Connection": true, "Keep-Alive": true,
 	"Proxy-Connection": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Trailer": true, "Te": true, "Content-Length": true,
 }
@@ -91,8 +94,9 @@ type Options struct {
 	ShouldStore func(status int) bool
 
 	// ReplayHeaders adds names to DefaultReplayHeaders, the allowlist of
-	// response fields that are stored and replayed. Set-Cookie, the
-	// hop-by-hop fields and Content-Length are never stored.
+	// response fields that are stored and replayed. Set-Cookie,
+	// Authorization, Proxy-Authorization, Cookie, the hop-by-hop fields and
+	// Content-Length are never stored.
 	ReplayHeaders []string
 
 	// FailurePolicy says what happens when the ledger cannot be reached.
