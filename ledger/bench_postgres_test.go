@@ -34,7 +34,10 @@ func pgInsertOrder(ctx context.Context, tx *sql.Tx, item string) (id int64, err 
 
 // parallel runs op(i) for i in [0, b.N) on clients goroutines and reports
 // the throughput as ops/s; ns/op is then wall time per operation, all
-// clients together.
+// clients together. It also reports the CPU time per operation of this
+// process (cpu-ns/op: the clients, pgx and the runtime) and of the local
+// PostgreSQL server's processes (server-cpu-ns/op; 0 if the server is not
+// on this machine), which does most of the work.
 func parallel(b *testing.B, clients int, op func(i int) error) {
 	b.Helper()
 	var (
@@ -43,7 +46,7 @@ func parallel(b *testing.B, clients int, op func(i int) error) {
 		errs = make(chan error, clients)
 	)
 	b.ResetTimer()
-	start := time.Now()
+	start, startCPU, startServer := time.Now(), processCPU(), serverCPU()
 	for range clients {
 		wg.Go(func() {
 			for {
@@ -60,12 +63,15 @@ func parallel(b *testing.B, clients int, op func(i int) error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu, server := processCPU()-startCPU, serverCPU()-startServer
 	b.StopTimer()
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(server.Nanoseconds())/float64(b.N), "server-cpu-ns/op")
 }
 
 // BenchmarkPostgresMutate compares, on PostgreSQL and with 1, 8 and 32
