@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idemledger/idemledger/internal/cputime"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/sqlite"
@@ -182,7 +183,7 @@ func BenchmarkMiddleware(b *testing.B) {
 					}
 					b.ReportAllocs()
 					b.ResetTimer()
-					start := processCPU()
+					start := cputime.Process()
 					for i := 0; b.Loop(); i++ {
 						key := ""
 						switch {
@@ -193,7 +194,7 @@ func BenchmarkMiddleware(b *testing.B) {
 						}
 						send(b, key)
 					}
-					b.ReportMetric(float64((processCPU()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+					b.ReportMetric(float64((cputime.Process()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 				})
 			}
 		}

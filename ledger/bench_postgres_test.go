@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/internal/cputime"
 	"github.com/idemledger/idemledger/internal/testdb"
 )
 
@@ -46,7 +47,7 @@ func parallel(b *testing.B, clients int, op func(i int) error) {
 		errs = make(chan error, clients)
 	)
 	b.ResetTimer()
-	start, startCPU, startServer := time.Now(), processCPU(), serverCPU()
+	start, startCPU, startServer := time.Now(), cputime.Process(), serverCPU()
 	for range clients {
 		wg.Go(func() {
 			for {
@@ -63,7 +64,7 @@ func parallel(b *testing.B, clients int, op func(i int) error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu, server := processCPU()-startCPU, serverCPU()-startServer
+	cpu, server := cputime.Process()-startCPU, serverCPU()-startServer
 	b.StopTimer()
 	close(errs)
 	for err := range errs {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/internal/cputime"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/sqlite"
 )
@@ -28,9 +29,9 @@ func benchDB(b *testing.B, s sqlite.Synchronous) *sql.DB {
 // stop after it. The figure includes the pool's and the runtime's
 // goroutines (GC), which is the cost a caller pays.
 func cpuMeter(b *testing.B) (stop func()) {
-	start := processCPU()
+	start := cputime.Process()
 	return func() {
-		b.ReportMetric(float64((processCPU()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((cputime.Process()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -201,12 +202,12 @@ func BenchmarkPurge(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		start, startCPU := time.Now(), processCPU()
+		start, startCPU := time.Now(), cputime.Process()
 		n, err := l.Purge(ctx, db, PurgeOptions{batchDone: func(_ int64, took time.Duration) {
 			longest = max(longest, took)
 		}})
 		total += time.Since(start)
-		cpu += processCPU() - startCPU
+		cpu += cputime.Process() - startCPU
 		if err != nil || n != rows {
 			b.Fatalf("Purge = %d, %v", n, err)
 		}
