@@ -37,7 +37,11 @@ func openExampleDB() (db *sql.DB, cleanup func()) {
 func ExampleMutate() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	l, _ := ledger.New(ledger.Config{})
+	l, err := ledger.New(ledger.Config{DB: db}) // statements prepared once on db
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
 	ctx := context.Background()
 
 	placeOrder := func(key, item string) (ledger.Result[int64], error) {
@@ -62,7 +66,7 @@ func ExampleMutate() {
 
 	first, _ := placeOrder("order-7f3a", "book")
 	retry, _ := placeOrder("order-7f3a", "book")
-	_, err := placeOrder("order-7f3a", "pen")
+	_, err = placeOrder("order-7f3a", "pen")
 	fmt.Println("first: order", first.Value, "replayed:", first.Replayed)
 	fmt.Println("retry: order", retry.Value, "replayed:", retry.Replayed)
 	fmt.Println("same key, other payload:", errors.Is(err, ledger.ErrKeyReused))
