@@ -128,7 +128,7 @@ func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed
 		ExpiresAt:      now + a.ttl,
 	})
 	if err != nil {
-		return claimed{}, err
+		return claimed{}, classifySQLite(err)
 	}
 	if n == 1 {
 		return claimed{won: true, fence: 1, leaseExpiresAt: now + a.lease}, nil
@@ -146,7 +146,7 @@ func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed
 		return claimed{}, nil
 	}
 	if err != nil {
-		return claimed{}, err
+		return claimed{}, classifySQLite(err)
 	}
 	return claimed{won: true, fence: fence, leaseExpiresAt: now + a.lease}, nil
 }
@@ -158,7 +158,7 @@ func (e *sqliteEngine) get(ctx context.Context, db DBTX, scope, key string) (*Re
 		return nil, now, ErrNotFound
 	}
 	if err != nil {
-		return nil, now, err
+		return nil, now, classifySQLite(err)
 	}
 	r, err := storedRow(row).record()
 	return r, now, err
@@ -181,7 +181,7 @@ func (e *sqliteEngine) complete(ctx context.Context, db DBTX, l leaseRef, out Ou
 		LeaseToken: sql.NullString{String: l.token, Valid: true},
 		Fence:      l.fence,
 	})
-	return n == 1, err
+	return n == 1, classifySQLite(err)
 }
 
 func (e *sqliteEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, error) {
@@ -191,7 +191,7 @@ func (e *sqliteEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, 
 		LeaseToken: sql.NullString{String: l.token, Valid: true},
 		Fence:      l.fence,
 	})
-	return n == 1, err
+	return n == 1, classifySQLite(err)
 }
 
 func (e *sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, lease int64) (int64, bool, error) {
@@ -203,17 +203,18 @@ func (e *sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, lease in
 		LeaseToken:     sql.NullString{String: l.token, Valid: true},
 		Fence:          l.fence,
 	})
-	return until, n == 1, err
+	return until, n == 1, classifySQLite(err)
 }
 
 func (e *sqliteEngine) purgeBatch(ctx context.Context, db DBTX, now int64, limit int) (int64, error) {
-	return e.queries(ctx, db).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: now, BatchSize: int64(limit)})
+	n, err := e.queries(ctx, db).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: now, BatchSize: int64(limit)})
+	return n, classifySQLite(err)
 }
 
 func (e *sqliteEngine) stats(ctx context.Context, db DBTX, now int64) (statsRow, error) {
 	row, err := e.queries(ctx, db).Stats(ctx, now)
 	if err != nil {
-		return statsRow{}, err
+		return statsRow{}, classifySQLite(err)
 	}
 	return statsRow{
 		inFlight:  row.InFlight,
@@ -222,4 +223,28 @@ func (e *sqliteEngine) stats(ctx context.Context, db DBTX, now int64) (statsRow,
 		oldest:    row.OldestCreatedAt,
 		newest:    row.NewestCreatedAt,
 	}, nil
+}
+
+// SQLite's primary result codes for a lock it could not get
+// (https://sqlite.org/rescode.html): SQLITE_BUSY when another connection
+// held the database past busy_timeout, or the snapshot of a read
+// transaction went stale (SQLITE_BUSY_SNAPSHOT); SQLITE_LOCKED for a
+// conflict inside one shared-cache connection.
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
+
+// classifySQLite marks lock failures with ErrRetryable: a new attempt of
+// the caller's transaction may well get the lock. The driver's error
+// (modernc.org/sqlite's *sqlite.Error, read through its Code method so
+// that the ledger does not import the driver) stays reachable.
+func classifySQLite(err error) error {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		if c := coded.Code() & 0xff; c == sqliteBusy || c == sqliteLocked {
+			return &retryableError{err: err}
+		}
+	}
+	return err
 }

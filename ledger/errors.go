@@ -78,8 +78,11 @@ func invalidRequest(format string, args ...any) error {
 // for the first request's row: that row was committed after the
 // duplicate's snapshot, so the duplicate may not see it, and the retry
 // replays the stored outcome. Under READ COMMITTED (PostgreSQL's default)
-// the duplicate waits and replays without it. The database's own error
-// stays reachable with errors.As (*pgconn.PgError).
+// the duplicate waits and replays without it. On SQLite they are lock
+// failures (SQLITE_BUSY, SQLITE_LOCKED): another connection, often of
+// another process, held the database past busy_timeout. The database's own
+// error stays reachable with errors.As (*pgconn.PgError, or
+// modernc.org/sqlite's *sqlite.Error).
 var ErrRetryable = errors.New("ledger: retryable")
 
 // retryableError marks err as matching ErrRetryable.
