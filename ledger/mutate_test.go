@@ -238,26 +238,7 @@ func TestMutateCallerRollback(t *testing.T) {
 func TestMutateWaitsForDuplicate(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e testdb.Engine) {
 		b := setup(t, e)
-		inside, release := make(chan struct{}), make(chan struct{})
-		firstDone := make(chan error, 1)
-		go func() {
-			tx, err := b.db.BeginTx(b.ctx, nil)
-			if err != nil {
-				firstDone <- err
-				return
-			}
-			defer tx.Rollback()
-			_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
-				close(inside)
-				<-release
-				return placeOrder(tx, "first", nil)(ctx)
-			})
-			if err == nil {
-				err = tx.Commit()
-			}
-			firstDone <- err
-		}()
-		<-inside
+		finishFirst := b.holdFirst(nil)
 		second := make(chan ledger.Result[order], 1)
 		secondErr := make(chan error, 1)
 		go func() {
@@ -275,8 +256,7 @@ func TestMutateWaitsForDuplicate(t *testing.T) {
 			secondErr <- err
 		}()
 		time.Sleep(50 * time.Millisecond) // let the duplicate reach BEGIN
-		close(release)
-		if err := <-firstDone; err != nil {
+		if err := finishFirst(); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-secondErr; err != nil {
@@ -289,6 +269,38 @@ func TestMutateWaitsForDuplicate(t *testing.T) {
 			t.Errorf("%d orders, want 1", n)
 		}
 	})
+}
+
+// holdFirst starts, in a transaction of its own begun with opts, a Mutate
+// of key "k" that places the order "first", and returns once it is inside
+// fn, holding the claim. finish lets fn go on and returns the error of the
+// Mutate or of its commit.
+func (b *bundle) holdFirst(opts *sql.TxOptions) (finish func() error) {
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		tx, err := b.db.BeginTx(b.ctx, opts)
+		if err != nil {
+			close(inside)
+			done <- err
+			return
+		}
+		defer tx.Rollback()
+		_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
+			close(inside)
+			<-release
+			return placeOrder(tx, "first", nil)(ctx)
+		})
+		if err == nil {
+			err = tx.Commit()
+		}
+		done <- err
+	}()
+	<-inside
+	return func() error {
+		close(release)
+		return <-done
+	}
 }
 
 // TestMutateInFlightLease: a key held in lease mode is in flight for Mutate.

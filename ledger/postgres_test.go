@@ -34,26 +34,7 @@ func TestMutateDuplicateIsolation(t *testing.T) {
 		t.Run(tt.level.String(), func(t *testing.T) {
 			b := setup(t, testdb.EnginePostgres)
 			opts := &sql.TxOptions{Isolation: tt.level}
-			inside, release := make(chan struct{}), make(chan struct{})
-			firstDone := make(chan error, 1)
-			go func() {
-				tx, err := b.db.BeginTx(b.ctx, opts)
-				if err != nil {
-					firstDone <- err
-					return
-				}
-				defer tx.Rollback()
-				_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
-					close(inside)
-					<-release
-					return placeOrder(tx, "first", nil)(ctx)
-				})
-				if err == nil {
-					err = tx.Commit()
-				}
-				firstDone <- err
-			}()
-			<-inside
+			finishFirst := b.holdFirst(opts)
 			// The duplicate's transaction starts (and, at the stricter
 			// levels, takes its snapshot) while the first is in fn.
 			tx, err := b.db.BeginTx(b.ctx, opts)
@@ -72,8 +53,7 @@ func TestMutateDuplicateIsolation(t *testing.T) {
 				dup <- err
 			}()
 			time.Sleep(50 * time.Millisecond) // let the duplicate reach the row
-			close(release)
-			if err := <-firstDone; err != nil {
+			if err := finishFirst(); err != nil {
 				t.Fatal(err)
 			}
 			err = <-dup

@@ -23,8 +23,8 @@ import (
 var FS embed.FS
 
 // MigrationsTable is the table in which Migrate (and MigratePostgres)
-// records the applied version. It is not golang-migrate's default (schema_migrations), so the
-// application's own migrations keep theirs.
+// records the applied version. It is not golang-migrate's default
+// (schema_migrations), so the application's own migrations keep theirs.
 const MigrationsTable = "idemledger_schema_migrations"
 
 // SQLite returns the SQLite migrations as an fs.FS rooted at their
@@ -45,9 +45,9 @@ func SQLite() fs.FS {
 // close db) and never asked to Drop.
 //
 // golang-migrate's API takes no context; when ctx is cancelled Migrate
-// stops between two migrations (never inside one) and returns ctx's error. Migrate must not run concurrently
-// with itself in one process on the same db (golang-migrate's sqlite lock is
-// per instance). Errors are wrapped with "schema: migrate:"; a database left
+// stops between two migrations (never inside one) and returns ctx's error.
+// Migrate must not run concurrently with itself in one process on the same
+// db (golang-migrate's sqlite lock is per instance). Errors are wrapped with "schema: migrate:"; a database left
 // dirty by a failed migration is reported as such.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	return run(ctx, sqliteTarget(db), "migrate", (*migrate.Migrate).Up)
