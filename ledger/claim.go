@@ -80,27 +80,42 @@ func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error
 		if won.won {
 			return &Claim{Request: req, Token: a.token, Fence: won.fence, LeaseExpiresAt: fromMillis(won.leaseExpiresAt)}, nil
 		}
-		r, now, err := l.eng.get(ctx, db, req.Scope, req.Key)
-		if errors.Is(err, ErrNotFound) {
-			continue // released or purged in between
+		r, now := won.record, won.now
+		if r == nil {
+			r, now, err = l.eng.get(ctx, db, req.Scope, req.Key)
+			if errors.Is(err, ErrNotFound) {
+				continue // released or purged in between
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ledger: claim: %w", err)
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("ledger: claim: %w", err)
-		}
-		lease := r.LeaseExpiresAt.UnixMilli()
-		if expired(r.State, r.ExpiresAt.UnixMilli(), lease, now) ||
-			(r.State == StateInFlight && lease <= now && r.Fingerprint == req.Fingerprint) {
+		c, err := standing(req, r, now)
+		if c == nil && err == nil {
 			continue // the row changed in between; the upsert would win now
 		}
-		switch {
-		case r.Fingerprint != req.Fingerprint:
-			return nil, ErrKeyReused
-		case r.State == StateInFlight:
-			return nil, &InFlightError{RetryAfter: time.Duration(lease-now) * time.Millisecond}
-		}
-		return &Claim{Request: req, Fence: r.Fence, Replay: r}, nil
+		return c, err
 	}
 	return nil, fmt.Errorf("ledger: claim: the record kept changing during %d attempts", claimAttempts)
+}
+
+// standing answers a claim of req against the key's record r, read at now
+// (Unix milliseconds), when r stands: ErrKeyReused, an *InFlightError, or
+// a replay Claim, in Claim's order of precedence. It returns neither when
+// r does not stand: a claim may take it over.
+func standing(req Request, r *Record, now int64) (*Claim, error) {
+	lease := r.LeaseExpiresAt.UnixMilli()
+	if expired(r.State, r.ExpiresAt.UnixMilli(), lease, now) ||
+		(r.State == StateInFlight && lease <= now && r.Fingerprint == req.Fingerprint) {
+		return nil, nil
+	}
+	switch {
+	case r.Fingerprint != req.Fingerprint:
+		return nil, ErrKeyReused
+	case r.State == StateInFlight:
+		return nil, &InFlightError{RetryAfter: time.Duration(lease-now) * time.Millisecond}
+	}
+	return &Claim{Request: req, Fence: r.Fence, Replay: r}, nil
 }
 
 // newToken returns 128 random bits in hex: a lease token nobody can guess,

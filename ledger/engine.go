@@ -66,10 +66,14 @@ type claimArgs struct {
 }
 
 // claimed is the upsert's answer: whether it won, and if so the fence and
-// the end of the new lease (Unix milliseconds).
+// the end of the new lease (Unix milliseconds). An engine that lost after
+// reading the record that stands returns it in record, with the time of
+// the read (Unix milliseconds), so that Claim need not read it again.
 type claimed struct {
 	won                   bool
 	fence, leaseExpiresAt int64
+	record                *Record
+	now                   int64
 }
 
 // leaseRef identifies a held lease: the row, the token, the fence.

@@ -107,12 +107,15 @@ func (e *sqliteEngine) close() error {
 
 func (e *sqliteEngine) now(context.Context, DBTX) (int64, error) { return e.clock().UnixMilli(), nil }
 
-// claim inserts the row, or else tries to take it over; most claims are of
-// new keys and end after the insert. Each statement decides atomically on
+// claim inserts the row; most claims are of new keys and end there. When
+// the key has a row it reads it, and tries to take it over only if the row
+// does not stand (a replay, a reused key and a live lease, the usual
+// answers to a retry, end with the read). Each write decides atomically on
 // its own (the insert only when the key has no row, the update only when
 // the row may be taken over) and tells its caller whether it won in the
-// same statement, so no check and write are ever apart and no write is
-// ever committed unbeknown to the claim.
+// same statement, so no write is ever committed unbeknown to the claim.
+// The read and the update are apart on a pool; if the row changed in
+// between, the update matches nothing and Claim starts over.
 func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed, error) {
 	now := e.clock().UnixMilli()
 	q := e.queries(ctx, db)
@@ -132,6 +135,20 @@ func (e *sqliteEngine) claim(ctx context.Context, db DBTX, a claimArgs) (claimed
 	}
 	if n == 1 {
 		return claimed{won: true, fence: 1, leaseExpiresAt: now + a.lease}, nil
+	}
+	row, err := q.Get(ctx, sqlitedb.GetParams{Scope: a.req.Scope, Key: a.req.Key})
+	if errors.Is(err, sql.ErrNoRows) {
+		return claimed{}, nil // gone since the insert: Claim starts over
+	}
+	if err != nil {
+		return claimed{}, classifySQLite(err)
+	}
+	r, err := storedRow(row).record()
+	if err != nil {
+		return claimed{}, err
+	}
+	if c, err := standing(a.req, r, now); c != nil || err != nil {
+		return claimed{record: r, now: now}, nil
 	}
 	fence, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
 		Fingerprint:    a.req.Fingerprint[:],

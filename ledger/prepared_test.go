@@ -276,12 +276,12 @@ func TestPreparedStatementsAreReused(t *testing.T) {
 					ledgerQueries++
 				}
 			}
-			// Without DB, each round parses 10: on the pool and again in the
+			// Without DB, each round parses 8: on the pool and again in the
 			// transaction, the insert and complete of a first claim, then the
-			// insert, takeover and get of a replay.
+			// insert and get of a replay.
 			want := 0
 			if !prepared {
-				want = 3 * 10
+				want = 3 * 8
 			}
 			if ledgerQueries != want {
 				t.Errorf("%d ledger statements parsed in 3 rounds, want %d", ledgerQueries, want)
