@@ -49,7 +49,8 @@ const claimAttempts = 5
 // Claim claims req's key with an atomic conditional write: on PostgreSQL one
 // INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING; on SQLite an INSERT …
 // ON CONFLICT DO NOTHING for a key without a record and, only when that
-// inserts nothing, one conditional UPDATE … RETURNING (each statement
+// inserts nothing and the record read next may be taken over, one
+// conditional UPDATE … RETURNING (each statement
 // decides and reports in one step, so a claim never writes without knowing
 // it won; see queries/sqlite/ledger.sql for why SQLite splits it). It wins, and
 // returns a Claim holding a fresh lease, when the key has no record, when

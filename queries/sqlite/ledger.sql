@@ -1,10 +1,11 @@
--- Claim is two statements, each deciding atomically on its own: ClaimInsert
--- for a key without a row (most claims), and only when the key has a row,
--- ClaimTakeover, which returns the new fence in the same statement, so a
--- takeover is never committed without its caller learning of it. One upsert
--- with RETURNING did both, but SQLite buffers RETURNING rows in an ephemeral
--- table opened at every execution, which cost about four times the insert
--- itself on the hot path (a key's first claim); the takeover path is rare.
+-- Claim is up to two writes, each deciding atomically on its own:
+-- ClaimInsert for a key without a row (most claims), and only when the key
+-- has a row that Get shows may be taken over, ClaimTakeover, which returns
+-- the new fence in the same statement, so a takeover is never committed
+-- without its caller learning of it. One upsert with RETURNING did both,
+-- but SQLite buffers RETURNING rows in an ephemeral table opened at every
+-- execution, which cost about four times the insert itself on the hot path
+-- (a key's first claim); the takeover path is rare.
 
 -- name: ClaimInsert :execrows
 -- Inserts a new in-flight row with fence 1; affects no row when the key
