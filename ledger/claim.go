@@ -68,6 +68,14 @@ const claimAttempts = 5
 // Bad input returns an error wrapping ErrInvalidRequest before db is used.
 // On a *sql.DB the upsert and the read are two statements; if the row
 // changes between them the claim starts over (a few times at most).
+//
+// If ctx ends while the claim runs, Claim returns an error wrapping ctx's
+// error, and the driver cannot tell whether the write committed. Claim then
+// ends the lease it may have taken, ignoring the cancellation (on SQLite
+// this may wait for the write lock up to busy_timeout): the record stays in
+// flight, as if its holder had vanished, and a retry with the same
+// fingerprint takes it over at once instead of getting ErrInFlight until
+// the lease runs out.
 func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error) {
 	if err := l.check(req); err != nil {
 		return nil, err
@@ -76,6 +84,9 @@ func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error
 		a := claimArgs{req: req, token: newToken(), lease: l.lease.Milliseconds(), ttl: l.ttl.Milliseconds()}
 		won, err := l.eng.claim(ctx, db, a)
 		if err != nil {
+			if ctx.Err() != nil {
+				l.abandon(ctx, db, a)
+			}
 			return nil, fmt.Errorf("ledger: claim: %w", err)
 		}
 		if won.won {
@@ -98,6 +109,19 @@ func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error
 		return c, err
 	}
 	return nil, fmt.Errorf("ledger: claim: the record kept changing during %d attempts", claimAttempts)
+}
+
+// abandon cleans up after a claim cut short by the end of ctx. The driver
+// then reports the context's error, but the write may have committed all
+// the same (on a pool, where each statement commits by itself): a row in
+// flight under a token nobody holds, which would answer every retry with
+// ErrInFlight until the lease ran out. abandon ends that lease at once, if
+// there is one, ignoring ctx's cancellation: the row stays, with its
+// fence, and a retry with the same fingerprint takes it over. Should that
+// fail too, the lease running out remains the remedy, as for any holder
+// that vanished.
+func (l *Ledger) abandon(ctx context.Context, db DBTX, a claimArgs) {
+	_ = l.eng.abandon(context.WithoutCancel(ctx), db, a.req.Scope, a.req.Key, a.token)
 }
 
 // standing answers a claim of req against the key's record r, read at now

@@ -43,6 +43,10 @@ type engine interface {
 	// to its now plus lease and returns the new end of the lease.
 	complete(ctx context.Context, db DBTX, l leaseRef, out Outcome, ttl int64) (bool, error)
 	release(ctx context.Context, db DBTX, l leaseRef) (bool, error)
+	// abandon ends the lease held by token, whatever its fence, as of the
+	// claim's own time: the cleanup of a claim that may have written
+	// without its caller learning of it.
+	abandon(ctx context.Context, db DBTX, scope, key, token string) error
 	extend(ctx context.Context, db DBTX, l leaseRef, lease int64) (until int64, ok bool, err error)
 	// purgeBatch deletes up to limit rows expired at now and returns how
 	// many.

@@ -106,6 +106,15 @@ func (postgresEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, e
 	return n == 1, classify(err)
 }
 
+func (postgresEngine) abandon(ctx context.Context, db DBTX, scope, key, token string) error {
+	_, err := pgdb.New(db).Abandon(ctx, pgdb.AbandonParams{
+		Scope:      scope,
+		Key:        key,
+		LeaseToken: sql.NullString{String: token, Valid: true},
+	})
+	return classify(err)
+}
+
 func (e postgresEngine) extend(ctx context.Context, db DBTX, l leaseRef, lease int64) (int64, bool, error) {
 	until, err := pgdb.New(db).Extend(ctx, pgdb.ExtendParams{
 		LeaseMillis: lease,

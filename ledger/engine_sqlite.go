@@ -211,6 +211,15 @@ func (e *sqliteEngine) release(ctx context.Context, db DBTX, l leaseRef) (bool, 
 	return n == 1, classifySQLite(err)
 }
 
+func (e *sqliteEngine) abandon(ctx context.Context, db DBTX, scope, key, token string) error {
+	_, err := e.queries(ctx, db).Abandon(ctx, sqlitedb.AbandonParams{
+		Scope:      scope,
+		Key:        key,
+		LeaseToken: sql.NullString{String: token, Valid: true},
+	})
+	return classifySQLite(err)
+}
+
 func (e *sqliteEngine) extend(ctx context.Context, db DBTX, l leaseRef, lease int64) (int64, bool, error) {
 	until := e.clock().UnixMilli() + lease
 	n, err := e.queries(ctx, db).Extend(ctx, sqlitedb.ExtendParams{

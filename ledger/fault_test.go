@@ -460,6 +460,93 @@ func TestFaultCancelEachStatement(t *testing.T) {
 	t.Logf("%d cancellations, one before each statement of %d operations: %v", cancels, len(faultCases()), outcomes)
 }
 
+// TestFaultCancelAfterEachStatement ends the operation's context while
+// each of its statements runs, in turn: the statement runs to its end and
+// then reports the cancellation, as the driver does, so a write may have
+// committed behind the error. The operation fails with an error wrapping
+// context.Canceled (or succeeds: Complete and Release ignore the
+// cancellation, and a Mutate whose COMMIT ran is done), and a retry with a
+// live context then gets the answer it would have got at once: in
+// particular, a claim cut short never leaves the key in flight under a
+// lease nobody holds (Claim ends it), so its retry wins, taking the row
+// over (fence + 1) if the first write had committed.
+func TestFaultCancelAfterEachStatement(t *testing.T) {
+	f := newFaultEnv(t)
+	outcomes := map[string]int{}
+	for _, tc := range faultCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			f.reset(t)
+			tc.prepare(t, f)
+			f.plan.Count()
+			if err := tc.run(context.Background(), f, f.fdb); err != nil {
+				t.Fatalf("without a fault: %v", err)
+			}
+			stmts := f.plan.Seen()
+			for n := 1; n <= len(stmts); n++ {
+				f.reset(t)
+				tc.prepare(t, f)
+				before := f.record(t, "k")
+				ctx, cancel := context.WithCancel(context.Background())
+				f.plan.CancelAfter(n, cancel)
+				err := tc.run(ctx, f, f.fdb)
+				f.plan.Disarm()
+				cancel()
+				what := fmt.Sprintf("cancel during statement %d of %d (%.50s)", n, len(stmts), oneLine(stmts[n-1]))
+				if !f.plan.Fired() {
+					t.Fatalf("%s: the statements changed between runs: %q", what, f.plan.Seen())
+				}
+				switch {
+				case err == nil:
+					// Nothing to retry: it is done.
+					outcomes["succeeded"]++
+					tc.check(t, f)
+					continue
+				case errors.Is(err, context.Canceled) || errors.Is(err, sql.ErrTxDone):
+					outcomes["failed"]++
+				default:
+					t.Errorf("%s: error %v wraps neither context.Canceled nor sql.ErrTxDone", what, err)
+				}
+				if r := f.record(t, "k"); r != nil && r.State == ledger.StateInFlight && r.LeaseExpiresAt.After(f.clock.Now()) &&
+					(before == nil || r.Fence != before.Fence) {
+					t.Errorf("%s: k left in flight under a new lease (fence %d) after %v", what, r.Fence, err)
+				}
+				// The retry: claims of k win at once, with the fence the
+				// first attempt's write, if it committed, makes it.
+				err = tc.run(context.Background(), f, f.fdb)
+				switch tc.name {
+				case "Claim new key", "Claim takeover":
+					want := int64(1)
+					if before != nil {
+						want = before.Fence + 1
+					}
+					r := f.record(t, "k")
+					switch {
+					case err != nil:
+						t.Errorf("%s: retry: %v", what, err)
+					case r.State != ledger.StateInFlight || (r.Fence != want && r.Fence != want+1):
+						t.Errorf("%s: after the retry k is %v fence %d, want in flight with fence %d or %d", what, r.State, r.Fence, want, want+1)
+					case r.Fence == want+1:
+						outcomes["claim retried over an abandoned lease"]++
+					}
+				default:
+					if err != nil {
+						t.Errorf("%s: retry: %v", what, err)
+					}
+					tc.check(t, f)
+				}
+				if t.Failed() {
+					t.Logf("statements: %q", stmts)
+					t.FailNow()
+				}
+			}
+		})
+	}
+	t.Logf("cancellations during each statement of %d operations: %v", len(faultCases()), outcomes)
+	if outcomes["claim retried over an abandoned lease"] == 0 {
+		t.Error("no claim write committed behind a cancellation: the test no longer reaches the case it is for")
+	}
+}
+
 // checkUnchanged: after equals before, or, for a partial operation, lacks
 // exactly the rows it reports deleted and keeps the others intact.
 func checkUnchanged(t *testing.T, what string, before, after map[string]string, partial bool) {

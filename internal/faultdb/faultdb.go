@@ -8,7 +8,7 @@
 // without a transaction), every BEGIN and every COMMIT. Rollbacks are not
 // counted and never fail, so a failed operation can always clean up, and
 // the statements of a prepared *sql.Stmt are not seen at all (the ledger
-// does not prepare).
+// prepares only when Config.DB is set: leave it unset in fault tests).
 package faultdb
 
 import (
@@ -36,9 +36,11 @@ type Plan struct {
 	failAt   int
 	err      error
 	cancelAt int
-	cancel   context.CancelFunc
-	fired    bool
-	seen     []string
+	// cancelAfter is CancelAfter's n; 0 when unset.
+	cancelAfter int
+	cancel      context.CancelFunc
+	fired       bool
+	seen        []string
 }
 
 // FailAt arms the plan: the n-th statement from now (1-based) returns err
@@ -57,13 +59,22 @@ func (p *Plan) CancelAt(n int, cancel context.CancelFunc) {
 	p.arm(func() { p.cancelAt, p.cancel = n, cancel })
 }
 
+// CancelAfter arms the plan: the n-th statement from now runs to its end
+// with its context intact, then cancel is called and the statement reports
+// the context's error instead of its result. That is what the modernc
+// driver does when the context ends while a statement runs: an autocommit
+// write may have committed although the caller sees an error.
+func (p *Plan) CancelAfter(n int, cancel context.CancelFunc) {
+	p.arm(func() { p.cancelAfter, p.cancel = n, cancel })
+}
+
 // Count arms the plan to count statements without failing any.
 func (p *Plan) Count() { p.arm(func() {}) }
 
 func (p *Plan) arm(set func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.n, p.failAt, p.err, p.cancelAt, p.cancel, p.fired, p.seen = true, 0, 0, nil, 0, nil, false, nil
+	p.armed, p.n, p.failAt, p.err, p.cancelAt, p.cancelAfter, p.cancel, p.fired, p.seen = true, 0, 0, nil, 0, 0, nil, false, nil
 	set()
 }
 
@@ -90,12 +101,15 @@ func (p *Plan) Seen() []string {
 	return append([]string(nil), p.seen...)
 }
 
-// step counts one statement and says whether it fails.
-func (p *Plan) step(what string) error {
+// step counts one statement and says whether it fails, and returns what
+// the statement calls with its context after it ran without error: the
+// error it reports instead, nil when no fault is planned after it.
+func (p *Plan) step(what string) (after func(ctx context.Context, _ error) error, fail error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	after = ran
 	if !p.armed {
-		return nil
+		return after, nil
 	}
 	p.n++
 	p.seen = append(p.seen, what)
@@ -103,12 +117,25 @@ func (p *Plan) step(what string) error {
 		p.fired = true
 		p.cancel()
 	}
+	if p.n == p.cancelAfter {
+		cancel := p.cancel
+		after = func(ctx context.Context, _ error) error {
+			p.mu.Lock()
+			p.fired = true
+			p.mu.Unlock()
+			cancel()
+			return ctx.Err()
+		}
+	}
 	if p.n == p.failAt {
 		p.fired = true
-		return p.err
+		return after, p.err
 	}
-	return nil
+	return after, nil
 }
+
+// ran is after when no fault is planned after the statement.
+func ran(context.Context, error) error { return nil }
 
 // Open opens the SQLite file at path as sqlite.Open does with its default
 // settings (the DSN of sqlite.DSN, a pool of sqlite.DefaultMaxOpenConns),
@@ -181,28 +208,50 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if err := c.plan.step("BEGIN"); err != nil {
+	after, err := c.plan.step("BEGIN")
+	if err != nil {
 		return nil, err
 	}
 	t, err := c.inner.(driver.ConnBeginTx).BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := after(ctx, nil); err != nil {
+		t.Rollback()
+		return nil, err
+	}
 	return &tx{inner: t, plan: c.plan}, nil
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.plan.step(query); err != nil {
+	after, err := c.plan.step(query)
+	if err != nil {
 		return nil, err
 	}
-	return c.inner.(driver.ExecerContext).ExecContext(ctx, query, args)
+	res, err := c.inner.(driver.ExecerContext).ExecContext(ctx, query, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := after(ctx, nil); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.plan.step(query); err != nil {
+	after, err := c.plan.step(query)
+	if err != nil {
 		return nil, err
 	}
-	return c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
+	rows, err := c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := after(ctx, nil); err != nil {
+		rows.Close()
+		return nil, err
+	}
+	return rows, nil
 }
 
 func (c *conn) Ping(ctx context.Context) error {
@@ -241,10 +290,16 @@ type tx struct {
 }
 
 func (t *tx) Commit() error {
-	if err := t.plan.step("COMMIT"); err != nil {
+	after, err := t.plan.step("COMMIT")
+	if err != nil {
 		return errors.Join(err, t.inner.Rollback())
 	}
-	return t.inner.Commit()
+	if err := t.inner.Commit(); err != nil {
+		return err
+	}
+	// A commit has no context of its own: one that ends after it has run
+	// changes nothing of its outcome.
+	return after(context.Background(), nil)
 }
 
 func (t *tx) Rollback() error { return t.inner.Rollback() }

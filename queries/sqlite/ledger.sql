@@ -73,6 +73,18 @@ DELETE FROM idempotency_ledger
 WHERE scope = @scope AND key = @key
   AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
 
+-- name: Abandon :execrows
+-- Ends the lease of a claim whose caller never learned that it won (its
+-- context ended while the claim ran, and the write may have committed).
+-- The row stays in flight with its fence, as if its holder had vanished at
+-- once, so a retry of the same request takes it over without waiting for
+-- the lease to run out, and the fence still grows. The token is the
+-- claim's own and unguessable, so it alone identifies the lease.
+UPDATE idempotency_ledger
+SET lease_expires_at = created_at
+WHERE scope = @scope AND key = @key
+  AND state = 'in_flight' AND lease_token = @lease_token;
+
 -- name: Extend :execrows
 UPDATE idempotency_ledger
 SET lease_expires_at = @lease_expires_at

@@ -24,6 +24,9 @@ func New(db DBTX) *Queries {
 func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	q := Queries{db: db}
 	var err error
+	if q.abandonStmt, err = db.PrepareContext(ctx, abandon); err != nil {
+		return nil, fmt.Errorf("error preparing query Abandon: %w", err)
+	}
 	if q.claimInsertStmt, err = db.PrepareContext(ctx, claimInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query ClaimInsert: %w", err)
 	}
@@ -53,6 +56,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 
 func (q *Queries) Close() error {
 	var err error
+	if q.abandonStmt != nil {
+		if cerr := q.abandonStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing abandonStmt: %w", cerr)
+		}
+	}
 	if q.claimInsertStmt != nil {
 		if cerr := q.claimInsertStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing claimInsertStmt: %w", cerr)
@@ -132,6 +140,7 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 type Queries struct {
 	db                DBTX
 	tx                *sql.Tx
+	abandonStmt       *sql.Stmt
 	claimInsertStmt   *sql.Stmt
 	claimTakeoverStmt *sql.Stmt
 	completeStmt      *sql.Stmt
@@ -146,6 +155,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
 		db:                tx,
 		tx:                tx,
+		abandonStmt:       q.abandonStmt,
 		claimInsertStmt:   q.claimInsertStmt,
 		claimTakeoverStmt: q.claimTakeoverStmt,
 		completeStmt:      q.completeStmt,

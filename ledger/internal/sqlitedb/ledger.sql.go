@@ -10,6 +10,33 @@ import (
 	"database/sql"
 )
 
+const abandon = `-- name: Abandon :execrows
+UPDATE idempotency_ledger
+SET lease_expires_at = created_at
+WHERE scope = ?1 AND key = ?2
+  AND state = 'in_flight' AND lease_token = ?3
+`
+
+type AbandonParams struct {
+	Scope      string
+	Key        string
+	LeaseToken sql.NullString
+}
+
+// Ends the lease of a claim whose caller never learned that it won (its
+// context ended while the claim ran, and the write may have committed).
+// The row stays in flight with its fence, as if its holder had vanished at
+// once, so a retry of the same request takes it over without waiting for
+// the lease to run out, and the fence still grows. The token is the
+// claim's own and unguessable, so it alone identifies the lease.
+func (q *Queries) Abandon(ctx context.Context, arg AbandonParams) (int64, error) {
+	result, err := q.exec(ctx, q.abandonStmt, abandon, arg.Scope, arg.Key, arg.LeaseToken)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const claimInsert = `-- name: ClaimInsert :execrows
 
 INSERT INTO idempotency_ledger (
