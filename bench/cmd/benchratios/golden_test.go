@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The goldens in testdata/ are the tables of BENCHMARKS.md for the rounds
+// committed in bench/results/. They were produced, from the bench
+// directory, by
+//
+//	go run ./cmd/benchratios $s < results/2026-11-29-$s.txt > cmd/benchratios/testdata/$s.golden
+//
+// for s in ledger-sqlite, idemhttp and ledger-postgres, and before they
+// were committed were checked to be byte for byte what the Python script
+// this command replaced printed for the same input
+// (git show 54003fe:bench/results/pairs.py; python3 pairs.py $s <
+// 2026-11-29-$s.txt, from bench/results), and their tables to be those of
+// BENCHMARKS.md, which TestGoldenTablesInBenchmarksMD keeps true. Rewrite
+// a golden only when the raw file or the layout changes on purpose.
+var sections = []string{"ledger-sqlite", "idemhttp", "ledger-postgres"}
+
+func TestGolden(t *testing.T) {
+	for _, s := range sections {
+		t.Run(s, func(t *testing.T) {
+			in, err := os.Open(filepath.Join("..", "..", "results", "2026-11-29-"+s+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			var got bytes.Buffer
+			if err := run(in, &got, s); err != nil {
+				t.Fatal(err)
+			}
+			want := readGolden(t, s)
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("output differs from testdata/%s.golden at %s", s, firstDiff(got.String(), string(want)))
+			}
+		})
+	}
+}
+
+// TestGoldenTablesInBenchmarksMD checks that every table of the goldens is
+// in BENCHMARKS.md as printed, in the same order, so that the figures there
+// are the ones this command computes from the committed rounds.
+func TestGoldenTablesInBenchmarksMD(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join("..", "..", "..", "BENCHMARKS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(md)
+	for _, s := range sections {
+		at := 0
+		for i, table := range tables(string(readGolden(t, s))) {
+			k := strings.Index(doc[at:], "\n"+table)
+			if k < 0 {
+				t.Errorf("%s: table %d is not in BENCHMARKS.md after the one before it:\n%s", s, i+1, table)
+				continue
+			}
+			at += k + len(table)
+		}
+	}
+}
+
+func readGolden(t *testing.T, section string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", section+".golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// tables returns the Markdown tables of out: each run of lines starting
+// with "|", with its final newline.
+func tables(out string) []string {
+	var ts []string
+	var cur strings.Builder
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "|") {
+			cur.WriteString(line)
+			continue
+		}
+		if cur.Len() > 0 {
+			ts = append(ts, cur.String())
+			cur.Reset()
+		}
+	}
+	if cur.Len() > 0 {
+		ts = append(ts, cur.String())
+	}
+	return ts
+}
+
+// firstDiff describes the first line where got and want differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\ngot  %s\nwant %s", i+1, gl, wl)
+		}
+	}
+	return "the end"
+}

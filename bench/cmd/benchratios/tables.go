@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// A layout writes the tables of one section of BENCHMARKS.md from the
+// figures. It may write partial tables before f.err is set; run discards
+// them then.
+type layout func(w io.Writer, f *figures)
+
+// layouts are the sections of BENCHMARKS.md by command-line argument.
+var layouts = map[string]layout{
+	"ledger-sqlite":   ledgerSQLite,
+	"idemhttp":        idemHTTP,
+	"ledger-postgres": ledgerPostgres,
+}
+
+// ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
+// and the same without Config.DB against a plain transaction as
+// throughputs, under both synchronous settings; replay against a first
+// execution; and Purge.
+func ledgerSQLite(w io.Writer, f *figures) {
+	fmt.Fprintf(w, "%d rounds.\n\n", len(f.rounds))
+	for _, sync := range []string{"FULL", "NORMAL"} {
+		mutate := "BenchmarkMutate/sync=" + sync + "/"
+		base := mutate + "plain"
+		rows := [][2]string{{"plain (BEGIN, INSERT, COMMIT)", base}}
+		for _, nodb := range []string{"", "-nodb"} {
+			tag := ""
+			if nodb != "" {
+				tag = " without Config.DB"
+			}
+			rows = append(rows,
+				[2]string{"Mutate, first execution" + tag, mutate + "first" + nodb},
+				[2]string{"Mutate, replay" + tag, mutate + "replay" + nodb},
+				[2]string{"Claim + Complete (lease mode)" + tag, "BenchmarkClaimComplete/sync=" + sync + nodb})
+		}
+		fmt.Fprintf(w, "synchronous=%s\n\n", sync)
+		fmt.Fprintln(w, "| operation | µs/op (median, min–max) | × plain throughput | CPU µs/op | × plain (CPU) | allocs/op |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+		for _, row := range rows {
+			label, name := row[0], row[1]
+			// Times in inverse order: plain's time over name's is name's
+			// throughput over plain's.
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.0f |\n", label,
+				spread(f.values(name, "ns/op"), micro), times(f.ratio(base, name, "ns/op")),
+				micro(f.values(name, "cpu-ns/op").med), times(f.ratio(base, name, "cpu-ns/op")),
+				f.values(name, "allocs/op").med)
+		}
+		fmt.Fprintln(w)
+		for _, nodb := range []string{"", "-nodb"} {
+			first, replay := mutate+"first"+nodb, mutate+"replay"+nodb
+			fmt.Fprintf(w, "replay%s vs first%s: %s× the throughput by wall clock, %s× by CPU time\n\n", nodb, nodb,
+				times(f.ratio(first, replay, "ns/op")), times(f.ratio(first, replay, "cpu-ns/op")))
+		}
+	}
+	const purge = "BenchmarkPurge"
+	longest := f.values(purge, "ms/longest-batch")
+	fmt.Fprint(w, "Purge, 100,000 expired rows, batches of 1,000, synchronous=FULL\n\n")
+	fmt.Fprintln(w, "| rows/s (median, min–max) | longest batch, ms (median, max) | CPU µs per row | s per Purge |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| %s | %s (%s) | %s | %s |\n",
+		spread(f.values(purge, "rows/s"), num), num(longest.med), num(longest.max),
+		micro(f.values(purge, "cpu-ns/row").med), num(f.values(purge, "ns/op").med/1e9))
+}
+
+// idemHTTP is the section "idemhttp": each handler's time against the bare
+// handler and the bare handler in a transaction, in process and over
+// loopback HTTP, under both synchronous settings.
+func idemHTTP(w io.Writer, f *figures) {
+	fmt.Fprintf(w, "%d rounds. Ratios are times (lower is better).\n\n", len(f.rounds))
+	for _, sync := range []string{"FULL", "NORMAL"} {
+		for _, via := range []string{"inproc", "http"} {
+			p := "BenchmarkMiddleware/sync=" + sync + "/" + via + "/"
+			fmt.Fprintf(w, "synchronous=%s, %s\n\n", sync, via)
+			fmt.Fprintln(w, "| handler | µs/op (median, min–max) | × bare | × bare-tx | CPU µs/op | × bare (CPU) | × bare-tx (CPU) | allocs/op |")
+			fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+			for _, h := range []string{"bare", "first", "replay", "bare-tx", "tx-first", "tx-replay"} {
+				name := p + h
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.0f |\n", h,
+					spread(f.values(name, "ns/op"), micro),
+					times(f.ratio(name, p+"bare", "ns/op")), times(f.ratio(name, p+"bare-tx", "ns/op")),
+					micro(f.values(name, "cpu-ns/op").med),
+					times(f.ratio(name, p+"bare", "cpu-ns/op")), times(f.ratio(name, p+"bare-tx", "cpu-ns/op")),
+					f.values(name, "allocs/op").med)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// totalCPU is the derived unit of CPU time per operation in the client
+// and the PostgreSQL server together.
+const totalCPU = "total-cpu-ns/op"
+
+// addTotalCPU sets totalCPU wherever a round has both the client's and
+// the server's CPU time. A round with one of them only gets none, rather
+// than a total that leaves out half the work.
+func addTotalCPU(rounds []round) {
+	for _, r := range rounds {
+		for _, m := range r {
+			client, okC := m["cpu-ns/op"]
+			server, okS := m["server-cpu-ns/op"]
+			if okC && okS {
+				m[totalCPU] = client + server
+			}
+		}
+	}
+}
+
+// ledgerPostgres is the section "ledger (PostgreSQL)": Mutate's first
+// execution and replay against a plain transaction, as throughputs, with
+// 1, 8 and 32 clients; then replay against a first execution.
+func ledgerPostgres(w io.Writer, f *figures) {
+	addTotalCPU(f.rounds)
+	fmt.Fprintf(w, "%d rounds.\n\n", len(f.rounds))
+	fmt.Fprintln(w, "| clients | transaction | ops/s (median, min–max) | × plain throughput | client CPU µs/op | server CPU µs/op | × plain (CPU, client + server) |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|")
+	clients := []int{1, 8, 32}
+	prefix := func(n int) string { return fmt.Sprintf("BenchmarkPostgresMutate/clients=%d/", n) }
+	for _, n := range clients {
+		p := prefix(n)
+		for _, tx := range []string{"plain", "first", "replay"} {
+			name := p + tx
+			// ops/s is a throughput already; CPU per op is a cost, so
+			// plain's over name's is name's throughput per CPU second.
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s |\n", n, tx,
+				spread(f.values(name, "ops/s"), num), times(f.ratio(name, p+"plain", "ops/s")),
+				micro(f.values(name, "cpu-ns/op").med), micro(f.values(name, "server-cpu-ns/op").med),
+				times(f.ratio(p+"plain", name, totalCPU)))
+		}
+	}
+	fmt.Fprintln(w)
+	for _, n := range clients {
+		p := prefix(n)
+		fmt.Fprintf(w, "clients=%d: replay vs first: %s× the throughput by wall clock, %s× by CPU time (client + server)\n\n", n,
+			times(f.ratio(p+"replay", p+"first", "ops/s")), times(f.ratio(p+"first", p+"replay", totalCPU)))
+	}
+}
