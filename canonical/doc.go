@@ -12,10 +12,13 @@
 // 6.1.6.1.20), which FormatFloat exposes.
 //
 // Input must be I-JSON (RFC 7493): duplicate member names, invalid UTF-8,
-// lone surrogate escapes, numbers beyond binary64 and the other faults that
-// the sentinel errors (ErrDuplicateName and its siblings) name are refused with a *SyntaxError that carries the byte offset
-// and wraps one sentinel error, never repaired. Numbers that are too small
-// for binary64 become 0, as ECMAScript's JSON.parse makes them.
+// lone surrogate escapes, Unicode noncharacters (U+FDD0..U+FDEF, U+FFFE,
+// U+FFFF and the last two code points of every other plane, raw or
+// escaped), numbers beyond binary64 and the other faults that the sentinel
+// errors (ErrDuplicateName and its siblings) name are refused with a
+// *SyntaxError that carries the byte offset and wraps one sentinel error,
+// never repaired. Numbers that are too small for binary64 become 0, as
+// ECMAScript's JSON.parse makes them.
 //
 // Canonical form can change the decimal value of a number that binary64
 // cannot hold (9007199254740993 prints as 9007199254740992). Callers that

@@ -9,7 +9,11 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 var fuzzSeeds = []string{
@@ -19,11 +23,15 @@ var fuzzSeeds = []string{
 	`"\"\\\/\b\f\n\r\t\u001f\u2028"`,
 	`{"a":1,"\u0061":2}`, `[1,]`, `01`, `1e400`, `NaN`, "\"\xc0\xaf\"", `"\ud800"`,
 	`[[[[[[[[[[]]]]]]]]]]`, ` true `, `{"":{"":{"":[]}}}`,
+	`["\uffff"]`, "[\"\xef\xbf\xbe\"]", `{"\udbff\udfff":1}`, "{\"a\xef\xb7\x90\":0}", "[\"\U0010FFFD\ufdef\"]",
 }
 
 // FuzzTransform checks that Transform never panics, that canonical form is a
 // fixed point, and that it decodes with encoding/json to the same value as
-// the input.
+// the input. encoding/json accepts Unicode noncharacters, which I-JSON does
+// not, so the comparison with it is completed by package unicode's
+// Noncharacter_Code_Point table: an accepted input must decode to a value
+// without any, and an ErrNoncharacter must point at one.
 func FuzzTransform(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
@@ -39,6 +47,11 @@ func FuzzTransform(f *testing.F) {
 			var se *SyntaxError
 			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > int64(len(src)) {
 				t.Fatalf("error %v is not a *SyntaxError within the input", err)
+			}
+			if errors.Is(err, ErrNoncharacter) {
+				if r, ok := charAt(src, int(se.Offset)); !ok || !unicode.Is(unicode.Noncharacter_Code_Point, r) {
+					t.Fatalf("%v, but the character there is %U (decoded: %v)", err, r, ok)
+				}
 			}
 			return
 		}
@@ -62,7 +75,65 @@ func FuzzTransform(f *testing.F) {
 		if !reflect.DeepEqual(in, res) {
 			t.Fatalf("values differ:\n in %#v\nout %#v", in, res)
 		}
+		if s, ok := findNoncharacter(in); ok {
+			t.Fatalf("accepted a noncharacter in %q", s)
+		}
 	})
+}
+
+// charAt decodes the character that starts at src[off], written raw or as
+// a \u escape, with the low half of a surrogate pair that follows it.
+func charAt(src []byte, off int) (rune, bool) {
+	if off >= len(src) {
+		return 0, false
+	}
+	if src[off] != '\\' {
+		r, size := utf8.DecodeRune(src[off:])
+		return r, size > 1 || r != utf8.RuneError
+	}
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(src) || src[i] != '\\' || src[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(src[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex(off)
+	if ok && utf16.IsSurrogate(r) {
+		var lo rune
+		if lo, ok = hex(off + 6); ok {
+			r = utf16.DecodeRune(r, lo)
+		}
+	}
+	return r, ok
+}
+
+// findNoncharacter returns a string or member name of the decoded JSON
+// value v that holds a Unicode noncharacter.
+func findNoncharacter(v any) (string, bool) {
+	has := func(s string) bool {
+		return strings.IndexFunc(s, func(r rune) bool { return unicode.Is(unicode.Noncharacter_Code_Point, r) }) >= 0
+	}
+	switch v := v.(type) {
+	case string:
+		return v, has(v)
+	case []any:
+		for _, e := range v {
+			if s, ok := findNoncharacter(e); ok {
+				return s, true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if has(k) {
+				return k, true
+			}
+			if s, ok := findNoncharacter(e); ok {
+				return s, true
+			}
+		}
+	}
+	return "", false
 }
 
 // FuzzFormatFloat checks that FormatFloat reads back as the same binary64

@@ -56,6 +56,12 @@ func (s *state) str(i int) (int, uint8, error) {
 			if r == utf8.RuneError && size == 1 {
 				return 0, 0, errAt(i, ErrInvalidUTF8)
 			}
+			// Every noncharacter has lead byte 0xEF (U+FDD0..U+FDEF,
+			// U+FFFE, U+FFFF) or 0xF0..0xF4 (the other planes), so most
+			// characters skip the test after one comparison.
+			if c >= 0xEF && isNoncharacter(r) {
+				return 0, 0, errAt(i, ErrNoncharacter)
+			}
 			flags |= hasNonASCII
 			i += size
 		}
@@ -102,8 +108,18 @@ func (s *state) escape(i int) (int, error) {
 		r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 		n += 6
 	}
+	if isNoncharacter(r) {
+		return 0, errAt(i, ErrNoncharacter)
+	}
 	s.out = appendChar(s.out, r)
 	return n, nil
+}
+
+// isNoncharacter reports whether the code point r (at most U+10FFFF) is
+// one of the 66 Unicode noncharacters (Unicode Standard section 23.7):
+// U+FDD0..U+FDEF, or a code point whose low 16 bits are FFFE or FFFF.
+func isNoncharacter(r rune) bool {
+	return r&0xFFFE == 0xFFFE || 0xFDD0 <= r && r <= 0xFDEF
 }
 
 // hex4 decodes the four hex digits of the \u escape at src[i].

@@ -292,12 +292,12 @@ func TestHostileSQLMetacharacters(t *testing.T) {
 	}
 }
 
-// JSON bodies that are not I-JSON (invalid UTF-8, lone surrogates, numbers
-// beyond binary64, duplicate names, deep nesting) are not refused by the
-// middleware: the handler decides what they mean. They are fingerprinted by
-// their raw bytes (hash.Request), so only the same bytes replay, and any
-// other bytes under the key, even an equivalent text, are 422. Valid JSON,
-// for contrast, replays on its canonical form.
+// JSON bodies that are not I-JSON (invalid UTF-8, lone surrogates, Unicode
+// noncharacters, numbers beyond binary64, duplicate names, deep nesting) are
+// not refused by the middleware: the handler decides what they mean. They
+// are fingerprinted by their raw bytes (hash.Request), so only the same
+// bytes replay, and any other bytes under the key, even an equivalent text,
+// are 422. Valid JSON, for contrast, replays on its canonical form.
 func TestHostileJSONBodies(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -308,6 +308,8 @@ func TestHostileJSONBodies(t *testing.T) {
 		{"overlong UTF-8", "{\"a\":\"\xc0\xaf\"}", "{ \"a\":\"\xc0\xaf\"}", 422},
 		{"lone high surrogate", `{"a":"\ud800"}`, `{"a":"\udbff"}`, 422},
 		{"lone low surrogate", `["\udc00"]`, `[ "\udc00"]`, 422},
+		{"noncharacter escape", `{"a":"\uffff"}`, `{ "a":"\uffff"}`, 422},
+		{"raw noncharacter", "[\"\xef\xb7\x90\"]", "[ \"\xef\xb7\x90\"]", 422},
 		{"number beyond binary64", `{"n":1e400}`, `{"n":1E400}`, 422},
 		{"negative number beyond binary64", `[-1.8e308]`, `[-1.9e308]`, 422},
 		{"number that canonical form would round", `{"n":9007199254740993}`, `{"n":9007199254740992}`, 422},

@@ -171,6 +171,7 @@ func TestCanonAndHashRefuseBadInput(t *testing.T) {
 		{"empty", "", regexp.MustCompile(`(?i)stdin: .*(no json|empty)`)},
 		{"duplicate name", `{"a":1,"\u0061":2}`, regexp.MustCompile(`stdin: .*duplicate member name at offset 7$`)},
 		{"lone surrogate", `["\ud800"]`, regexp.MustCompile(`(?i)stdin: .*surrogate`)},
+		{"noncharacter", `{"a":"\udbff\udfff"}`, regexp.MustCompile(`(?i)stdin: .*noncharacter.* at offset 6$`)},
 		{"overflow", `1e400`, regexp.MustCompile(`(?i)stdin: .*(overflow|binary64|range)`)},
 		{"trailing comma", `[1,]`, regexp.MustCompile(`(?i)stdin: .*trailing comma`)},
 		{"invalid utf-8", "\"\xc0\xaf\"", regexp.MustCompile(`(?i)stdin: .*utf-8`)},

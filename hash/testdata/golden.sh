@@ -31,6 +31,8 @@ echo "request suffix:      $(request PATCH /v1/items/7 application/merge-patch+j
 echo "request text:        $(request PUT /notes/1 text/plain raw 'hello {"b":1, "a":2}')"
 echo "request bad json:    $(request POST /v1/payments application/json raw '{"a":1,}')"
 echo "request empty:       $(request GET / '' raw '')"
+echo "request nonchar esc: $(request POST /v1/notes application/json raw '{"b":1, "a":"\uffff"}')"
+echo "request nonchar raw: $(request POST /v1/notes application/json raw $'{"b":1, "a":"\xef\xbf\xbf"}')"
 echo "derive two parts:    $(derive msg-123 charge-card)"
 echo "derive ab c:         $(derive ab c)"
 echo "derive a bc:         $(derive a bc)"
