@@ -1,9 +1,9 @@
 // Command benchratios turns interleaved rounds of the ledger and idemhttp
 // benchmarks into the ratio tables of BENCHMARKS.md:
 //
-//	go run ./cmd/benchratios ledger-sqlite < results/2026-11-29-ledger-sqlite.txt
-//	go run ./cmd/benchratios idemhttp < results/2026-11-29-idemhttp.txt
-//	go run ./cmd/benchratios ledger-postgres < results/2026-11-29-ledger-postgres.txt
+//	go run ./cmd/benchratios ledger-sqlite < results/2026-11-30-ledger-sqlite.txt
+//	go run ./cmd/benchratios idemhttp < results/2026-11-30-idemhttp.txt
+//	go run ./cmd/benchratios ledger-postgres < results/2026-11-30-ledger-postgres.txt
 //
 // from the bench directory, one argument per section of BENCHMARKS.md:
 // "ledger (SQLite)", "idemhttp" and "ledger (PostgreSQL)".

@@ -77,7 +77,7 @@ func TestAddTotalCPU(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	raw := func(s string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", "results", "2026-11-29-"+s+".txt"))
+		b, err := os.ReadFile(filepath.Join("..", "..", "results", resultsDate+"-"+s+".txt"))
 		if err != nil {
 			t.Fatal(err)
 		}
