@@ -1,6 +1,7 @@
 package idemhttp
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"io"
@@ -89,6 +90,42 @@ func countStatements(t *testing.T, b *bundle, plan *faultdb.Plan, key string) []
 		t.Fatalf("without a fault: %+v", a)
 	}
 	return plan.Seen()
+}
+
+// TestMiddlewareClientGoneDuringClaim: the client disconnects while the
+// claim runs, and the claim's insert commits all the same (the driver then
+// reports the cancellation). The handler does not run, and the retry must
+// not find the key in flight for a whole lease: it runs the handler at
+// once, and the next retry replays.
+func TestMiddlewareClientGoneDuringClaim(t *testing.T) {
+	b, plan, _ := faultSetup(t, Options{}, created, nil)
+	if stmts := countStatements(t, b, plan, "probe"); len(stmts) != 2 {
+		t.Fatalf("a first request made %d statements, want the claim and the completion: %q", len(stmts), stmts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", "/orders", strings.NewReader("1"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderName, "gone")
+	plan.CancelAfter(1, cancel)
+	b.srv.Config.Handler.ServeHTTP(httptest.NewRecorder(), req)
+	plan.Disarm()
+	if !plan.Fired() {
+		t.Fatal("the claim was not cut short")
+	}
+	before := b.calls.Load()
+	if r := b.record(t, "gone"); r == nil || r.State != ledger.StateInFlight {
+		t.Fatalf("record after the cut claim = %+v, want the claim's row, committed", r)
+	}
+	if a := b.do(t, "POST", "/orders", "1", "gone"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" || b.calls.Load() != before+1 {
+		t.Fatalf("retry: %+v, %d runs; want the handler to run now", a, b.calls.Load()-before)
+	}
+	if r := b.record(t, "gone"); r.Fence != 2 {
+		t.Errorf("fence after the retry = %d, want 2 (a takeover of the abandoned claim)", r.Fence)
+	}
+	if a := b.do(t, "POST", "/orders", "1", "gone"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "true" || b.calls.Load() != before+1 {
+		t.Fatalf("second retry: %+v; want a replay", a)
+	}
 }
 
 // TestMiddlewareFaults makes each statement of a first request, and then of
