@@ -75,3 +75,45 @@ func ExampleMutate() {
 	// retry: order 1 replayed: true
 	// same key, other payload: true
 }
+
+// MutateOutcome stores an answer as it is, the way lease mode does, so a
+// record made in one mode replays in the other.
+func ExampleMutateOutcome() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	l, err := ledger.New(ledger.Config{DB: db})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	req := ledger.Request{Scope: "user-42", Key: "order-9c1e", Fingerprint: hash.Bytes([]byte("book"))}
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := ledger.MutateOutcome(ctx, l, tx, req, func(ctx context.Context) (ledger.Outcome, error) {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", "book"); err != nil {
+			return ledger.Outcome{}, err
+		}
+		return ledger.Outcome{Status: 201, Body: []byte(`{"id":1}`)}, nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("first:", res.Value.Status, string(res.Value.Body), "replayed:", res.Replayed)
+
+	// A lease-mode claim of the same request replays the stored answer.
+	c, err := l.Claim(ctx, db, req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("claim:", c.Replay.Outcome.Status, string(c.Replay.Outcome.Body), "replayed:", c.Replayed())
+	// Output:
+	// first: 201 {"id":1} replayed: false
+	// claim: 201 {"id":1} replayed: true
+}

@@ -80,8 +80,66 @@ func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn f
 	if err := l.check(req); err != nil {
 		return zero, err
 	}
-	return mutate(ctx, l, sqlTxn{tx}, req, fn)
+	return mutate(ctx, l, sqlTxn{tx}, req, fn, jsonCodec[T]{})
 }
+
+// MutateOutcome is Mutate for an operation whose result is an Outcome, an
+// HTTP answer typically: fn's Outcome is stored as it is (status, header
+// lines, body), exactly as Ledger.Complete stores one in lease mode, and a
+// replay returns the stored Outcome in Result.Value. Records of lease mode
+// and of MutateOutcome are therefore alike: a key may move from one to the
+// other (idemhttp's Middleware and TxHandler share their records), whereas
+// Mutate stores JSON of its value with Status 0.
+//
+// Everything else is as for Mutate: the savepoint, the errors, fn's error
+// or panic, nesting, concurrent duplicates.
+func MutateOutcome(ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (Outcome, error)) (Result[Outcome], error) {
+	var zero Result[Outcome]
+	switch {
+	case l == nil:
+		return zero, invalidRequest("nil ledger")
+	case tx == nil:
+		return zero, invalidRequest("nil transaction")
+	case fn == nil:
+		return zero, invalidRequest("nil function")
+	}
+	if err := l.check(req); err != nil {
+		return zero, err
+	}
+	return mutate(ctx, l, sqlTxn{tx}, req, fn, outcomeCodec{})
+}
+
+// codec turns a Mutate value into the Outcome stored for it, and a stored
+// Outcome back into the value a replay returns.
+type codec[T any] interface {
+	encode(v T) (Outcome, error)
+	decode(out Outcome) (T, error)
+}
+
+// jsonCodec is Mutate's: the value as JSON in the body, status 0.
+type jsonCodec[T any] struct{}
+
+func (jsonCodec[T]) encode(v T) (Outcome, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("ledger: mutate: encode value: %w", err)
+	}
+	return Outcome{Body: body}, nil
+}
+
+func (jsonCodec[T]) decode(out Outcome) (T, error) {
+	var v T
+	if err := json.Unmarshal(out.Body, &v); err != nil {
+		return v, fmt.Errorf("ledger: mutate: decode stored value: %w", err)
+	}
+	return v, nil
+}
+
+// outcomeCodec is MutateOutcome's: the Outcome as it is.
+type outcomeCodec struct{}
+
+func (outcomeCodec) encode(out Outcome) (Outcome, error) { return out, nil }
+func (outcomeCodec) decode(out Outcome) (Outcome, error) { return out, nil }
 
 // txn is what the core of Mutate needs from the caller's transaction: a way
 // to run its savepoint statements, and the handle on which the ledger's
@@ -102,7 +160,7 @@ func (t sqlTxn) exec(ctx context.Context, stmt string) error {
 func (t sqlTxn) dbtx() DBTX { return t.tx }
 
 // mutate is Mutate after its arguments were checked.
-func mutate[T any](ctx context.Context, l *Ledger, tx txn, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
+func mutate[T any](ctx context.Context, l *Ledger, tx txn, req Request, fn func(context.Context) (T, error), cd codec[T]) (Result[T], error) {
 	var zero Result[T]
 	sp := "idemledger_" + strconv.FormatUint(savepoints.Add(1), 10)
 	if err := tx.exec(ctx, "SAVEPOINT "+sp); err != nil {
@@ -136,22 +194,22 @@ func mutate[T any](ctx context.Context, l *Ledger, tx txn, req Request, fn func(
 		if err := release(); err != nil {
 			return zero, undo(err)
 		}
-		res := Result[T]{Replayed: true, Fence: c.Fence}
-		if err := json.Unmarshal(c.Replay.Outcome.Body, &res.Value); err != nil {
-			return zero, fmt.Errorf("ledger: mutate: decode stored value: %w", err)
+		v, err := cd.decode(c.Replay.Outcome)
+		if err != nil {
+			return zero, err
 		}
-		return res, nil
+		return Result[T]{Value: v, Replayed: true, Fence: c.Fence}, nil
 	}
 
 	v, err := runGuarded(ctx, fn, undo)
 	if err != nil {
 		return zero, undo(err)
 	}
-	body, err := json.Marshal(v)
+	out, err := cd.encode(v)
 	if err != nil {
-		return zero, undo(fmt.Errorf("ledger: mutate: encode value: %w", err))
+		return zero, undo(err)
 	}
-	if err := l.Complete(ctx, tx.dbtx(), c, Outcome{Body: body}); err != nil {
+	if err := l.Complete(ctx, tx.dbtx(), c, out); err != nil {
 		return zero, undo(err)
 	}
 	// A failed RELEASE leaves the savepoint open, with the claim, fn's

@@ -50,6 +50,15 @@ func (l *Ledger) checkKey(scope, key string) error {
 			return invalidRequest("key byte %d is not printable ASCII", i)
 		}
 	}
+	return CheckScope(scope)
+}
+
+// CheckScope reports whether scope is acceptable as a Request's Scope: at
+// most MaxScopeLength bytes of valid UTF-8 without control characters.
+// The error wraps ErrInvalidRequest and never quotes the scope. Callers
+// that compute scopes (idemhttp's Options.Scope) use it to tell a bad
+// scope, their own fault, from a bad key, the client's.
+func CheckScope(scope string) error {
 	if len(scope) > MaxScopeLength {
 		return invalidRequest("scope is %d bytes, over the maximum of %d", len(scope), MaxScopeLength)
 	}

@@ -121,3 +121,27 @@ func TestNilArguments(t *testing.T) {
 		}
 	})
 }
+
+func TestCheckScope(t *testing.T) {
+	tests := []struct {
+		scope, want string // want "" for accepted
+	}{
+		{"", ""},
+		{"tenant-42", ""},
+		{"équipe/東京", ""},
+		{strings.Repeat("s", ledger.MaxScopeLength), ""},
+		{strings.Repeat("s", ledger.MaxScopeLength+1), "ledger: invalid request: scope is 256 bytes, over the maximum of 255"},
+		{"a\nb", "ledger: invalid request: scope byte 1 is a control character"},
+		{"a\u0085b", "ledger: invalid request: scope byte 1 is a control character"},
+		{"a\xffb", "ledger: invalid request: scope is not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		err := ledger.CheckScope(tt.scope)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckScope(%q) = %v, want nil", tt.scope, err)
+		case tt.want != "" && (err == nil || err.Error() != tt.want || !errors.Is(err, ledger.ErrInvalidRequest)):
+			t.Errorf("CheckScope(%q) = %v, want %q wrapping ErrInvalidRequest", tt.scope, err, tt.want)
+		}
+	}
+}
