@@ -159,9 +159,9 @@ func TestHostileInput(t *testing.T) {
 		{name: "empty key", lines: []string{key(`""`), tenant}, status: 400, code: CodeKeyInvalid},
 
 		// Scopes (here from a header; usually from authentication).
-		{name: "control character in scope", lines: []string{key("k"), "X-Tenant: a\tb"}, status: 400, code: CodeKeyInvalid},
-		{name: "invalid UTF-8 in scope", lines: []string{key("k"), "X-Tenant: a\xffb"}, status: 400, code: CodeKeyInvalid},
-		{name: "scope of 256 bytes", lines: []string{key("k"), "X-Tenant: " + strings.Repeat("s", 256)}, status: 400, code: CodeKeyInvalid},
+		{name: "control character in scope", lines: []string{key("k"), "X-Tenant: a\tb"}, status: 400, code: CodeScope},
+		{name: "invalid UTF-8 in scope", lines: []string{key("k"), "X-Tenant: a\xffb"}, status: 400, code: CodeScope},
+		{name: "scope of 256 bytes", lines: []string{key("k"), "X-Tenant: " + strings.Repeat("s", 256)}, status: 400, code: CodeScope},
 
 		// Bodies.
 		{name: "body one byte over MaxBodyBytes", opts: Options{MaxBodyBytes: 1000}, lines: []string{key("k"), tenant},

@@ -27,11 +27,12 @@ import (
 //
 //	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
 //	no key, opts.Required                              400 (CodeKeyMissing)
-//	Scope fails                                        400 (CodeScope)
+//	Scope fails, or returns what the ledger refuses   400 (CodeScope)
 //	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
 //	first request with the key                         the handler's answer, stored if ShouldStore
 //	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
 //	same key and fingerprint, completed                the stored answer, plus ReplayHeader: true
+//	  ... stored by ledger.Mutate, not an HTTP answer  500 (CodeStoredOutcome)
 //	same key, other method, target or body             422 (CodeKeyReused)
 //	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
 //
@@ -110,7 +111,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hb.stop()
 		m.release(p, claim, "handler panicked")
 	}()
-	m.next.ServeHTTP(cw, p.r)
+	m.next.ServeHTTP(cw, withHeld(p.r, m.l, p.req))
 	finished = true
 	hb.stop()
 	cw.finish()
@@ -226,6 +227,13 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request) (*prepared, b
 			Detail: "the request's owner could not be determined", Err: err})
 		return nil, false
 	}
+	if err := ledger.CheckScope(scope); err != nil {
+		// Checked here, so that the answer names the scope and not the
+		// client's key, as the ledger's refusal of the request would.
+		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeScope,
+			Detail: "the request's owner is not a valid scope", Err: err})
+		return nil, false
+	}
 	body, err := cfg.readBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -302,7 +310,7 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 		return true
 	case errors.Is(err, ledger.ErrInvalidRequest):
 		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeKeyInvalid,
-			Detail: "the idempotency key or scope is not accepted by the ledger", Err: err})
+			Detail: "the idempotency key is not accepted by the ledger", Err: err})
 		return true
 	}
 	if ctx.Err() == nil {
@@ -321,8 +329,17 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 }
 
 // replay writes a stored outcome: its header lines exactly as stored, the
-// replay marker, its status and its body.
+// replay marker, its status and its body. An outcome with no HTTP status
+// (ledger.Mutate stores 0) cannot be answered: it is refused, since
+// net/http would panic on the status.
 func (cfg *config) replay(w http.ResponseWriter, r *http.Request, out ledger.Outcome) {
+	if out.Status < 100 || out.Status > 999 {
+		cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: stored outcome is no HTTP answer",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", out.Status))
+		cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeStoredOutcome,
+			Detail: "the answer stored for this idempotency key cannot be replayed over HTTP"})
+		return
+	}
 	h := w.Header()
 	for name, values := range out.Header {
 		h[name] = append([]string(nil), values...)

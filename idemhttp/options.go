@@ -60,7 +60,8 @@ type Options struct {
 	// Scope returns the owner of the request's keys (a user, tenant or API
 	// key ID); keys of two scopes never meet. It is called only for a
 	// request that the middleware protects. An error refuses the request
-	// with 400 (CodeScope). Required: Middleware panics when it is nil.
+	// with 400 (CodeScope), and so does a scope the ledger refuses
+	// (ledger.CheckScope). Required: Middleware panics when it is nil.
 	Scope func(*http.Request) (string, error)
 
 	// Required refuses a protected method without a key with 400

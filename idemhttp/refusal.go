@@ -20,7 +20,9 @@ const (
 	// long, or sent twice. 400. Refusal.Err tells which (errors.Is with
 	// ErrKeyTooLong for the length).
 	CodeKeyInvalid Code = "key-invalid"
-	// CodeScope: Options.Scope returned an error. 400.
+	// CodeScope: Options.Scope returned an error, or a scope the ledger
+	// refuses (ledger.CheckScope: over ledger.MaxScopeLength bytes, not
+	// UTF-8, or with a control character). 400.
 	CodeScope Code = "scope"
 	// CodeBodyTooLarge: the request body is longer than
 	// Options.MaxBodyBytes, so it cannot be fingerprinted. 413.
@@ -37,6 +39,11 @@ const (
 	// CodeUnavailable: the ledger could not be reached and
 	// Options.FailurePolicy is FailClosed. 503.
 	CodeUnavailable Code = "unavailable"
+	// CodeStoredOutcome: the key's stored outcome is no HTTP answer (its
+	// status is outside 100 to 999, as ledger.Mutate stores 0): the key
+	// was used, with the same fingerprint, by an operation that is not an
+	// HTTP handler. The server's fault, logged as an error. 500.
+	CodeStoredOutcome Code = "stored-outcome"
 	// CodeResponseTooLarge: a TxHandler handler answered with a body longer
 	// than Options.MaxBodyBytes, which could not be stored, so its writes
 	// were rolled back. 500.

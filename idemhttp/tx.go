@@ -16,10 +16,18 @@ type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
 
 // TxHandler serves fn exactly once per idempotency key, for handlers whose
 // effects are all in db: it begins a transaction on db, runs fn inside
-// ledger.Mutate (so the claim, fn's writes and the stored response share
-// one savepoint), and commits. A retry after the commit gets the stored
+// ledger.MutateOutcome (so the claim, fn's writes and the stored response
+// share one savepoint), and commits. A retry after the commit gets the stored
 // response; a retry after a crash or rollback finds no record and runs fn
 // again, with none of the first attempt's writes left behind.
+//
+// The stored response is a ledger.Outcome as Middleware stores it
+// (ledger.MutateOutcome), so a key may move between the two forms, in a
+// rolling deployment for instance: a retry replays the answer that the
+// other form stored. Under a Middleware (a route of a ServeMux that the
+// middleware wraps), TxHandler records its transaction under a key derived
+// from the middleware's, so that both work and the route keeps exactly once
+// for its database effects.
 //
 // fn's response is buffered and sent only after the commit, so a client
 // never sees an answer whose effects were then lost. Flush and Hijack are
@@ -97,8 +105,12 @@ func (h *txHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	req := p.req
+	if underMiddleware(r, h.l, req) {
+		req.Key = nestedKey(req.Key) // see nested.go
+	}
 	var first *buffer
-	res, err := ledger.Mutate(ctx, h.l, tx, p.req, func(context.Context) (ledger.Outcome, error) {
+	res, err := ledger.MutateOutcome(ctx, h.l, tx, req, func(context.Context) (ledger.Outcome, error) {
 		first = h.run(w, p.r, tx)
 		if first.tooLarge() || !cfg.shouldStore(first.status) {
 			return ledger.Outcome{}, &errNotStored{first}
