@@ -21,7 +21,8 @@ import (
 )
 
 // openLedger opens a fresh, migrated SQLite database in a temporary
-// directory. cleanup closes it and removes the directory.
+// directory and a ledger on it with cfg, its statements prepared on the
+// database. cleanup closes both and removes the directory.
 func openLedger(cfg ledger.Config) (*ledger.Ledger, *sql.DB, func()) {
 	dir, err := os.MkdirTemp("", "idemhttp-example")
 	if err != nil {
@@ -34,11 +35,12 @@ func openLedger(cfg ledger.Config) (*ledger.Ledger, *sql.DB, func()) {
 	if err := schema.Migrate(context.Background(), db); err != nil {
 		panic(err)
 	}
+	cfg.DB = db // statements prepared once on db, as Middleware's doc asks
 	l, err := ledger.New(cfg)
 	if err != nil {
 		panic(err)
 	}
-	return l, db, func() { db.Close(); os.RemoveAll(dir) }
+	return l, db, func() { l.Close(); db.Close(); os.RemoveAll(dir) }
 }
 
 // send makes one request and prints the status, the fields named in show

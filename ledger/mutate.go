@@ -62,8 +62,10 @@ var savepoints atomic.Uint64
 // whole transaction again, which replays.
 //
 // Errors: ErrInvalidRequest (wrapped) for bad input, before tx is used;
-// ErrKeyReused; ErrRetryable (wrapped); *InFlightError when a lease-mode claim (Ledger.Claim)
-// holds the key; an error from fn; database errors, wrapped with
+// ErrKeyReused; ErrRetryable (wrapped); *InFlightError when the key is
+// held in flight by a lease-mode claim (Ledger.Claim, idemhttp's
+// Middleware), including one made earlier in tx itself (fn running Mutate
+// or Claim with the same key); an error from fn; database errors, wrapped with
 // "ledger: mutate:". T must survive encoding/json: the replayed Value is
 // the JSON decoding of the first one. The stored Outcome has Status 0, no
 // Header and the JSON as Body.
