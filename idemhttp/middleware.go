@@ -27,7 +27,7 @@ import (
 //
 //	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
 //	no key, opts.Required                              400 (CodeKeyMissing)
-//	Scope fails, or returns what the ledger refuses   400 (CodeScope)
+//	Scope fails, or returns what the ledger refuses    400 (CodeScope)
 //	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
 //	first request with the key                         the handler's answer, stored if ShouldStore
 //	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
