@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 )
 
 // Get returns the record of key in scope as stored, or an error wrapping
@@ -15,7 +14,7 @@ func (l *Ledger) Get(ctx context.Context, db DBTX, scope, key string) (*Record, 
 	}
 	r, _, err := l.eng.get(ctx, db, scope, key)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: get: %w", err)
+		return nil, wrapOp("get", err)
 	}
 	return r, nil
 }

@@ -24,7 +24,7 @@ func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) e
 	}
 	ok, err := l.eng.complete(context.WithoutCancel(ctx), db, c.lease(), out, l.ttl.Milliseconds())
 	if err != nil {
-		return fmt.Errorf("ledger: complete: %w", err)
+		return wrapOp("complete", err)
 	}
 	if !ok {
 		return ErrLeaseLost
@@ -43,7 +43,7 @@ func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
 	}
 	ok, err := l.eng.release(context.WithoutCancel(ctx), db, c.lease())
 	if err != nil {
-		return fmt.Errorf("ledger: release: %w", err)
+		return wrapOp("release", err)
 	}
 	if !ok {
 		return ErrLeaseLost
@@ -62,7 +62,7 @@ func (l *Ledger) Extend(ctx context.Context, db DBTX, c *Claim) error {
 	}
 	until, ok, err := l.eng.extend(ctx, db, c.lease(), l.lease.Milliseconds())
 	if err != nil {
-		return fmt.Errorf("ledger: extend: %w", err)
+		return wrapOp("extend", err)
 	}
 	if !ok {
 		return ErrLeaseLost

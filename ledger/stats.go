@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -25,11 +24,11 @@ type Stats struct {
 func (l *Ledger) Stats(ctx context.Context, db DBTX) (Stats, error) {
 	now, err := l.eng.now(ctx, db)
 	if err != nil {
-		return Stats{}, fmt.Errorf("ledger: stats: %w", err)
+		return Stats{}, wrapOp("stats", err)
 	}
 	row, err := l.eng.stats(ctx, db, now)
 	if err != nil {
-		return Stats{}, fmt.Errorf("ledger: stats: %w", err)
+		return Stats{}, wrapOp("stats", err)
 	}
 	s := Stats{InFlight: row.inFlight, Completed: row.completed, Expired: row.expired}
 	if row.inFlight+row.completed > 0 {
