@@ -77,6 +77,9 @@ const claimAttempts = 5
 // fingerprint takes it over at once instead of getting ErrInFlight until
 // the lease runs out.
 func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return nil, err
+	}
 	if err := l.check(req); err != nil {
 		return nil, err
 	}

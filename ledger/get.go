@@ -9,6 +9,9 @@ import (
 // returned; see Record.Expired. A bad scope or key returns an error
 // wrapping ErrInvalidRequest before db is used.
 func (l *Ledger) Get(ctx context.Context, db DBTX, scope, key string) (*Record, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return nil, err
+	}
 	if err := l.checkKey(scope, key); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,9 @@ import (
 // client that hangs up must not turn the finished work into a retry that
 // runs again. A nil c returns ErrInvalidRequest.
 func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) error {
+	if err := l.checkCall(ctx, db); err != nil {
+		return err
+	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
@@ -38,6 +41,9 @@ func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) e
 // it returns ErrLeaseLost. Like Complete it ignores the cancellation of
 // ctx. A nil c returns ErrInvalidRequest.
 func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
+	if err := l.checkCall(ctx, db); err != nil {
+		return err
+	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
@@ -57,6 +63,9 @@ func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
 // the record's ExpiresAt: an in-flight record expires only once both it and
 // the lease have passed. A nil c returns ErrInvalidRequest.
 func (l *Ledger) Extend(ctx context.Context, db DBTX, c *Claim) error {
+	if err := l.checkCall(ctx, db); err != nil {
+		return err
+	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ type PurgeOptions struct {
 // Claim already ignores expired records: Purge only reclaims space. Pass a
 // *sql.DB (not a transaction) to keep every batch short.
 func (l *Ledger) Purge(ctx context.Context, db DBTX, opts PurgeOptions) (int64, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return 0, err
+	}
 	size := opts.BatchSize
 	switch {
 	case size == 0:

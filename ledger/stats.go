@@ -22,6 +22,9 @@ type Stats struct {
 // for operators and monitoring, not for a request's path. Errors are
 // wrapped with "ledger: stats:".
 func (l *Ledger) Stats(ctx context.Context, db DBTX) (Stats, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return Stats{}, err
+	}
 	now, err := l.eng.now(ctx, db)
 	if err != nil {
 		return Stats{}, wrapOp("stats", err)
