@@ -27,10 +27,10 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	case 1:
 		action = fs.Arg(0)
 	default:
-		return usagef("want one action, got %q%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("want one action, got %q%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	if action != "up" && action != "down" && action != "version" {
-		return usagef("unknown action %q: want up, down or version", action)
+		return usagef("unknown action %q: want up, down or version", redactDSN(action))
 	}
 	n := mustExist
 	if action == "up" {
@@ -73,7 +73,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	if *batch < 1 {
 		return usagef("-batch must be at least 1, got %d", *batch)
@@ -108,7 +108,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	db, l, err := openLedger(ctx, *dsn)
 	if err != nil {
@@ -137,7 +137,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	if *key == "" {
 		return usagef("-key is required")

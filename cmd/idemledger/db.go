@@ -50,20 +50,20 @@ func sqlitePath(dsn string) (string, error) {
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return "", usagef("-db %q: %v", dsn, err)
+		return "", usagef("-db %q: %v", redactDSN(dsn), err)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", usagef("-db %q: query parameters are not supported; the ledger sets its own pragmas", dsn)
+		return "", usagef("-db %q: query parameters are not supported; the ledger sets its own pragmas", redactDSN(dsn))
 	}
 	if u.Host != "" && u.Host != "localhost" {
-		return "", usagef("-db %q: a file: URI names a local file (file:/path or file:relative/path)", dsn)
+		return "", usagef("-db %q: a file: URI names a local file (file:/path or file:relative/path)", redactDSN(dsn))
 	}
 	p := u.Opaque // file:relative/path
 	if p == "" {
 		p = u.Path // file:/abs/path, file:///abs/path
 	}
 	if p == "" {
-		return "", usagef("-db %q names no file", dsn)
+		return "", usagef("-db %q names no file", redactDSN(dsn))
 	}
 	return url.PathUnescape(p)
 }
@@ -90,7 +90,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		}
 		if n != mayCreate {
 			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", path, dsn)
+				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", redactDSN(path), redactDSN(dsn))
 			}
 		}
 		s.db, err = sqlite.Open(path)
@@ -109,7 +109,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		var tables int
 		err = s.db.QueryRowContext(ctx, query).Scan(&tables)
 		if err == nil && tables == 0 {
-			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", dsn, dsn)
+			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", redactDSN(dsn), redactDSN(dsn))
 		}
 		if err != nil {
 			s.db.Close()

@@ -84,6 +84,9 @@ func main() {
 }
 
 func run(ctx context.Context, e *env, args []string) int {
+	// Whatever reaches stderr, from this package, the flag package or a
+	// driver's error, has the passwords of the arguments blotted out.
+	e = &env{stdin: e.stdin, stdout: e.stdout, stderr: blotWriter{w: e.stderr, secrets: argSecrets(args)}}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		printUsage(e.stderr)
 		if len(args) == 0 {
@@ -112,7 +115,7 @@ func run(ctx context.Context, e *env, args []string) int {
 			return exitFail
 		}
 	}
-	fmt.Fprintf(e.stderr, "idemledger: unknown command %q\n", args[0])
+	fmt.Fprintf(e.stderr, "idemledger: unknown command %q\n", redactDSN(args[0]))
 	printUsage(e.stderr)
 	return exitUsage
 }
