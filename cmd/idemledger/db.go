@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 
 	// The pgx database/sql driver, registered as "pgx".
@@ -40,6 +41,15 @@ const (
 func isPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
+
+// keyValueDSN matches the start of a key=value PostgreSQL connection
+// string ("host=db.example user=app password=..."), which pgx accepts.
+var keyValueDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|sslpassword|service|connect_timeout|application_name|options|target_session_attrs)\s*=`)
+
+// isKeyValue reports whether dsn is a key=value PostgreSQL connection
+// string. The command refuses those rather than take one for the name of
+// an SQLite file, which migrate would create, password and all.
+func isKeyValue(dsn string) bool { return keyValueDSN.MatchString(dsn) }
 
 // sqlitePath turns the value of a -db flag into an SQLite file path. It
 // takes a path or a file: URI without query parameters (the ledger sets
@@ -75,6 +85,9 @@ func sqlitePath(dsn string) (string, error) {
 func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	if dsn == "" {
 		return nil, usagef("-db is required")
+	}
+	if isKeyValue(dsn) {
+		return nil, usagef("-db %q is a key=value PostgreSQL connection string; give a postgres:// URL", redactDSN(dsn))
 	}
 	s := &store{engine: ledger.SQLite}
 	var err error

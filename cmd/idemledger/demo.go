@@ -41,8 +41,8 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if *ttl < 100*time.Millisecond || *ttl > time.Minute {
 		return usagef("-ttl must be between 100ms and 1m, got %v", *ttl)
 	}
-	if isPostgres(*dbPath) {
-		return usagef("the demo runs on an SQLite file; -db %q is a PostgreSQL URL", redactDSN(*dbPath))
+	if isPostgres(*dbPath) || isKeyValue(*dbPath) {
+		return usagef("the demo runs on an SQLite file; -db %q is a PostgreSQL connection string", redactDSN(*dbPath))
 	}
 	if *dbPath == "" {
 		dir, err := os.MkdirTemp("", "idemledger-demo-")

@@ -12,7 +12,9 @@
 //
 // Every subcommand takes -h. A DSN is an SQLite file path or a file: URI,
 // or a postgres:// (postgresql://) URL, which selects the PostgreSQL engine;
-// the tables live in the first schema of the URL's search_path.
+// the tables live in the first schema of the URL's search_path. A key=value
+// connection string ("host=... dbname=...") is refused. Messages show a
+// DSN's password as xxxxx.
 //
 // Exit codes: 0 on success, 1 when the work failed (bad input, a failed
 // check, an unreachable database, a broken invariant in the demo), 2 on a

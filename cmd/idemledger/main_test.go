@@ -481,6 +481,10 @@ func TestPasswordNeverShown(t *testing.T) {
 			"postgres://postgres:xxxxx@[::1/test"},
 		{"multi-host URL", "postgres://postgres:s3cretpw@127.0.0.1:1,127.0.0.1:2/test?sslmode=disable", 1, 1, 2,
 			"dial tcp 127.0.0.1:2: connect: connection refused"},
+		{"key=value", "host=127.0.0.1 port=1 user=postgres password=s3cretpw dbname=test", 2, 2, 2,
+			`-db "host=127.0.0.1 port=1 user=postgres password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
+		{"key=value, quoted", "host=127.0.0.1 password='s3cret pw' dbname=test", 2, 2, 2,
+			`-db "host=127.0.0.1 password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
 		{"not quite postgres://", "POSTGRES://postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
 			"POSTGRES://postgres:xxxxx@127.0.0.1:1/test: no such database file (create it with 'idemledger migrate -db POSTGRES://postgres:xxxxx@127.0.0.1:1/test')"},
 		{"file: URI with a password", "file://postgres:s3cretpw@otherhost/x.db", 2, 2, 2,
@@ -521,12 +525,14 @@ func TestPasswordNeverShown(t *testing.T) {
 	// A DSN where a flag's value or an argument belongs.
 	dsn := dsns[0].dsn
 	shown := "postgres://postgres:xxxxx@127.0.0.1:1/test?sslmode=disable"
+	kv := dsns[5].dsn
 	for _, c := range []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{"stats", dsn}, 2, "unexpected arguments: " + shown},
+		{[]string{"stats", kv}, 2, "unexpected arguments: host=127.0.0.1 port=1 user=postgres password=xxxxx dbname=test"},
 		{[]string{"stats", "x", "-db=" + dsn}, 2, "flags go before arguments: -db=" + shown + " was read as an argument"},
 		{[]string{"migrate", dsn}, 2, `unknown action "` + shown + `"`},
 		{[]string{"migrate", "-db", "x.db", dsn, dsn}, 2, `want one action, got "` + shown + " " + shown + `"`},
