@@ -64,7 +64,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 }
 
 func runPurge(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "purge", "-db DSN [-batch N]\n\n"+
+	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-q]\n\n"+
 		"Deletes expired records in batches and prints how many went; suitable for cron.")
 	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	batch := fs.Int("batch", 1000, "rows deleted per batch (each batch is its own short transaction)")

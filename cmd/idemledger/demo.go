@@ -23,7 +23,7 @@ import (
 )
 
 func runDemo(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "demo", "[-db FILE] [-n N]\n\n"+
+	fs := newFlagSet(e, "demo", "[-db FILE] [-n N] [-ttl DURATION]\n\n"+
 		"Starts an HTTP server on 127.0.0.1 with a payment endpoint protected by idemhttp.Middleware,\n"+
 		"drives it with a real client, prints what happened, and exits 1 if any guarantee failed.")
 	dbPath := fs.String("db", "", "SQLite database `FILE` (default: a new file in a temporary directory, removed afterwards)")

@@ -51,6 +51,10 @@ type command struct {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+
+	// flagSet, when set (by tests), is given every flag set that
+	// newFlagSet makes, with its usage text.
+	flagSet func(fs *flag.FlagSet, usage string)
 }
 
 // usageError marks a mistake in the command line; main exits with 2.
@@ -88,7 +92,9 @@ func main() {
 func run(ctx context.Context, e *env, args []string) int {
 	// Whatever reaches stderr, from this package, the flag package or a
 	// driver's error, has the passwords of the arguments blotted out.
-	e = &env{stdin: e.stdin, stdout: e.stdout, stderr: blotWriter{w: e.stderr, secrets: argSecrets(args)}}
+	blotted := *e
+	blotted.stderr = blotWriter{w: e.stderr, secrets: argSecrets(args)}
+	e = &blotted
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		printUsage(e.stderr)
 		if len(args) == 0 {
@@ -140,6 +146,9 @@ func newFlagSet(e *env, name, usage string) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: idemledger %s %s\n", name, usage)
 		fs.PrintDefaults()
+	}
+	if e.flagSet != nil {
+		e.flagSet(fs, usage)
 	}
 	return fs
 }
