@@ -11,12 +11,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
 )
 
 func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "migrate", "-db DSN [up|down|version]\n\n"+
 		"Applies (up, the default) or rolls back (down: drops the ledger's table) the ledger's schema,\n"+
-		"or prints the version applied. Only the ledger's own table and migrations table are touched.")
+		"or prints the version applied (version). None of the three is read-only: version too creates\n"+
+		"the empty migrations table, "+schema.MigrationsTable+", in a database that lacks it.\n"+
+		"Only the ledger's own table and that migrations table are touched.")
 	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err

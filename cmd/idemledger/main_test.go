@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,6 +299,36 @@ func TestMissingDatabase(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the other database now has %d objects (%v)", n, err)
+	}
+
+	// migrate version is not read-only, as its -h and README say: it
+	// leaves the empty migrations table behind.
+	v := idemledger(t, "", "migrate", "-db", other, "version")
+	v.want(t, 0)
+	if v.stdout != "version 0\n" {
+		t.Errorf("migrate version = %q", v.stdout)
+	}
+	var tables []string
+	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{schema.MigrationsTable}; !slices.Equal(tables, want) {
+		t.Errorf("after migrate version the database holds the tables %q, want %q", tables, want)
+	}
+	if h := idemledger(t, "", "migrate", "-h"); !strings.Contains(h.stderr, "version too creates\nthe empty migrations table, "+schema.MigrationsTable) {
+		t.Errorf("migrate -h does not say that version writes: %q", h.stderr)
 	}
 }
 
