@@ -424,7 +424,7 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 	}
 	missing := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-2", "-key", "text")
 	missing.want(t, 1)
-	if !strings.Contains(missing.stderr, "not found") {
+	if missing.stderr != "idemledger inspect: ledger: get: record not found\n" {
 		t.Errorf("inspect of another scope: %q", missing.stderr)
 	}
 
