@@ -13,10 +13,11 @@ import (
 // in a key=value connection string), and the messages that quote a -db
 // value, or an argument that may be one, quote redactDSN's version of it.
 // As a second line of defence, run collects the passwords of all the
-// command-line arguments (argSecrets) and blots them out of every error
-// message and flag-package message, whoever wrote it (the pgx driver
-// quotes its connection string in some errors, and leaves a password in
-// the URL's query as it is).
+// command-line arguments (argSecrets) and blots them out of everything
+// written to stderr, whoever wrote it: the flag package quotes a bad flag
+// value as given, and the command does not word the errors of drivers and
+// libraries (pgx redacts the connection strings it quotes, but nothing
+// here relies on that).
 
 // redactedPassword stands for a password in messages, as in net/url's
 // URL.Redacted.
