@@ -2,6 +2,7 @@ package idemhttp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -42,8 +43,9 @@ const (
 // context's deadline; then the last answer is returned as it is.
 // Requests without a key pass through to Base untouched.
 //
-// A Transport is safe for concurrent use. Its fields must not change once it
-// is in use.
+// The zero Transport is ready to use, with the defaults below; so is a nil
+// *Transport, which behaves as the zero one. A Transport is safe for
+// concurrent use. Its fields must not change once it is in use.
 type Transport struct {
 	// Base makes each attempt. Default http.DefaultTransport.
 	Base http.RoundTripper
@@ -78,7 +80,14 @@ type Transport struct {
 
 // RoundTrip implements http.RoundTripper. It does not modify req: the key is
 // set on a clone. Like every RoundTripper it closes req.Body, also on error.
+// A nil req is an error.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t == nil {
+		t = &Transport{}
+	}
+	if req == nil {
+		return nil, errors.New("idemhttp: transport: nil request")
+	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
@@ -89,6 +98,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	r := req.Clone(req.Context())
+	if r.Header == nil {
+		r.Header = make(http.Header) // room for the key
+	}
 	if !hasKey {
 		newKey := t.NewKey
 		if newKey == nil {

@@ -77,6 +77,9 @@ const claimAttempts = 5
 // fingerprint takes it over at once instead of getting ErrInFlight until
 // the lease runs out.
 func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return nil, err
+	}
 	if err := l.check(req); err != nil {
 		return nil, err
 	}
@@ -87,7 +90,7 @@ func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error
 			if ctx.Err() != nil {
 				l.abandon(ctx, db, a)
 			}
-			return nil, fmt.Errorf("ledger: claim: %w", err)
+			return nil, wrapOp("claim", err)
 		}
 		if won.won {
 			return &Claim{Request: req, Token: a.token, Fence: won.fence, LeaseExpiresAt: fromMillis(won.leaseExpiresAt)}, nil
@@ -99,7 +102,7 @@ func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error
 				continue // released or purged in between
 			}
 			if err != nil {
-				return nil, fmt.Errorf("ledger: claim: %w", err)
+				return nil, wrapOp("claim", err)
 			}
 		}
 		c, err := standing(req, r, now)

@@ -33,7 +33,7 @@ func TestClaimFresh(t *testing.T) {
 		if c := b.claim(t, ledger.Request{Scope: "tenant-2", Key: "k1", Fingerprint: fp("other")}); c.Fence != 1 || c.Replayed() {
 			t.Errorf("claim in another scope: fence %d, replayed %v", c.Fence, c.Replayed())
 		}
-		if _, err := b.l.Get(b.ctx, b.db, "tenant-1", "nope"); !errors.Is(err, ledger.ErrNotFound) || err.Error() != "ledger: get: ledger: record not found" {
+		if _, err := b.l.Get(b.ctx, b.db, "tenant-1", "nope"); !errors.Is(err, ledger.ErrNotFound) || err.Error() != "ledger: get: record not found" {
 			t.Errorf("Get of a missing key = %v", err)
 		}
 	})

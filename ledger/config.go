@@ -139,8 +139,12 @@ func New(cfg Config) (*Ledger, error) {
 // Close still work, without prepared statements, but one that runs during
 // Close on Config.DB itself may fail with "sql: statement is closed".
 // Closing Config.DB releases the statements too. Close returns the error of
-// closing a statement, if any; a second Close returns nil.
+// closing a statement, if any; a second Close returns nil. Close of a nil
+// *Ledger returns an error wrapping ErrInvalidRequest.
 func (l *Ledger) Close() error {
+	if l == nil {
+		return invalidRequest("nil ledger")
+	}
 	if c, ok := l.eng.(interface{ close() error }); ok {
 		return c.close()
 	}

@@ -8,7 +8,8 @@ import (
 // DBTX is what every ledger operation runs on: a *sql.DB, *sql.Tx or
 // *sql.Conn. The ledger does not begin, commit or roll back transactions
 // (Mutate only sets savepoints inside the caller's): what commits together
-// is the caller's decision.
+// is the caller's decision. A nil DBTX, or one holding a nil *sql.DB,
+// *sql.Tx or *sql.Conn, is refused with ErrInvalidRequest.
 type DBTX interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,8 @@ var (
 	// operation when its input is refused before the database is touched:
 	// an empty key, a key over the maximum length or with a byte outside
 	// printable ASCII, a scope that is too long or not printable text, a
-	// zero fingerprint, a nil claim or callback, a negative batch size.
+	// zero fingerprint, a negative batch size, or a nil argument: a nil
+	// *Ledger, context, database (DBTX), transaction, claim or callback.
 	// Nothing is stored for such a request.
 	ErrInvalidRequest = errors.New("ledger: invalid request")
 
@@ -66,6 +68,27 @@ func (e *InFlightError) Is(target error) bool {
 
 func invalidRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+}
+
+// opError is the error of the operation op (claim, get, ...) that failed
+// because of err. It reads "ledger: get: record not found": the "ledger: "
+// that begins the texts of the package's own errors (ErrNotFound,
+// ErrRetryable's wrapper, ...) is not repeated after the operation's name.
+// errors.Is and errors.As see err through Unwrap.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "ledger: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "ledger: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// wrapOp wraps err, the cause of operation op's failure, in an *opError.
+func wrapOp(op string, err error) error {
+	return &opError{op: op, err: err}
 }
 
 // ErrRetryable is matched (errors.Is) by the errors of Claim, Mutate,

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 )
 
 // Get returns the record of key in scope as stored, or an error wrapping
@@ -10,12 +9,15 @@ import (
 // returned; see Record.Expired. A bad scope or key returns an error
 // wrapping ErrInvalidRequest before db is used.
 func (l *Ledger) Get(ctx context.Context, db DBTX, scope, key string) (*Record, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return nil, err
+	}
 	if err := l.checkKey(scope, key); err != nil {
 		return nil, err
 	}
 	r, _, err := l.eng.get(ctx, db, scope, key)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: get: %w", err)
+		return nil, wrapOp("get", err)
 	}
 	return r, nil
 }

@@ -19,12 +19,15 @@ import (
 // client that hangs up must not turn the finished work into a retry that
 // runs again. A nil c returns ErrInvalidRequest.
 func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) error {
+	if err := l.checkCall(ctx, db); err != nil {
+		return err
+	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
 	ok, err := l.eng.complete(context.WithoutCancel(ctx), db, c.lease(), out, l.ttl.Milliseconds())
 	if err != nil {
-		return fmt.Errorf("ledger: complete: %w", err)
+		return wrapOp("complete", err)
 	}
 	if !ok {
 		return ErrLeaseLost
@@ -38,12 +41,15 @@ func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) e
 // it returns ErrLeaseLost. Like Complete it ignores the cancellation of
 // ctx. A nil c returns ErrInvalidRequest.
 func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
+	if err := l.checkCall(ctx, db); err != nil {
+		return err
+	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
 	ok, err := l.eng.release(context.WithoutCancel(ctx), db, c.lease())
 	if err != nil {
-		return fmt.Errorf("ledger: release: %w", err)
+		return wrapOp("release", err)
 	}
 	if !ok {
 		return ErrLeaseLost
@@ -57,12 +63,15 @@ func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
 // the record's ExpiresAt: an in-flight record expires only once both it and
 // the lease have passed. A nil c returns ErrInvalidRequest.
 func (l *Ledger) Extend(ctx context.Context, db DBTX, c *Claim) error {
+	if err := l.checkCall(ctx, db); err != nil {
+		return err
+	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
 	until, ok, err := l.eng.extend(ctx, db, c.lease(), l.lease.Milliseconds())
 	if err != nil {
-		return fmt.Errorf("ledger: extend: %w", err)
+		return wrapOp("extend", err)
 	}
 	if !ok {
 		return ErrLeaseLost

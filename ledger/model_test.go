@@ -461,7 +461,7 @@ func (m *model) purge() int {
 
 func (m *model) get(key int) string {
 	if m.recs[key] == nil {
-		return "error: ledger: get: " + ledger.ErrNotFound.Error()
+		return "error: ledger: get: record not found"
 	}
 	return recordString(m.record(key)) + fmt.Sprintf(" expired=%v", m.expired(m.recs[key]))
 }

@@ -72,6 +72,8 @@ var savepoints atomic.Uint64
 func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
 	var zero Result[T]
 	switch {
+	case ctx == nil:
+		return zero, invalidRequest("nil context")
 	case l == nil:
 		return zero, invalidRequest("nil ledger")
 	case tx == nil:

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -44,6 +43,9 @@ type PurgeOptions struct {
 // Claim already ignores expired records: Purge only reclaims space. Pass a
 // *sql.DB (not a transaction) to keep every batch short.
 func (l *Ledger) Purge(ctx context.Context, db DBTX, opts PurgeOptions) (int64, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return 0, err
+	}
 	size := opts.BatchSize
 	switch {
 	case size == 0:
@@ -53,17 +55,17 @@ func (l *Ledger) Purge(ctx context.Context, db DBTX, opts PurgeOptions) (int64, 
 	}
 	now, err := l.eng.now(ctx, db)
 	if err != nil {
-		return 0, fmt.Errorf("ledger: purge: %w", err)
+		return 0, wrapOp("purge", err)
 	}
 	var total int64
 	for {
 		if err := ctx.Err(); err != nil {
-			return total, fmt.Errorf("ledger: purge: %w", err)
+			return total, wrapOp("purge", err)
 		}
 		start := time.Now()
 		n, err := l.eng.purgeBatch(ctx, db, now, size)
 		if err != nil {
-			return total, fmt.Errorf("ledger: purge: %w", err)
+			return total, wrapOp("purge", err)
 		}
 		total += n
 		if opts.Progress != nil {

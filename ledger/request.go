@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"context"
+	"database/sql"
 	"unicode"
 	"unicode/utf8"
 
@@ -24,6 +26,36 @@ type Request struct {
 	// the same key must carry the same fingerprint, or Claim answers
 	// ErrKeyReused. The zero Digest is refused.
 	Fingerprint hash.Digest
+}
+
+// checkCall refuses what no operation can run with: a nil ledger, a nil
+// context, or a nil database. A nil database is the untyped nil or a nil
+// *sql.DB, *sql.Tx or *sql.Conn (the DBTX that database/sql provides); a
+// nil pointer of another type that implements DBTX is passed on.
+func (l *Ledger) checkCall(ctx context.Context, db DBTX) error {
+	switch {
+	case l == nil:
+		return invalidRequest("nil ledger")
+	case ctx == nil:
+		return invalidRequest("nil context")
+	case isNilDB(db):
+		return invalidRequest("nil database")
+	}
+	return nil
+}
+
+func isNilDB(db DBTX) bool {
+	switch d := db.(type) {
+	case nil:
+		return true
+	case *sql.DB:
+		return d == nil
+	case *sql.Tx:
+		return d == nil
+	case *sql.Conn:
+		return d == nil
+	}
+	return false
 }
 
 // check refuses bad input before any database work. The messages never

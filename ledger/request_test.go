@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -90,34 +91,126 @@ func TestKeyLengthLimits(t *testing.T) {
 	})
 }
 
+// TestNilArguments: every operation refuses a nil argument with an error
+// wrapping ErrInvalidRequest, before it touches the database, instead of
+// panicking.
 func TestNilArguments(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e testdb.Engine) {
 		b := setup(t, e)
-		for name, err := range map[string]error{
-			"Complete": b.l.Complete(b.ctx, b.db, nil, ledger.Outcome{}),
-			"Release":  b.l.Release(b.ctx, b.db, nil),
-			"Extend":   b.l.Extend(b.ctx, b.db, nil),
-		} {
-			if want := "ledger: invalid request: nil claim"; err == nil || err.Error() != want {
-				t.Errorf("%s(nil) = %v, want %q", name, err, want)
-			}
-		}
-		_, err := ledger.Mutate[int](b.ctx, b.l, nil, req("k", "p"), func(context.Context) (int, error) { return 0, nil })
-		if want := "ledger: invalid request: nil transaction"; err == nil || err.Error() != want {
-			t.Errorf("Mutate(nil tx) = %v, want %q", err, want)
-		}
+		var (
+			nl     *ledger.Ledger
+			nilCtx context.Context
+			nilDB  *sql.DB
+			nilTx  *sql.Tx
+			nilCon *sql.Conn
+		)
+		c := b.claim(t, req("held", "p"))
+		// The operations get b.db; on SQLite they would wait for tx's write
+		// lock if they went that far.
 		tx, err := b.db.Begin()
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		_, err = ledger.Mutate[int](b.ctx, b.l, tx, req("k", "p"), nil)
-		if want := "ledger: invalid request: nil function"; err == nil || err.Error() != want {
-			t.Errorf("Mutate(nil fn) = %v, want %q", err, want)
+		fn := func(context.Context) (int, error) { return 1, nil }
+		ops := []struct {
+			name string
+			call func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error
+		}{
+			{"Claim", func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error {
+				_, err := l.Claim(ctx, db, req("k", "p"))
+				return err
+			}},
+			{"Complete", func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error {
+				return l.Complete(ctx, db, c, ledger.Outcome{Status: 200})
+			}},
+			{"Release", func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error { return l.Release(ctx, db, c) }},
+			{"Extend", func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error { return l.Extend(ctx, db, c) }},
+			{"Get", func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error {
+				_, err := l.Get(ctx, db, "tenant-1", "held")
+				return err
+			}},
+			{"Purge", func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error {
+				_, err := l.Purge(ctx, db, ledger.PurgeOptions{})
+				return err
+			}},
+			{"Stats", func(l *ledger.Ledger, ctx context.Context, db ledger.DBTX) error {
+				_, err := l.Stats(ctx, db)
+				return err
+			}},
 		}
-		_, err = ledger.Mutate[int](b.ctx, nil, tx, req("k", "p"), func(context.Context) (int, error) { return 0, nil })
-		if want := "ledger: invalid request: nil ledger"; err == nil || err.Error() != want {
-			t.Errorf("Mutate(nil ledger) = %v, want %q", err, want)
+		args := []struct {
+			name string
+			l    *ledger.Ledger
+			ctx  context.Context
+			db   ledger.DBTX
+			want string
+		}{
+			{"nil ledger", nl, b.ctx, b.db, "ledger: invalid request: nil ledger"},
+			{"nil context", b.l, nilCtx, b.db, "ledger: invalid request: nil context"},
+			{"nil DBTX", b.l, b.ctx, nil, "ledger: invalid request: nil database"},
+			{"nil *sql.DB", b.l, b.ctx, nilDB, "ledger: invalid request: nil database"},
+			{"nil *sql.Tx", b.l, b.ctx, nilTx, "ledger: invalid request: nil database"},
+			{"nil *sql.Conn", b.l, b.ctx, nilCon, "ledger: invalid request: nil database"},
+		}
+		for _, op := range ops {
+			for _, a := range args {
+				t.Run(op.name+"/"+a.name, func(t *testing.T) {
+					err := op.call(a.l, a.ctx, a.db)
+					if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != a.want {
+						t.Errorf("%s with a %s = %v, want %q", op.name, a.name, err, a.want)
+					}
+				})
+			}
+		}
+
+		others := []struct {
+			name string
+			call func() error
+			want string
+		}{
+			{"Complete nil claim", func() error { return b.l.Complete(b.ctx, b.db, nil, ledger.Outcome{}) }, "ledger: invalid request: nil claim"},
+			{"Release nil claim", func() error { return b.l.Release(b.ctx, b.db, nil) }, "ledger: invalid request: nil claim"},
+			{"Extend nil claim", func() error { return b.l.Extend(b.ctx, b.db, nil) }, "ledger: invalid request: nil claim"},
+			{"Close nil ledger", func() error { return nl.Close() }, "ledger: invalid request: nil ledger"},
+			{"Mutate nil context", func() error {
+				_, err := ledger.Mutate(nilCtx, b.l, tx, req("k", "p"), fn)
+				return err
+			}, "ledger: invalid request: nil context"},
+			{"Mutate nil ledger", func() error {
+				_, err := ledger.Mutate(b.ctx, nl, tx, req("k", "p"), fn)
+				return err
+			}, "ledger: invalid request: nil ledger"},
+			{"Mutate nil transaction", func() error {
+				_, err := ledger.Mutate(b.ctx, b.l, nilTx, req("k", "p"), fn)
+				return err
+			}, "ledger: invalid request: nil transaction"},
+			{"Mutate nil function", func() error {
+				_, err := ledger.Mutate[int](b.ctx, b.l, tx, req("k", "p"), nil)
+				return err
+			}, "ledger: invalid request: nil function"},
+		}
+		for _, tt := range others {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := tt.call(); !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != tt.want {
+					t.Errorf("%s = %v, want %q", tt.name, err, tt.want)
+				}
+			})
+		}
+
+		// Nothing was written by the refused calls, and the claim taken
+		// before them still holds its lease.
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.count(t, "idempotency_ledger"); n != 1 {
+			t.Errorf("%d records after the refused calls, want the 1 claimed before them", n)
+		}
+		if r := b.get(t, "held"); r.State != ledger.StateInFlight || r.Fence != c.Fence {
+			t.Errorf("the claim taken before the refused calls is now %+v", r)
+		}
+		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
+			t.Errorf("Complete after the refused calls: %v", err)
 		}
 	})
 }

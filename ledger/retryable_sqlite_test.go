@@ -38,6 +38,9 @@ func TestSQLiteBusyIsRetryable(t *testing.T) {
 	if !errors.Is(err, ledger.ErrRetryable) || !errors.As(err, &coded) || coded.Code()&0xff != 5 {
 		t.Fatalf("Claim while another connection writes: %v; want ErrRetryable over SQLITE_BUSY (5)", err)
 	}
+	if want := "ledger: claim: retryable: " + coded.(error).Error(); err.Error() != want {
+		t.Errorf("Claim's error reads %q, want %q", err, want)
+	}
 
 	if err := hold.Rollback(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -23,13 +22,16 @@ type Stats struct {
 // for operators and monitoring, not for a request's path. Errors are
 // wrapped with "ledger: stats:".
 func (l *Ledger) Stats(ctx context.Context, db DBTX) (Stats, error) {
+	if err := l.checkCall(ctx, db); err != nil {
+		return Stats{}, err
+	}
 	now, err := l.eng.now(ctx, db)
 	if err != nil {
-		return Stats{}, fmt.Errorf("ledger: stats: %w", err)
+		return Stats{}, wrapOp("stats", err)
 	}
 	row, err := l.eng.stats(ctx, db, now)
 	if err != nil {
-		return Stats{}, fmt.Errorf("ledger: stats: %w", err)
+		return Stats{}, wrapOp("stats", err)
 	}
 	s := Stats{InFlight: row.inFlight, Completed: row.completed, Expired: row.expired}
 	if row.inFlight+row.completed > 0 {

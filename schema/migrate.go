@@ -50,6 +50,9 @@ func SQLite() fs.FS {
 // db (golang-migrate's sqlite lock is per instance). Errors are wrapped with "schema: migrate:"; a database left
 // dirty by a failed migration is reported as such.
 func Migrate(ctx context.Context, db *sql.DB) error {
+	if err := checkArgs(ctx, db, "migrate"); err != nil {
+		return err
+	}
 	return run(ctx, sqliteTarget(db), "migrate", (*migrate.Migrate).Up)
 }
 
@@ -59,6 +62,9 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 // would drop every table in the file, is never used), and db stays open.
 // Errors are wrapped with "schema: down:".
 func Down(ctx context.Context, db *sql.DB) error {
+	if err := checkArgs(ctx, db, "down"); err != nil {
+		return err
+	}
 	return run(ctx, sqliteTarget(db), "down", (*migrate.Migrate).Down)
 }
 
@@ -68,6 +74,9 @@ func Down(ctx context.Context, db *sql.DB) error {
 // migrations table when it is missing. Errors are wrapped with
 // "schema: version:".
 func Version(ctx context.Context, db *sql.DB) (version uint, dirty bool, err error) {
+	if err := checkArgs(ctx, db, "version"); err != nil {
+		return 0, false, err
+	}
 	return versionOf(ctx, sqliteTarget(db))
 }
 

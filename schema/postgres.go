@@ -38,6 +38,9 @@ func Postgres() fs.FS {
 // failure); db stays open. Cancellation and errors are as for Migrate;
 // errors are wrapped with "schema: migrate:".
 func MigratePostgres(ctx context.Context, db *sql.DB) error {
+	if err := checkArgs(ctx, db, "migrate"); err != nil {
+		return err
+	}
 	return run(ctx, postgresTarget(db), "migrate", (*migrate.Migrate).Up)
 }
 
@@ -45,6 +48,9 @@ func MigratePostgres(ctx context.Context, db *sql.DB) error {
 // in db back, dropping the ledger's table and its records, and nothing
 // else. Errors are wrapped with "schema: down:".
 func DownPostgres(ctx context.Context, db *sql.DB) error {
+	if err := checkArgs(ctx, db, "down"); err != nil {
+		return err
+	}
 	return run(ctx, postgresTarget(db), "down", (*migrate.Migrate).Down)
 }
 
@@ -52,6 +58,9 @@ func DownPostgres(ctx context.Context, db *sql.DB) error {
 // (0 when none) and whether a failed migration left db dirty. Errors are
 // wrapped with "schema: version:".
 func VersionPostgres(ctx context.Context, db *sql.DB) (version uint, dirty bool, err error) {
+	if err := checkArgs(ctx, db, "version"); err != nil {
+		return 0, false, err
+	}
 	return versionOf(ctx, postgresTarget(db))
 }
 

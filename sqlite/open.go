@@ -159,6 +159,11 @@ func escapePath(path string) string {
 // The caller owns the returned *sql.DB and closes it. Errors: an Option's
 // error, an error from the driver, or one wrapping ErrPragmaMismatch.
 func Open(path string, opts ...Option) (*sql.DB, error) {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("sqlite: open %q: opts[%d] is a nil Option", path, i)
+		}
+	}
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlite: open %q: want a file path", path)
 	}

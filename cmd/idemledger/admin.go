@@ -11,12 +11,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
 )
 
 func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "migrate", "-db DSN [up|down|version]\n\n"+
 		"Applies (up, the default) or rolls back (down: drops the ledger's table) the ledger's schema,\n"+
-		"or prints the version applied. Only the ledger's own table and migrations table are touched.")
+		"or prints the version applied (version). None of the three is read-only: version too creates\n"+
+		"the empty migrations table, "+schema.MigrationsTable+", in a database that lacks it.\n"+
+		"Only the ledger's own table and that migrations table are touched.")
 	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -27,10 +30,10 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	case 1:
 		action = fs.Arg(0)
 	default:
-		return usagef("want one action, got %q%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("want one action, got %q%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	if action != "up" && action != "down" && action != "version" {
-		return usagef("unknown action %q: want up, down or version", action)
+		return usagef("unknown action %q: want up, down or version", redactDSN(action))
 	}
 	n := mustExist
 	if action == "up" {
@@ -64,7 +67,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 }
 
 func runPurge(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "purge", "-db DSN [-batch N]\n\n"+
+	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-q]\n\n"+
 		"Deletes expired records in batches and prints how many went; suitable for cron.")
 	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	batch := fs.Int("batch", 1000, "rows deleted per batch (each batch is its own short transaction)")
@@ -73,7 +76,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	if *batch < 1 {
 		return usagef("-batch must be at least 1, got %d", *batch)
@@ -108,7 +111,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	db, l, err := openLedger(ctx, *dsn)
 	if err != nil {
@@ -137,7 +140,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	if *key == "" {
 		return usagef("-key is required")

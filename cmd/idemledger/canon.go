@@ -13,7 +13,7 @@ import (
 var errNotCanonical = errors.New("input is valid JSON but not in RFC 8785 canonical form")
 
 func runCanon(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "canon", "[-check] [FILE]\n\nPrints the RFC 8785 canonical form of the JSON text in FILE (or standard input).")
+	fs := newFlagSet(e, "canon", "[-check] [-exact] [FILE]\n\nPrints the RFC 8785 canonical form of the JSON text in FILE (or standard input).")
 	check := fs.Bool("check", false, "print nothing; exit 1 when the input is not already in canonical form (one final newline, as canon prints, is allowed)")
 	exact := fs.Bool("exact", false, "refuse a number whose canonical form denotes another decimal value (9007199254740993 prints as ...992), as request fingerprints do")
 	if err := parseFlags(fs, args); err != nil {

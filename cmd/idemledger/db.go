@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 
 	// The pgx database/sql driver, registered as "pgx".
@@ -41,6 +42,15 @@ func isPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// keyValueDSN matches the start of a key=value PostgreSQL connection
+// string ("host=db.example user=app password=..."), which pgx accepts.
+var keyValueDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|sslpassword|service|connect_timeout|application_name|options|target_session_attrs)\s*=`)
+
+// isKeyValue reports whether dsn is a key=value PostgreSQL connection
+// string. The command refuses those rather than take one for the name of
+// an SQLite file, which migrate would create, password and all.
+func isKeyValue(dsn string) bool { return keyValueDSN.MatchString(dsn) }
+
 // sqlitePath turns the value of a -db flag into an SQLite file path. It
 // takes a path or a file: URI without query parameters (the ledger sets
 // its own pragmas, see package sqlite).
@@ -50,20 +60,20 @@ func sqlitePath(dsn string) (string, error) {
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return "", usagef("-db %q: %v", dsn, err)
+		return "", usagef("-db %q: %v", redactDSN(dsn), err)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", usagef("-db %q: query parameters are not supported; the ledger sets its own pragmas", dsn)
+		return "", usagef("-db %q: query parameters are not supported; the ledger sets its own pragmas", redactDSN(dsn))
 	}
 	if u.Host != "" && u.Host != "localhost" {
-		return "", usagef("-db %q: a file: URI names a local file (file:/path or file:relative/path)", dsn)
+		return "", usagef("-db %q: a file: URI names a local file (file:/path or file:relative/path)", redactDSN(dsn))
 	}
 	p := u.Opaque // file:relative/path
 	if p == "" {
 		p = u.Path // file:/abs/path, file:///abs/path
 	}
 	if p == "" {
-		return "", usagef("-db %q names no file", dsn)
+		return "", usagef("-db %q names no file", redactDSN(dsn))
 	}
 	return url.PathUnescape(p)
 }
@@ -75,6 +85,9 @@ func sqlitePath(dsn string) (string, error) {
 func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	if dsn == "" {
 		return nil, usagef("-db is required")
+	}
+	if isKeyValue(dsn) {
+		return nil, usagef("-db %q is a key=value PostgreSQL connection string; give a postgres:// URL", redactDSN(dsn))
 	}
 	s := &store{engine: ledger.SQLite}
 	var err error
@@ -90,7 +103,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		}
 		if n != mayCreate {
 			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", path, dsn)
+				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", redactDSN(path), redactDSN(dsn))
 			}
 		}
 		s.db, err = sqlite.Open(path)
@@ -109,7 +122,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		var tables int
 		err = s.db.QueryRowContext(ctx, query).Scan(&tables)
 		if err == nil && tables == 0 {
-			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", dsn, dsn)
+			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", redactDSN(dsn), redactDSN(dsn))
 		}
 		if err != nil {
 			s.db.Close()

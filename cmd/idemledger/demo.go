@@ -23,7 +23,7 @@ import (
 )
 
 func runDemo(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "demo", "[-db FILE] [-n N]\n\n"+
+	fs := newFlagSet(e, "demo", "[-db FILE] [-n N] [-ttl DURATION]\n\n"+
 		"Starts an HTTP server on 127.0.0.1 with a payment endpoint protected by idemhttp.Middleware,\n"+
 		"drives it with a real client, prints what happened, and exits 1 if any guarantee failed.")
 	dbPath := fs.String("db", "", "SQLite database `FILE` (default: a new file in a temporary directory, removed afterwards)")
@@ -33,7 +33,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("unexpected arguments: %s%s", strings.Join(fs.Args(), " "), flagHint(fs.Args()))
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
 	if *n < 2 || *n > 1000 {
 		return usagef("-n must be between 2 and 1000, got %d", *n)
@@ -41,8 +41,8 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if *ttl < 100*time.Millisecond || *ttl > time.Minute {
 		return usagef("-ttl must be between 100ms and 1m, got %v", *ttl)
 	}
-	if isPostgres(*dbPath) {
-		return usagef("the demo runs on an SQLite file; -db %q is a PostgreSQL URL", *dbPath)
+	if isPostgres(*dbPath) || isKeyValue(*dbPath) {
+		return usagef("the demo runs on an SQLite file; -db %q is a PostgreSQL connection string", redactDSN(*dbPath))
 	}
 	if *dbPath == "" {
 		dir, err := os.MkdirTemp("", "idemledger-demo-")
@@ -57,7 +57,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer d.close()
-	fmt.Fprintf(e.stdout, "idemledger demo: database %s, server http://%s, scope %s\n\n", *dbPath, d.addr, d.scope)
+	fmt.Fprintf(e.stdout, "idemledger demo: database %s, server http://%s, scope %s\n\n", redactDSN(*dbPath), d.addr, d.scope)
 	failed, err := d.run(ctx, *n)
 	d.print(e.stdout)
 	if err != nil {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -21,7 +23,12 @@ func readInput(e *env, args []string) ([]byte, string, error) {
 			return b, "stdin", err
 		}
 		b, err := os.ReadFile(args[0])
-		return b, args[0], err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			// A DSN given here by mistake is quoted without its password.
+			pe.Path = redactDSN(pe.Path)
+		}
+		return b, redactDSN(args[0]), err
 	default:
 		return nil, "", usagef("want at most one FILE, got %d arguments%s", len(args), flagHint(args))
 	}
@@ -37,7 +44,7 @@ func inputError(name string, err error) error {
 func flagHint(args []string) string {
 	for _, a := range args {
 		if strings.HasPrefix(a, "-") && a != "-" {
-			return " (flags go before arguments: " + a + " was read as an argument)"
+			return " (flags go before arguments: " + redactDSN(a) + " was read as an argument)"
 		}
 	}
 	return ""

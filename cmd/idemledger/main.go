@@ -12,7 +12,9 @@
 //
 // Every subcommand takes -h. A DSN is an SQLite file path or a file: URI,
 // or a postgres:// (postgresql://) URL, which selects the PostgreSQL engine;
-// the tables live in the first schema of the URL's search_path.
+// the tables live in the first schema of the URL's search_path. A key=value
+// connection string ("host=... dbname=...") is refused. Messages show a
+// DSN's password as xxxxx.
 //
 // Exit codes: 0 on success, 1 when the work failed (bad input, a failed
 // check, an unreachable database, a broken invariant in the demo), 2 on a
@@ -49,6 +51,10 @@ type command struct {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+
+	// flagSet, when set (by tests), is given every flag set that
+	// newFlagSet makes, with its usage text.
+	flagSet func(fs *flag.FlagSet, usage string)
 }
 
 // usageError marks a mistake in the command line; main exits with 2.
@@ -84,6 +90,11 @@ func main() {
 }
 
 func run(ctx context.Context, e *env, args []string) int {
+	// Whatever reaches stderr, from this package, the flag package or a
+	// driver's error, has the passwords of the arguments blotted out.
+	blotted := *e
+	blotted.stderr = blotWriter{w: e.stderr, secrets: argSecrets(args)}
+	e = &blotted
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		printUsage(e.stderr)
 		if len(args) == 0 {
@@ -112,7 +123,7 @@ func run(ctx context.Context, e *env, args []string) int {
 			return exitFail
 		}
 	}
-	fmt.Fprintf(e.stderr, "idemledger: unknown command %q\n", args[0])
+	fmt.Fprintf(e.stderr, "idemledger: unknown command %q\n", redactDSN(args[0]))
 	printUsage(e.stderr)
 	return exitUsage
 }
@@ -135,6 +146,9 @@ func newFlagSet(e *env, name, usage string) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: idemledger %s %s\n", name, usage)
 		fs.PrintDefaults()
+	}
+	if e.flagSet != nil {
+		e.flagSet(fs, usage)
 	}
 	return fs
 }

@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,6 +300,36 @@ func TestMissingDatabase(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the other database now has %d objects (%v)", n, err)
 	}
+
+	// migrate version is not read-only, as its -h and README say: it
+	// leaves the empty migrations table behind.
+	v := idemledger(t, "", "migrate", "-db", other, "version")
+	v.want(t, 0)
+	if v.stdout != "version 0\n" {
+		t.Errorf("migrate version = %q", v.stdout)
+	}
+	var tables []string
+	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{schema.MigrationsTable}; !slices.Equal(tables, want) {
+		t.Errorf("after migrate version the database holds the tables %q, want %q", tables, want)
+	}
+	if h := idemledger(t, "", "migrate", "-h"); !strings.Contains(h.stderr, "version too creates\nthe empty migrations table, "+schema.MigrationsTable) {
+		t.Errorf("migrate -h does not say that version writes: %q", h.stderr)
+	}
 }
 
 // TestAdmin runs migrate, stats, inspect and purge against a real file
@@ -392,7 +424,7 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 	}
 	missing := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-2", "-key", "text")
 	missing.want(t, 1)
-	if !strings.Contains(missing.stderr, "not found") {
+	if missing.stderr != "idemledger inspect: ledger: get: record not found\n" {
 		t.Errorf("inspect of another scope: %q", missing.stderr)
 	}
 
@@ -455,4 +487,122 @@ func TestPurgeProgress(t *testing.T) {
 // one space, so that expectations do not depend on column widths.
 func squeeze(s string) string {
 	return regexp.MustCompile(` {2,}`).ReplaceAllString(s, " ")
+}
+
+// TestPasswordNeverShown: no failure of any subcommand prints the password
+// of a DSN, on stdout or stderr, whether the DSN is given with -db, in
+// place of another argument, or as another flag's value; the messages
+// show xxxxx in its place.
+func TestPasswordNeverShown(t *testing.T) {
+	const secret = "s3cret" // every password below contains it
+	dsns := []struct {
+		name, dsn string
+		code      int    // exit code of stats, purge, inspect and migrate
+		upCode    int    // of migrate up, which may create an SQLite file
+		demoCode  int    // of demo, which takes SQLite files only
+		stats     string // what stats says about it
+	}{
+		{"unreachable", "postgres://postgres:s3cretpw@127.0.0.1:1/test?sslmode=disable", 1, 1, 2,
+			"dial tcp 127.0.0.1:1: connect: connection refused"},
+		{"escaped password", "postgres://postgres:s3cret%2Fpw@127.0.0.1:1/test?sslmode=disable", 1, 1, 2,
+			"dial tcp 127.0.0.1:1: connect: connection refused"},
+		{"password in the query", "postgres://postgres@127.0.0.1:1/test?sslmode=bogus&password=s3cretpw", 1, 1, 2,
+			"postgres://postgres@127.0.0.1:1/test?sslmode=bogus&password=xxxxx"},
+		{"unparseable URL", "postgres://postgres:s3cretpw@[::1/test", 1, 1, 2,
+			"postgres://postgres:xxxxx@[::1/test"},
+		{"multi-host URL", "postgres://postgres:s3cretpw@127.0.0.1:1,127.0.0.1:2/test?sslmode=disable", 1, 1, 2,
+			"dial tcp 127.0.0.1:2: connect: connection refused"},
+		{"key=value", "host=127.0.0.1 port=1 user=postgres password=s3cretpw dbname=test", 2, 2, 2,
+			`-db "host=127.0.0.1 port=1 user=postgres password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
+		{"key=value, quoted", "host=127.0.0.1 password='s3cret pw' dbname=test", 2, 2, 2,
+			`-db "host=127.0.0.1 password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
+		{"not quite postgres://", "POSTGRES://postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
+			"POSTGRES://postgres:xxxxx@127.0.0.1:1/test: no such database file (create it with 'idemledger migrate -db POSTGRES://postgres:xxxxx@127.0.0.1:1/test')"},
+		{"file: URI with a password", "file://postgres:s3cretpw@otherhost/x.db", 2, 2, 2,
+			`-db "file://postgres:xxxxx@otherhost/x.db": a file: URI names a local file`},
+	}
+	check := func(t *testing.T, r result, code int, want string, args []string) {
+		t.Helper()
+		if r.code != code {
+			t.Errorf("%q: exit code %d, want %d; stderr %q", args, r.code, code, r.stderr)
+		}
+		if strings.Contains(r.stdout, secret) || strings.Contains(r.stderr, secret) {
+			t.Errorf("%q shows the password:\nstdout %q\nstderr %q", args, r.stdout, r.stderr)
+		}
+		if want != "" && !strings.Contains(r.stderr, want) {
+			t.Errorf("%q: stderr %q lacks %q", args, r.stderr, want)
+		}
+	}
+	for _, d := range dsns {
+		t.Run(d.name, func(t *testing.T) {
+			for _, c := range []struct {
+				args []string
+				code int
+				want string
+			}{
+				{[]string{"stats", "-db", d.dsn}, d.code, d.stats},
+				{[]string{"purge", "-db", d.dsn}, d.code, ""},
+				{[]string{"inspect", "-db", d.dsn, "-key", "k"}, d.code, ""},
+				{[]string{"migrate", "-db", d.dsn, "version"}, d.code, ""},
+				{[]string{"migrate", "-db", d.dsn, "down"}, d.code, ""},
+				{[]string{"migrate", "-db", d.dsn}, d.upCode, ""},
+				{[]string{"demo", "-db", d.dsn, "-n", "2"}, d.demoCode, ""},
+			} {
+				check(t, idemledger(t, "", c.args...), c.code, c.want, c.args)
+			}
+		})
+	}
+
+	// A DSN where a flag's value or an argument belongs.
+	dsn := dsns[0].dsn
+	shown := "postgres://postgres:xxxxx@127.0.0.1:1/test?sslmode=disable"
+	kv := dsns[5].dsn
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"stats", dsn}, 2, "unexpected arguments: " + shown},
+		{[]string{"stats", kv}, 2, "unexpected arguments: host=127.0.0.1 port=1 user=postgres password=xxxxx dbname=test"},
+		{[]string{"stats", "x", "-db=" + dsn}, 2, "flags go before arguments: -db=" + shown + " was read as an argument"},
+		{[]string{"migrate", dsn}, 2, `unknown action "` + shown + `"`},
+		{[]string{"migrate", "-db", "x.db", dsn, dsn}, 2, `want one action, got "` + shown + " " + shown + `"`},
+		{[]string{"canon", dsn}, 1, "open " + shown + ": no such file or directory"},
+		{[]string{"hash", dsn}, 1, "open " + shown + ": no such file or directory"},
+		{[]string{"purge", "-batch", dsn}, 2, `invalid value "` + shown + `" for flag -batch`},
+		{[]string{"demo", "-n", dsn}, 2, `invalid value "` + shown + `" for flag -n`},
+		{[]string{dsn}, 2, `idemledger: unknown command "` + shown + `"`},
+	} {
+		check(t, idemledger(t, "", c.args...), c.code, c.want, c.args)
+	}
+
+	// A database that the server lets in, without the ledger's schema.
+	t.Run("no schema", func(t *testing.T) {
+		base := os.Getenv(testdb.PostgresEnv)
+		if base == "" {
+			t.Skip("set " + testdb.PostgresEnv + " to run this test")
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw, ok := u.User.Password()
+		if !ok {
+			// The server of the tests lets the role in without a password,
+			// and then ignores one.
+			pw = "s3cretpw"
+			u.User = url.UserPassword(u.User.Username(), pw)
+		}
+		q := u.Query()
+		q.Set("search_path", "idemledger_no_such_schema")
+		u.RawQuery = q.Encode()
+		args := []string{"stats", "-db", u.String()}
+		r := idemledger(t, "", args...)
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		shown := u.String()
+		want := shown + " has no idemledger schema (apply it with 'idemledger migrate -db " + shown + "')\n"
+		if r.code != 1 || r.stderr != "idemledger stats: "+want || strings.Contains(r.stdout+r.stderr, pw) {
+			t.Errorf("%q: exit code %d, stderr %q; want 1 and %q", args, r.code, r.stderr, "idemledger stats: "+want)
+		}
+	})
 }
