@@ -100,6 +100,8 @@ func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn f
 func MutateOutcome(ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (Outcome, error)) (Result[Outcome], error) {
 	var zero Result[Outcome]
 	switch {
+	case ctx == nil:
+		return zero, invalidRequest("nil context")
 	case l == nil:
 		return zero, invalidRequest("nil ledger")
 	case tx == nil:

@@ -86,16 +86,18 @@ func TestMutateOutcomeNilArguments(t *testing.T) {
 	defer tx.Rollback()
 	for _, tt := range []struct {
 		name string
+		ctx  context.Context
 		l    *ledger.Ledger
 		tx   *sql.Tx
 		fn   func(context.Context) (ledger.Outcome, error)
 		want string
 	}{
-		{"nil ledger", nil, tx, fn, "ledger: invalid request: nil ledger"},
-		{"nil transaction", b.l, nil, fn, "ledger: invalid request: nil transaction"},
-		{"nil function", b.l, tx, nil, "ledger: invalid request: nil function"},
+		{"nil context", nil, b.l, tx, fn, "ledger: invalid request: nil context"},
+		{"nil ledger", b.ctx, nil, tx, fn, "ledger: invalid request: nil ledger"},
+		{"nil transaction", b.ctx, b.l, nil, fn, "ledger: invalid request: nil transaction"},
+		{"nil function", b.ctx, b.l, tx, nil, "ledger: invalid request: nil function"},
 	} {
-		_, err := ledger.MutateOutcome(b.ctx, tt.l, tt.tx, req("k", "p"), tt.fn)
+		_, err := ledger.MutateOutcome(tt.ctx, tt.l, tt.tx, req("k", "p"), tt.fn)
 		if err == nil || err.Error() != tt.want || !errors.Is(err, ledger.ErrInvalidRequest) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
