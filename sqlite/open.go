@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -127,7 +128,9 @@ func newConfig(opts []Option) (config, error) {
 // path with the default settings: a file: URI with WAL, busy_timeout,
 // synchronous and _txlock=immediate. Use it with sql.Open(DriverName, …)
 // when a pool must be built by hand; Open is preferable because it also
-// checks the settings.
+// checks the settings, and waits out the lock conflicts of processes that
+// open a new file at once, which a pool built by hand may meet as
+// SQLITE_BUSY on its first connection.
 func DSN(path string) string {
 	c, _ := newConfig(nil)
 	return dsn(path, c)
@@ -156,8 +159,17 @@ func escapePath(path string) string {
 // effect. It fails for an empty path, for ":memory:" and for paths that
 // are already URIs ("file:…"), since an in-memory database cannot use WAL.
 //
+// Several processes (or goroutines) may open the same file at once, even
+// one that does not exist yet: when the first connection's setup fails
+// with SQLITE_BUSY or SQLITE_LOCKED, as it can while another process
+// switches a new file to WAL, Open tries again on a new connection after
+// a short random sleep (about 1 ms at first, growing to at most 50 ms),
+// for up to the busy timeout (10 s by default) after its first try.
+//
 // The caller owns the returned *sql.DB and closes it. Errors: an Option's
-// error, an error from the driver, or one wrapping ErrPragmaMismatch.
+// error; or, prefixed with "sqlite: open" and the path, an error from the
+// driver (the last one when it was SQLITE_BUSY until the busy timeout ran
+// out) or one wrapping ErrPragmaMismatch.
 func Open(path string, opts ...Option) (*sql.DB, error) {
 	for i, o := range opts {
 		if o == nil {
@@ -177,11 +189,69 @@ func Open(path string, opts ...Option) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(c.maxOpenConns)
 	db.SetMaxIdleConns(c.maxOpenConns)
-	if err := verify(db, c); err != nil {
+	if err := retryLocked(c.busyTimeout, func() error { return verify(db, c) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
 	return db, nil
+}
+
+// SQLite's primary result codes for a lock it could not get
+// (https://sqlite.org/rescode.html).
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
+
+// isLocked reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any
+// extended code of them), read through the Code method of
+// modernc.org/sqlite's *sqlite.Error.
+func isLocked(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		c := coded.Code() & 0xff
+		return c == sqliteBusy || c == sqliteLocked
+	}
+	return false
+}
+
+// Backoff between two attempts of retryLocked: it doubles from the first
+// to the last, each sleep drawn at random between half and all of it so
+// that processes that failed together do not retry together.
+const (
+	firstBackoff = time.Millisecond
+	maxBackoff   = 50 * time.Millisecond
+)
+
+// retryLocked calls f until it returns nil or an error other than
+// SQLITE_BUSY or SQLITE_LOCKED, sleeping a short, growing backoff between
+// calls, for at most window after the first call; then it returns f's
+// last error.
+//
+// It exists for the first connections to a new file, which is still in
+// rollback-journal mode. Their DSN switches it to WAL, which needs the
+// write lock after the pragma has begun to read the file. When another
+// connection (often another process doing the same) holds that lock,
+// SQLite fails the pragma at once with SQLITE_BUSY instead of calling the
+// busy handler, since waiting there while holding a read lock could
+// deadlock (https://sqlite.org/c3ref/busy_handler.html): busy_timeout does
+// not help. The failed connection is discarded; a new one, a little later,
+// finds the file in WAL mode already or the lock free.
+func retryLocked(window time.Duration, f func() error) error {
+	deadline := time.Now().Add(window)
+	backoff := firstBackoff
+	for {
+		err := f()
+		if err == nil || !isLocked(err) {
+			return err
+		}
+		sleep := backoff/2 + rand.N(backoff/2+1)
+		if time.Now().Add(sleep).After(deadline) {
+			return err
+		}
+		time.Sleep(sleep)
+		backoff = min(2*backoff, maxBackoff)
+	}
 }
 
 // verify reads the pragmas back. The DSN is applied to every new

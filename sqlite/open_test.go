@@ -3,8 +3,10 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,5 +138,85 @@ func TestImmediateTransactions(t *testing.T) {
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
 		t.Fatalf("read during write transaction: %v", err)
+	}
+}
+
+// holdWriteLock creates path as a rollback-journal database (the state of
+// a new file before Open switches it to WAL) and holds its write lock in
+// an open transaction, as another process half-way through its first
+// write would. The returned function releases the lock.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	other, err := sql.Open(sqlite.DriverName, "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if _, err := other.Exec("CREATE TABLE other (x)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT INTO other VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if err := tx.Commit(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestOpenWaitsForWALSwitch: while another connection holds the write
+// lock of a file still in rollback-journal mode, switching it to WAL
+// fails at once with SQLITE_BUSY, whatever busy_timeout says. Open tries
+// again until the lock is free.
+func TestOpenWaitsForWALSwitch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	release := holdWriteLock(t, path)
+	const hold = 300 * time.Millisecond
+	time.AfterFunc(hold, release)
+	start := time.Now()
+	db, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatalf("Open while another connection held the lock for %v: %v", hold, err)
+	}
+	defer db.Close()
+	if elapsed := time.Since(start); elapsed < hold {
+		t.Errorf("Open returned after %v, before the lock was released (%v)", elapsed, hold)
+	}
+	if mode, _, _ := pragmas(t, db); mode != "wal" {
+		t.Errorf("journal_mode = %q, want \"wal\"", mode)
+	}
+}
+
+// TestOpenLockedPastBusyTimeout: Open stops trying once the busy timeout
+// has run out, and reports SQLite's error.
+func TestOpenLockedPastBusyTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	holdWriteLock(t, path)
+	const timeout = 200 * time.Millisecond
+	start := time.Now()
+	db, err := sqlite.Open(path, sqlite.WithBusyTimeout(timeout))
+	elapsed := time.Since(start)
+	if err == nil {
+		db.Close()
+		t.Fatal("Open succeeded while another connection held the lock")
+	}
+	want := fmt.Sprintf("sqlite: open %q: database is locked", path)
+	if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+		t.Errorf("Open = %v, want %s … SQLITE_BUSY", err, want)
+	}
+	// The last try starts at most one sleep (50 ms) before the timeout
+	// runs out, and may wait in the busy handler up to one more timeout.
+	if elapsed < timeout-50*time.Millisecond || elapsed > 2*timeout+5*time.Second {
+		t.Errorf("Open gave up after %v, want about %v", elapsed, timeout)
 	}
 }
