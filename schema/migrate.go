@@ -39,40 +39,57 @@ func SQLite() fs.FS {
 }
 
 // Migrate brings the idemledger tables of the SQLite database db up to the
-// latest version, applying each missing migration in its own transaction.
-// It is a no-op when db is already up to date. It leaves db open and usable:
-// the golang-migrate instance built over db is never closed (that would
-// close db) and never asked to Drop.
+// latest version, applying each missing migration in its own savepoint. It
+// is a no-op when db is already up to date. It leaves db open and usable:
+// it runs on one connection of db's pool, which it gives back (or, after a
+// failure that may have left a transaction open, drops), and never asks
+// golang-migrate to Drop.
+//
+// Processes (or goroutines) that start at once may all call Migrate on the
+// same file, new or not: each run holds SQLite's write lock from its first
+// read of the version to its last write, so one applies the migrations
+// and the others wait, then find nothing to do. Nothing a run writes is
+// visible to other connections before it ends, and a process that dies
+// during a run leaves the file as it was. A run waits for the lock as long
+// as db's busy_timeout (10 s when db comes from sqlite.Open) and then fails
+// with SQLITE_BUSY ("database is locked").
 //
 // golang-migrate's API takes no context; when ctx is cancelled Migrate
-// stops between two migrations (never inside one) and returns ctx's error.
-// Migrate must not run concurrently with itself in one process on the same
-// db (golang-migrate's sqlite lock is per instance). Errors are wrapped with "schema: migrate:"; a database left
-// dirty by a failed migration is reported as such.
+// stops between two migrations (never inside one), keeps the ones applied,
+// and returns ctx's error. Errors are wrapped with "schema: migrate:". A
+// migration that fails is undone and leaves db dirty at its version, as
+// golang-migrate records it; that run, and every later one until the
+// schema is repaired and the version forced by hand (migrate's force
+// command), fails at once with an error that matches migrate.ErrDirty
+// (errors.As). Since runs hold the lock, that error never stands for a
+// migration still in progress.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	if err := checkArgs(ctx, db, "migrate"); err != nil {
 		return err
 	}
-	return run(ctx, sqliteTarget(db), "migrate", (*migrate.Migrate).Up)
+	return run(ctx, lockedSQLiteTarget(db), "migrate", (*migrate.Migrate).Up)
 }
 
 // Down rolls every idemledger migration in db back, dropping the ledger's
 // table and every record in it; the migrations table stays, at no version.
 // Only what the migrations created is dropped (golang-migrate's Drop, which
 // would drop every table in the file, is never used), and db stays open.
-// Errors are wrapped with "schema: down:".
+// Like Migrate, it holds SQLite's write lock for its whole run, so it is
+// safe beside concurrent calls of Migrate and Down. Errors are wrapped with
+// "schema: down:"; a dirty database is reported as by Migrate.
 func Down(ctx context.Context, db *sql.DB) error {
 	if err := checkArgs(ctx, db, "down"); err != nil {
 		return err
 	}
-	return run(ctx, sqliteTarget(db), "down", (*migrate.Migrate).Down)
+	return run(ctx, lockedSQLiteTarget(db), "down", (*migrate.Migrate).Down)
 }
 
 // Version returns the migration version applied to db (0 when none is) and
 // whether a migration failed half-way and left it dirty, in which case the
 // schema needs repair by hand. Like Migrate, it creates the (empty)
-// migrations table when it is missing. Errors are wrapped with
-// "schema: version:".
+// migrations table when it is missing. It takes no lock beyond that: it
+// reads what the last run of Migrate or Down committed, never a run in
+// progress. Errors are wrapped with "schema: version:".
 func Version(ctx context.Context, db *sql.DB) (version uint, dirty bool, err error) {
 	if err := checkArgs(ctx, db, "version"); err != nil {
 		return 0, false, err
@@ -93,17 +110,18 @@ func versionOf(ctx context.Context, t target) (version uint, dirty bool, err err
 }
 
 // target is one engine's side of a golang-migrate run: the directory of
-// its migrations in FS, the driver name, and with, which builds the
-// database driver over the caller's db and calls f with it. with owns
-// whatever it builds; the caller's db is never closed.
+// its migrations in fsys (FS when nil), the driver name, and with, which
+// builds the database driver over the caller's db and calls f with it.
+// with owns whatever it builds; the caller's db is never closed.
 type target struct {
+	fsys      fs.FS
 	dir, name string
 	with      func(ctx context.Context, f func(database.Driver) error) error
 }
 
-// sqliteTarget runs over db directly: golang-migrate's sqlite driver pins
-// no connection, and its instance is never closed, since its Close would
-// close db.
+// sqliteTarget runs over db directly, without lockedSQLiteTarget's lock,
+// for Version: golang-migrate's sqlite driver pins no connection, and its
+// instance is never closed, since its Close would close db.
 func sqliteTarget(db *sql.DB) target {
 	return target{dir: "sqlite", name: "sqlite", with: func(_ context.Context, f func(database.Driver) error) error {
 		drv, err := migratesqlite.WithInstance(db, &migratesqlite.Config{MigrationsTable: MigrationsTable})
@@ -119,7 +137,11 @@ func run(ctx context.Context, t target, name string, op func(*migrate.Migrate) e
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("schema: %s: %w", name, err)
 	}
-	src, err := iofs.New(FS, t.dir)
+	fsys := t.fsys
+	if fsys == nil {
+		fsys = FS
+	}
+	src, err := iofs.New(fsys, t.dir)
 	if err != nil {
 		return fmt.Errorf("schema: %s: source: %w", name, err)
 	}

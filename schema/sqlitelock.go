@@ -1,0 +1,132 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/golang-migrate/migrate/v4/database"
+	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+)
+
+// lockedSQLiteTarget runs golang-migrate's sqlite driver with SQLite's
+// write lock held from start to end, so that migrators in other processes
+// (or on other connections) wait for one another instead of reading the
+// version while another is half-way. golang-migrate's sqlite driver has
+// only an in-process lock per instance, unlike its PostgreSQL driver,
+// which holds an advisory lock for the whole run.
+//
+// It pins one connection of db and begins an immediate transaction on it,
+// which takes the write lock, waiting up to the connection's busy_timeout
+// for it. golang-migrate then runs over a private *sql.DB whose one
+// connection is that pinned one, so that all its statements run inside
+// the lock: on any other connection they would wait for the lock this one
+// holds, a deadlock inside the process. Its transactions (one per
+// migration, one per version change) become savepoints of the outer
+// transaction, with the same effect: a failed migration is undone, and
+// the dirty version golang-migrate recorded before it is kept.
+//
+// The outer transaction is committed at the end, whether golang-migrate
+// succeeded or not, so that what it recorded persists exactly as if it had
+// committed each transaction itself; but nothing is visible to other
+// connections until then, and a process that dies during the run leaves
+// the database as it found it.
+func lockedSQLiteTarget(db *sql.DB) target {
+	return target{dir: "sqlite", name: "sqlite", with: func(ctx context.Context, f func(database.Driver) error) error {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		var ferr error
+		rerr := conn.Raw(func(dc any) error {
+			c := dc.(driver.Conn)
+			exec, ok := c.(driver.ExecerContext)
+			if !ok {
+				ferr = fmt.Errorf("lock: driver %T cannot execute statements on a connection", c)
+				return nil
+			}
+			if _, err := exec.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
+				ferr = fmt.Errorf("lock: begin immediate: %w", err)
+				return nil // no transaction began: the connection is as it was
+			}
+			private := sql.OpenDB(savepointConnector{borrowed{conn: c, drv: db.Driver()}})
+			private.SetMaxOpenConns(1)
+			drv, err := migratesqlite.WithInstance(private, &migratesqlite.Config{MigrationsTable: MigrationsTable})
+			if err != nil {
+				ferr = fmt.Errorf("driver: %w", err)
+			} else {
+				ferr = f(drv)
+			}
+			// Closes private only; the borrowed connection stays open.
+			ferr = errors.Join(ferr, private.Close())
+			// Commit even when cancelled: what golang-migrate recorded
+			// stays, as when it commits each transaction itself.
+			if _, err := exec.ExecContext(context.Background(), "COMMIT", nil); err != nil {
+				ferr = errors.Join(ferr, fmt.Errorf("unlock: commit: %w", err))
+				// The transaction may still be open: let db drop the
+				// connection, which rolls it back.
+				return driver.ErrBadConn
+			}
+			return nil
+		})
+		if ferr != nil {
+			return ferr
+		}
+		return rerr
+	}}
+}
+
+// savepointName names the savepoint that stands for golang-migrate's
+// transactions; it never nests, having a single connection.
+const savepointName = "idemledger_migrate"
+
+// savepointConnector is borrowed, except that the transactions begun on
+// its connection are savepoints inside the transaction already open on
+// the borrowed connection.
+type savepointConnector struct{ borrowed }
+
+func (s savepointConnector) Connect(context.Context) (driver.Conn, error) {
+	return savepointConn{borrowedConn{s.conn}}, nil
+}
+
+type savepointConn struct{ borrowedConn }
+
+func (s savepointConn) Begin() (driver.Tx, error) {
+	return s.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (s savepointConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if opts.ReadOnly || opts.Isolation != driver.IsolationLevel(sql.LevelDefault) {
+		return nil, errors.New("schema: savepoint: transaction options not supported")
+	}
+	if err := s.exec(ctx, "SAVEPOINT "+savepointName); err != nil {
+		return nil, err
+	}
+	return savepointTx{s}, nil
+}
+
+func (s savepointConn) exec(ctx context.Context, query string) error {
+	_, err := s.ExecContext(ctx, query, nil)
+	if errors.Is(err, driver.ErrSkip) {
+		return errUnsupported
+	}
+	return err
+}
+
+// savepointTx is one golang-migrate transaction. database/sql calls its
+// methods with the connection held, so they run on it.
+type savepointTx struct{ c savepointConn }
+
+func (t savepointTx) Commit() error {
+	return t.c.exec(context.Background(), "RELEASE "+savepointName)
+}
+
+func (t savepointTx) Rollback() error {
+	if err := t.c.exec(context.Background(), "ROLLBACK TO "+savepointName); err != nil {
+		return err
+	}
+	return t.c.exec(context.Background(), "RELEASE "+savepointName)
+}
