@@ -61,8 +61,8 @@ func SQLite() fs.FS {
 // golang-migrate records it; that run, and every later one until the
 // schema is repaired and the version forced by hand (migrate's force
 // command), fails at once with an error that matches migrate.ErrDirty
-// (errors.As). Since runs hold the lock, that error never stands for a
-// migration still in progress.
+// (errors.As) and says that the database is dirty. Since runs hold the
+// lock, that error never stands for a migration still in progress.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	if err := checkArgs(ctx, db, "migrate"); err != nil {
 		return err
@@ -173,6 +173,12 @@ func apply(ctx context.Context, m *migrate.Migrate, op func(*migrate.Migrate) er
 	})
 	defer stop()
 	if err := op(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		var dirty migrate.ErrDirty
+		if errors.As(err, &dirty) {
+			// golang-migrate's advice is right, but says neither how
+			// the database got there nor that waiting will not help.
+			return fmt.Errorf("database dirty at version %d, left by a migration that failed or stopped part-way (none is running: runs hold a lock): %w", dirty.Version, err)
+		}
 		return err
 	}
 	return ctx.Err()
