@@ -167,9 +167,10 @@ func escapePath(path string) string {
 // for up to the busy timeout (10 s by default) after its first try.
 //
 // The caller owns the returned *sql.DB and closes it. Errors: an Option's
-// error; or, prefixed with "sqlite: open" and the path, an error from the
-// driver (the last one when it was SQLITE_BUSY until the busy timeout ran
-// out) or one wrapping ErrPragmaMismatch.
+// error; or, prefixed with "sqlite: open" and the path, the refusal of
+// the path or of a nil Option, an error from the driver (the last one
+// when it was SQLITE_BUSY until the busy timeout ran out), or one
+// wrapping ErrPragmaMismatch.
 func Open(path string, opts ...Option) (*sql.DB, error) {
 	for i, o := range opts {
 		if o == nil {
