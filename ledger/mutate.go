@@ -70,19 +70,8 @@ var savepoints atomic.Uint64
 // the JSON decoding of the first one. The stored Outcome has Status 0, no
 // Header and the JSON as Body.
 func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
-	var zero Result[T]
-	switch {
-	case ctx == nil:
-		return zero, invalidRequest("nil context")
-	case l == nil:
-		return zero, invalidRequest("nil ledger")
-	case tx == nil:
-		return zero, invalidRequest("nil transaction")
-	case fn == nil:
-		return zero, invalidRequest("nil function")
-	}
-	if err := l.check(req); err != nil {
-		return zero, err
+	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
+		return Result[T]{}, err
 	}
 	return mutate(ctx, l, sqlTxn{tx}, req, fn, jsonCodec[T]{})
 }
@@ -98,21 +87,26 @@ func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn f
 // Everything else is as for Mutate: the savepoint, the errors, fn's error
 // or panic, nesting, concurrent duplicates.
 func MutateOutcome(ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (Outcome, error)) (Result[Outcome], error) {
-	var zero Result[Outcome]
-	switch {
-	case ctx == nil:
-		return zero, invalidRequest("nil context")
-	case l == nil:
-		return zero, invalidRequest("nil ledger")
-	case tx == nil:
-		return zero, invalidRequest("nil transaction")
-	case fn == nil:
-		return zero, invalidRequest("nil function")
-	}
-	if err := l.check(req); err != nil {
-		return zero, err
+	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
+		return Result[Outcome]{}, err
 	}
 	return mutate(ctx, l, sqlTxn{tx}, req, fn, outcomeCodec{})
+}
+
+// checkMutate refuses the arguments of Mutate and MutateOutcome that
+// cannot work, before tx is used.
+func checkMutate(ctx context.Context, l *Ledger, tx *sql.Tx, req Request, nilFn bool) error {
+	switch {
+	case ctx == nil:
+		return invalidRequest("nil context")
+	case l == nil:
+		return invalidRequest("nil ledger")
+	case tx == nil:
+		return invalidRequest("nil transaction")
+	case nilFn:
+		return invalidRequest("nil function")
+	}
+	return l.check(req)
 }
 
 // codec turns a Mutate value into the Outcome stored for it, and a stored
