@@ -97,6 +97,7 @@ const (
 	opGet
 	opStats
 	opJump
+	opMutate // MutateOutcome in a transaction of its own
 )
 
 // modelOp is one step. Its arguments are selectors resolved when it runs
@@ -140,6 +141,10 @@ func genOps(rng *rand.Rand, n int) []modelOp {
 			o.kind = opGet
 		case r < 77:
 			o.kind = opStats
+		case r < 85:
+			o.kind = opMutate
+			o.status = []int{200, 201, 404, 0}[rng.IntN(4)]
+			o.body, o.header = rng.IntN(3), rng.IntN(3)
 		default:
 			o.kind = opJump
 			o.jump = []int{0, 0, 0, 1, 1, 2, 3}[rng.IntN(7)]
@@ -325,6 +330,13 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 			s, err := l.Stats(ctx, db)
 			got = fmt.Sprintf("%+v %s", s, errString(err))
 			want = m.stats()
+		case opMutate:
+			given, stored := modelOutcome(o)
+			fails := o.h%4 == 0
+			step = fmt.Sprintf("MutateOutcome(%s/%s, fp%d, %d %q %v, fn fails: %v)",
+				modelScopes[o.key/4], modelKeyName(o.key), o.fp, given.Status, given.Body, given.Header, fails)
+			got = realMutate(t, ctx, db, l, modelReq(o.key, o.fp), given, fails)
+			want = m.mutate(o.key, o.fp, stored, fails)
 		case opJump:
 			d := m.jump(o)
 			clk.Advance(time.Duration(d) * time.Millisecond)
@@ -407,6 +419,73 @@ func (m *model) claim(key, fpi, id int) (string, *handle) {
 	}
 	return "replay fence=" + strconv.FormatInt(r.fence, 10) + " " + recordString(m.record(key)),
 		&handle{id: id, key: key, fence: r.fence, replay: true}
+}
+
+// errModelFn is the error of a MutateOutcome whose fn fails.
+var errModelFn = errors.New("model fn failed")
+
+// realMutate runs MutateOutcome in a transaction of its own, committed
+// when it succeeds, and answers as model.mutate does.
+func realMutate(t *testing.T, ctx context.Context, db *sql.DB, l *ledger.Ledger, req ledger.Request, out ledger.Outcome, fails bool) string {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ledger.MutateOutcome(ctx, l, tx, req, func(context.Context) (ledger.Outcome, error) {
+		if fails {
+			return ledger.Outcome{}, errModelFn
+		}
+		return out, nil
+	})
+	if err != nil {
+		if rerr := tx.Rollback(); rerr != nil {
+			t.Fatal(rerr)
+		}
+		return claimString(nil, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if res.Replayed {
+		return fmt.Sprintf("replay fence=%d %s", res.Fence, outcomeString(res.Value))
+	}
+	return fmt.Sprintf("ran fence=%d", res.Fence)
+}
+
+// mutate follows MutateOutcome's doc comment (Mutate's, with the outcome
+// stored as it is): where a claim would win, fn runs and the record is
+// completed at once, or, if fn fails, everything stays as it was; where
+// the record stands, the claim's answer.
+func (m *model) mutate(key, fpi int, out ledger.Outcome, fails bool) string {
+	r := m.recs[key]
+	if r == nil || m.expired(r) || (r.state == ledger.StateInFlight && r.leaseExp <= m.now && r.fp == fpi) {
+		if fails {
+			return "error: " + errModelFn.Error()
+		}
+		fence := int64(1)
+		if r != nil {
+			fence = r.fence + 1
+		}
+		m.recs[key] = &modelRec{fp: fpi, state: ledger.StateCompleted, holder: -1, fence: fence,
+			created: m.now, completed: m.now, expExp: m.now + m.ttl, out: out}
+		return fmt.Sprintf("ran fence=%d", fence)
+	}
+	switch {
+	case r.fp != fpi:
+		return "error: " + ledger.ErrKeyReused.Error()
+	case r.state == ledger.StateInFlight:
+		return fmt.Sprintf("in flight, retry after %v", time.Duration(r.leaseExp-m.now)*time.Millisecond)
+	}
+	return fmt.Sprintf("replay fence=%d %s", r.fence, outcomeString(r.out))
+}
+
+// outcomeString shows an outcome as recordString does.
+func outcomeString(o ledger.Outcome) string {
+	body := "nil"
+	if o.Body != nil {
+		body = strconv.Quote(string(o.Body))
+	}
+	return fmt.Sprintf("out=%d %s %#v", o.Status, body, o.Header)
 }
 
 // holds: the handle's lease still holds (same token, hence same fence,
@@ -528,7 +607,7 @@ func recordString(r *ledger.Record) string {
 
 // answerKind names the kind of an expected answer for the tally.
 func answerKind(o modelOp, want string) string {
-	name := [...]string{"claim", "complete", "release", "extend", "purge", "get", "stats", "jump"}[o.kind]
+	name := [...]string{"claim", "complete", "release", "extend", "purge", "get", "stats", "jump", "mutate"}[o.kind]
 	switch {
 	case o.kind == opClaim && strings.HasPrefix(want, "lease fence=1 "):
 		return "claim:new"
@@ -536,6 +615,12 @@ func answerKind(o modelOp, want string) string {
 		return "claim:takeover"
 	case o.kind == opClaim:
 		return "claim:" + strings.Fields(want)[0]
+	case o.kind == opMutate && want == "ran fence=1":
+		return "mutate:new"
+	case o.kind == opMutate && strings.HasPrefix(want, "ran"):
+		return "mutate:takeover"
+	case o.kind == opMutate:
+		return "mutate:" + strings.Fields(want)[0]
 	case o.kind == opPurge && !strings.HasPrefix(want, "0 "):
 		return "purge:deleted"
 	case o.kind == opGet && strings.HasSuffix(want, "expired=true"):
