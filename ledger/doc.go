@@ -11,6 +11,9 @@
 // Mutate, for work that is all in the same database: it claims the key,
 // runs the callback and stores its value inside the caller's transaction,
 // so the business writes and the ledger row commit or vanish together.
+// MutateOutcome is the same for a callback whose result is an Outcome (an
+// HTTP answer), stored as lease mode stores one, so that records of the two
+// ways are interchangeable.
 //
 // Lease mode, for effects outside the database (calling a payment API):
 // Claim commits an in-flight record holding a lease; the caller performs
