@@ -3,9 +3,7 @@ package schema_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -36,37 +34,16 @@ func TestFreshFileAcrossProcesses(t *testing.T) {
 	if rounds.InWorker() {
 		t.Skip("inside a worker process")
 	}
-	n := freshRounds
-	if s := os.Getenv(freshRoundsEnv); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatalf("%s: %v", freshRoundsEnv, err)
-		}
-	}
 	dir := t.TempDir()
 	workers := rounds.Start(t, freshProcesses, "TestFreshFileWorker", dir)
 	ctx := context.Background()
-
-	failures := map[string]int{} // by error message
-	failed := 0
-	for r := range n {
-		for _, msg := range workers.Round(t, r) {
-			if msg != "" {
-				t.Errorf("round %d: %s", r, msg)
-				failures[strings.ReplaceAll(msg, freshPath(dir, r), "<new file>")]++
-				failed++
-			}
-		}
+	workers.Run(t, freshRoundsEnv, freshRounds, func(r int, msg string) string {
+		return strings.ReplaceAll(msg, freshPath(dir, r), "<new file>")
+	}, func(r int) {
 		if v, dirty, err := versionOf(ctx, freshPath(dir, r)); err != nil || v != 1 || dirty {
 			t.Errorf("round %d: Version = %d, %v, %v; want 1, false, nil", r, v, dirty, err)
 		}
-	}
-	if failed > 0 {
-		t.Errorf("%d of %d worker rounds failed:", failed, n*freshProcesses)
-		for msg, k := range failures {
-			t.Errorf("  %d × %s", k, msg)
-		}
-	}
+	})
 }
 
 func freshPath(dir string, round int) string {

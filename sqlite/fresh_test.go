@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,33 +34,11 @@ func TestFreshFileAcrossProcesses(t *testing.T) {
 	if rounds.InWorker() {
 		t.Skip("inside a worker process")
 	}
-	n := freshRounds
-	if s := os.Getenv(freshRoundsEnv); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatalf("%s: %v", freshRoundsEnv, err)
-		}
-	}
 	dir := t.TempDir()
 	workers := rounds.Start(t, freshProcesses, "TestFreshFileWorker", dir)
-
-	failures := map[string]int{} // by error message
-	failed := 0
-	for r := range n {
-		for _, msg := range workers.Round(t, r) {
-			if msg != "" {
-				t.Errorf("round %d: %s", r, msg)
-				failures[strings.ReplaceAll(msg, freshPath(dir, r), "<new file>")]++
-				failed++
-			}
-		}
-	}
-	if failed > 0 {
-		t.Errorf("%d of %d worker rounds failed:", failed, n*freshProcesses)
-		for msg, k := range failures {
-			t.Errorf("  %d × %s", k, msg)
-		}
-	}
+	workers.Run(t, freshRoundsEnv, freshRounds, func(r int, msg string) string {
+		return strings.ReplaceAll(msg, freshPath(dir, r), "<new file>")
+	}, nil)
 }
 
 func freshPath(dir string, round int) string {

@@ -85,6 +85,43 @@ func (w *Workers) Round(t *testing.T, r int) []string {
 	return msgs
 }
 
+// Run runs rounds 0 to n-1 (n is def, or the number in the environment
+// variable env when it is set) and fails t for every worker round that
+// failed, then once more with the failures counted by message, each
+// message passed through normalize (say, to replace the round's file name)
+// so that alike failures count together. after, when not nil, runs once
+// each round is over, to check what the workers left.
+func (w *Workers) Run(t *testing.T, env string, def int, normalize func(r int, msg string) string, after func(r int)) {
+	t.Helper()
+	n := def
+	if s := os.Getenv(env); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("%s: %v", env, err)
+		}
+	}
+	failures := map[string]int{}
+	failed := 0
+	for r := range n {
+		for _, msg := range w.Round(t, r) {
+			if msg != "" {
+				t.Errorf("round %d: %s", r, msg)
+				failures[normalize(r, msg)]++
+				failed++
+			}
+		}
+		if after != nil {
+			after(r)
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d worker rounds failed:", failed, n*len(w.ws))
+		for msg, k := range failures {
+			t.Errorf("  %d × %s", k, msg)
+		}
+	}
+}
+
 // reply reads the worker's answer for round r.
 func (p worker) reply(t *testing.T, r int) string {
 	t.Helper()
