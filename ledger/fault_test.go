@@ -346,6 +346,30 @@ func faultCases() []faultCase {
 	}}
 }
 
+// eachStatement runs tc once without a fault to list its statements, then,
+// for each statement n (1-based), sets the scene again and calls fault,
+// which arms the plan, runs tc and checks what it did. After a fault that
+// failed the test it logs the statements and stops.
+func (f *faultEnv) eachStatement(t *testing.T, tc faultCase, fault func(n int, stmts []string)) {
+	t.Helper()
+	f.reset(t)
+	tc.prepare(t, f)
+	f.plan.Count()
+	if err := tc.run(context.Background(), f, f.fdb); err != nil {
+		t.Fatalf("without a fault: %v", err)
+	}
+	stmts := f.plan.Seen()
+	for n := 1; n <= len(stmts); n++ {
+		f.reset(t)
+		tc.prepare(t, f)
+		fault(n, stmts)
+		if t.Failed() {
+			t.Logf("statements: %q", stmts)
+			t.FailNow()
+		}
+	}
+}
+
 // TestFaultEachStatement makes each statement of each operation fail in
 // turn (a one-shot fault: the store recovers at once). The operation must
 // return an error wrapping the fault, leave every row as it was (Purge:
@@ -357,16 +381,7 @@ func TestFaultEachStatement(t *testing.T) {
 	for _, tc := range faultCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			f.reset(t)
-			tc.prepare(t, f)
-			f.plan.Count()
-			if err := tc.run(ctx, f, f.fdb); err != nil {
-				t.Fatalf("without a fault: %v", err)
-			}
-			stmts := f.plan.Seen()
-			for n := 1; n <= len(stmts); n++ {
-				f.reset(t)
-				tc.prepare(t, f)
+			f.eachStatement(t, tc, func(n int, stmts []string) {
 				before := f.snapshot(t)
 				f.plan.FailAt(n, nil)
 				err := tc.run(ctx, f, f.fdb)
@@ -387,11 +402,7 @@ func TestFaultEachStatement(t *testing.T) {
 					t.Errorf("%s: retry: %v", what, err)
 				}
 				tc.check(t, f) // which counts the orders: one at most
-				if t.Failed() {
-					t.Logf("statements: %q", stmts)
-					t.FailNow()
-				}
-			}
+			})
 		})
 	}
 	t.Logf("%d faults injected, one per statement of %d operations", faults, len(faultCases()))
@@ -409,16 +420,7 @@ func TestFaultCancelEachStatement(t *testing.T) {
 	outcomes := map[string]int{}
 	for _, tc := range faultCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			f.reset(t)
-			tc.prepare(t, f)
-			f.plan.Count()
-			if err := tc.run(context.Background(), f, f.fdb); err != nil {
-				t.Fatalf("without a fault: %v", err)
-			}
-			stmts := f.plan.Seen()
-			for n := 1; n <= len(stmts); n++ {
-				f.reset(t)
-				tc.prepare(t, f)
+			f.eachStatement(t, tc, func(n int, stmts []string) {
 				before := f.snapshot(t)
 				ctx, cancel := context.WithCancel(context.Background())
 				f.plan.CancelAt(n, cancel)
@@ -432,7 +434,7 @@ func TestFaultCancelEachStatement(t *testing.T) {
 				case err == nil && ignores:
 					outcomes["ignored, as documented"]++
 					tc.check(t, f)
-					continue
+					return
 				case err == nil && strings.HasPrefix(tc.name, "Mutate"):
 					// Everything after the cancelled statement ran without
 					// ctx: the whole Mutate committed.
@@ -450,11 +452,7 @@ func TestFaultCancelEachStatement(t *testing.T) {
 					t.Errorf("%s: retry: %v", what, err)
 				}
 				tc.check(t, f)
-				if t.Failed() {
-					t.Logf("statements: %q", stmts)
-					t.FailNow()
-				}
-			}
+			})
 		})
 	}
 	t.Logf("%d cancellations, one before each statement of %d operations: %v", cancels, len(faultCases()), outcomes)
@@ -475,16 +473,7 @@ func TestFaultCancelAfterEachStatement(t *testing.T) {
 	outcomes := map[string]int{}
 	for _, tc := range faultCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			f.reset(t)
-			tc.prepare(t, f)
-			f.plan.Count()
-			if err := tc.run(context.Background(), f, f.fdb); err != nil {
-				t.Fatalf("without a fault: %v", err)
-			}
-			stmts := f.plan.Seen()
-			for n := 1; n <= len(stmts); n++ {
-				f.reset(t)
-				tc.prepare(t, f)
+			f.eachStatement(t, tc, func(n int, stmts []string) {
 				before := f.record(t, "k")
 				ctx, cancel := context.WithCancel(context.Background())
 				f.plan.CancelAfter(n, cancel)
@@ -500,7 +489,7 @@ func TestFaultCancelAfterEachStatement(t *testing.T) {
 					// Nothing to retry: it is done.
 					outcomes["succeeded"]++
 					tc.check(t, f)
-					continue
+					return
 				case errors.Is(err, context.Canceled) || errors.Is(err, sql.ErrTxDone):
 					outcomes["failed"]++
 				default:
@@ -534,11 +523,7 @@ func TestFaultCancelAfterEachStatement(t *testing.T) {
 					}
 					tc.check(t, f)
 				}
-				if t.Failed() {
-					t.Logf("statements: %q", stmts)
-					t.FailNow()
-				}
-			}
+			})
 		})
 	}
 	t.Logf("cancellations during each statement of %d operations: %v", len(faultCases()), outcomes)
