@@ -2,9 +2,35 @@ package schema
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 )
+
+// onPinned runs f on one connection of db, held for the whole call, and
+// returns f's error. When f reports drop, the connection's session may be
+// in any state (an open transaction, a held lock), and db discards the
+// connection instead of taking it back.
+func onPinned(ctx context.Context, db *sql.DB, f func(c driver.Conn) (drop bool, err error)) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var ferr error
+	rerr := conn.Raw(func(dc any) error {
+		drop, err := f(dc.(driver.Conn))
+		ferr = err
+		if drop {
+			return driver.ErrBadConn
+		}
+		return nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return rerr
+}
 
 // borrowed is a driver.Connector that hands out one connection of another
 // pool, which it does not own: closing it leaves the connection open. It is

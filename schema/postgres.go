@@ -73,35 +73,20 @@ func VersionPostgres(ctx context.Context, db *sql.DB) (version uint, dirty bool,
 // closed and the borrowed connection goes back to db.
 func postgresTarget(db *sql.DB) target {
 	return target{dir: "postgres", name: "pgx5", with: func(ctx context.Context, f func(database.Driver) error) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		var ferr error
-		rerr := conn.Raw(func(dc any) error {
-			private := sql.OpenDB(borrowed{conn: dc.(driver.Conn), drv: db.Driver()})
+		return onPinned(ctx, db, func(c driver.Conn) (bool, error) {
+			private := sql.OpenDB(borrowed{conn: c, drv: db.Driver()})
 			// golang-migrate queries the db twice, then pins a Conn and
 			// uses nothing else: one connection is all it needs.
 			private.SetMaxOpenConns(1)
 			drv, err := migratepgx.WithInstance(private, &migratepgx.Config{MigrationsTable: MigrationsTable})
 			if err != nil {
 				private.Close()
-				ferr = fmt.Errorf("driver: %w", err)
-			} else {
-				ferr = f(drv)
-				ferr = errors.Join(ferr, drv.Close()) // closes private only
+				return true, fmt.Errorf("driver: %w", err)
 			}
-			if ferr != nil {
-				// The session may be left in any state (an open
-				// transaction, a held lock): let db drop it.
-				return driver.ErrBadConn
-			}
-			return nil
+			err = errors.Join(f(drv), drv.Close()) // closes private only
+			// After a failure the session may be left in any state (an
+			// open transaction, a held lock): let db drop it.
+			return err != nil, err
 		})
-		if ferr != nil {
-			return ferr
-		}
-		return rerr
 	}}
 }

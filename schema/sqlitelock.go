@@ -35,47 +35,34 @@ import (
 // the database as it found it.
 func lockedSQLiteTarget(db *sql.DB) target {
 	return target{dir: "sqlite", name: "sqlite", with: func(ctx context.Context, f func(database.Driver) error) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		var ferr error
-		rerr := conn.Raw(func(dc any) error {
-			c := dc.(driver.Conn)
+		return onPinned(ctx, db, func(c driver.Conn) (bool, error) {
 			exec, ok := c.(driver.ExecerContext)
 			if !ok {
-				ferr = fmt.Errorf("lock: driver %T cannot execute statements on a connection", c)
-				return nil
+				return false, fmt.Errorf("lock: driver %T cannot execute statements on a connection", c)
 			}
 			if _, err := exec.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
-				ferr = fmt.Errorf("lock: begin immediate: %w", err)
-				return nil // no transaction began: the connection is as it was
+				// No transaction began: the connection is as it was.
+				return false, fmt.Errorf("lock: begin immediate: %w", err)
 			}
 			private := sql.OpenDB(savepointConnector{borrowed{conn: c, drv: db.Driver()}})
 			private.SetMaxOpenConns(1)
 			drv, err := migratesqlite.WithInstance(private, &migratesqlite.Config{MigrationsTable: MigrationsTable})
 			if err != nil {
-				ferr = fmt.Errorf("driver: %w", err)
+				err = fmt.Errorf("driver: %w", err)
 			} else {
-				ferr = f(drv)
+				err = f(drv)
 			}
 			// Closes private only; the borrowed connection stays open.
-			ferr = errors.Join(ferr, private.Close())
+			err = errors.Join(err, private.Close())
 			// Commit even when cancelled: what golang-migrate recorded
 			// stays, as when it commits each transaction itself.
-			if _, err := exec.ExecContext(context.Background(), "COMMIT", nil); err != nil {
-				ferr = errors.Join(ferr, fmt.Errorf("unlock: commit: %w", err))
+			if _, cerr := exec.ExecContext(context.Background(), "COMMIT", nil); cerr != nil {
 				// The transaction may still be open: let db drop the
 				// connection, which rolls it back.
-				return driver.ErrBadConn
+				return true, errors.Join(err, fmt.Errorf("unlock: commit: %w", cerr))
 			}
-			return nil
+			return false, err
 		})
-		if ferr != nil {
-			return ferr
-		}
-		return rerr
 	}}
 }
 
