@@ -15,8 +15,8 @@ import (
 //
 //	go run ./cmd/benchratios $s < results/$DATE-$s.txt > cmd/benchratios/testdata/$s.golden
 //
-// for s in ledger-sqlite, idemhttp and ledger-postgres. The command's
-// output was first checked byte for byte against the Python script it
+// for s in ledger-sqlite, ledger-sqlite-row, ledger-sqlite-full, idemhttp
+// and ledger-postgres. The command's output was first checked byte for byte against the Python script it
 // replaced, on the rounds of 2026-11-29 (git show
 // 54003fe:bench/results/pairs.py); TestGoldenTablesInBenchmarksMD keeps
 // BENCHMARKS.md showing these tables. When the benchmarks are run again,
@@ -24,7 +24,7 @@ import (
 // tables of BENCHMARKS.md together.
 const resultsDate = "2026-11-30"
 
-var sections = []string{"ledger-sqlite", "idemhttp", "ledger-postgres"}
+var sections = []string{"ledger-sqlite", "ledger-sqlite-row", "ledger-sqlite-full", "idemhttp", "ledger-postgres"}
 
 func TestGolden(t *testing.T) {
 	for _, s := range sections {

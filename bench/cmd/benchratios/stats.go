@@ -113,3 +113,25 @@ func (f *figures) fail(err error) {
 		f.err = err
 	}
 }
+
+// hinges returns the lower and upper quartiles of a non-empty sample as
+// Tukey's hinges: the medians of its lower and upper halves, each half
+// including the middle value when the count is odd.
+func hinges(xs []float64) (lo, hi float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	half := (len(s) + 1) / 2
+	return median(s[:half]), median(s[len(s)-half:])
+}
+
+// quartiles returns the hinges of the per-round ratios of num's unit to
+// den's.
+func (f *figures) quartiles(num, den, unit string) [2]float64 {
+	xs := ratios(f.rounds, num, den, unit)
+	if len(xs) == 0 {
+		f.ratio(num, den, unit) // records why
+		return [2]float64{}
+	}
+	lo, hi := hinges(xs)
+	return [2]float64{lo, hi}
+}

@@ -28,6 +28,29 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+func TestHinges(t *testing.T) {
+	tests := []struct {
+		xs     []float64
+		lo, hi float64
+	}{
+		{[]float64{7}, 7, 7},
+		{[]float64{2, 1}, 1, 2},
+		// Odd count: the halves share the median, {1,2,3} and {3,4,5}.
+		{[]float64{5, 3, 1, 4, 2}, 2, 4},
+		// Even count: {1,2,3,4} and {5,6,7,8}.
+		{[]float64{8, 1, 7, 2, 6, 3, 5, 4}, 2.5, 6.5},
+	}
+	for _, tt := range tests {
+		xs := append([]float64(nil), tt.xs...)
+		if lo, hi := hinges(xs); lo != tt.lo || hi != tt.hi {
+			t.Errorf("hinges(%v) = %v, %v, want %v, %v", tt.xs, lo, hi, tt.lo, tt.hi)
+		}
+		if !reflect.DeepEqual(xs, tt.xs) {
+			t.Errorf("hinges reordered its input: %v", xs)
+		}
+	}
+}
+
 // threeRounds: B is twice as fast as A in round 1 and 3, four times in
 // round 2 (when A was slowed); C lacks ns/op in round 2 and is missing
 // from round 3; Z has a zero time in round 1.

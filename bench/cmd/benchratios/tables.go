@@ -12,9 +12,11 @@ type layout func(w io.Writer, f *figures)
 
 // layouts are the sections of BENCHMARKS.md by command-line argument.
 var layouts = map[string]layout{
-	"ledger-sqlite":   ledgerSQLite,
-	"idemhttp":        idemHTTP,
-	"ledger-postgres": ledgerPostgres,
+	"ledger-sqlite":      ledgerSQLite,
+	"ledger-sqlite-row":  ledgerSQLiteRow,
+	"ledger-sqlite-full": ledgerSQLiteFull,
+	"idemhttp":           idemHTTP,
+	"ledger-postgres":    ledgerPostgres,
 }
 
 // ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
@@ -38,18 +40,7 @@ func ledgerSQLite(w io.Writer, f *figures) {
 				[2]string{"Claim + Complete (lease mode)" + tag, "BenchmarkClaimComplete/sync=" + sync + nodb})
 		}
 		fmt.Fprintf(w, "synchronous=%s\n\n", sync)
-		fmt.Fprintln(w, "| operation | µs/op (median, min–max) | × plain throughput | CPU µs/op | × plain (CPU) | allocs/op |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
-		for _, row := range rows {
-			label, name := row[0], row[1]
-			// Times in inverse order: plain's time over name's is name's
-			// throughput over plain's.
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.0f |\n", label,
-				spread(f.values(name, "ns/op"), micro), times(f.ratio(base, name, "ns/op")),
-				micro(f.values(name, "cpu-ns/op").med), times(f.ratio(base, name, "cpu-ns/op")),
-				f.values(name, "allocs/op").med)
-		}
-		fmt.Fprintln(w)
+		againstPlain(w, f, base, rows)
 		for _, nodb := range []string{"", "-nodb"} {
 			first, replay := mutate+"first"+nodb, mutate+"replay"+nodb
 			fmt.Fprintf(w, "replay%s vs first%s: %s× the throughput by wall clock, %s× by CPU time\n\n", nodb, nodb,
@@ -64,6 +55,58 @@ func ledgerSQLite(w io.Writer, f *figures) {
 	fmt.Fprintf(w, "| %s | %s (%s) | %s | %s |\n",
 		spread(f.values(purge, "rows/s"), num), num(longest.med), num(longest.max),
 		micro(f.values(purge, "cpu-ns/row").med), num(f.values(purge, "ns/op").med/1e9))
+}
+
+// againstPlain writes a table of rows, each a label and a benchmark name,
+// with their times and their throughputs against the benchmark base.
+func againstPlain(w io.Writer, f *figures, base string, rows [][2]string) {
+	fmt.Fprintln(w, "| operation | µs/op (median, min–max) | × plain throughput | CPU µs/op | × plain (CPU) | allocs/op |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	for _, row := range rows {
+		label, name := row[0], row[1]
+		// Times in inverse order: plain's time over name's is name's
+		// throughput over plain's.
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.0f |\n", label,
+			spread(f.values(name, "ns/op"), micro), times(f.ratio(base, name, "ns/op")),
+			micro(f.values(name, "cpu-ns/op").med), times(f.ratio(base, name, "cpu-ns/op")),
+			f.values(name, "allocs/op").med)
+	}
+	fmt.Fprintln(w)
+}
+
+// ledgerSQLiteRow is the section "What the ledger's row alone costs": a
+// plain transaction, the same with one prepared INSERT of a completed
+// ledger record, and Mutate's first execution, under both synchronous
+// settings; then Mutate against the row alone.
+func ledgerSQLiteRow(w io.Writer, f *figures) {
+	fmt.Fprintf(w, "%d rounds.\n\n", len(f.rounds))
+	for _, sync := range []string{"FULL", "NORMAL"} {
+		p := "BenchmarkMutate/sync=" + sync + "/"
+		fmt.Fprintf(w, "synchronous=%s\n\n", sync)
+		againstPlain(w, f, p+"plain", [][2]string{
+			{"plain (BEGIN, INSERT, COMMIT)", p + "plain"},
+			{"plain + the ledger's row (one more INSERT)", p + "row"},
+			{"Mutate, first execution", p + "first"},
+		})
+		fmt.Fprintf(w, "Mutate vs the row alone: %s× the throughput by wall clock, %s× by CPU time\n\n",
+			times(f.ratio(p+"row", p+"first", "ns/op")), times(f.ratio(p+"row", p+"first", "cpu-ns/op")))
+	}
+}
+
+// ledgerSQLiteFull is the section "The first execution under FULL,
+// measured longer": Mutate's first execution against a plain transaction,
+// synchronous=FULL, with quartiles, since its spread from round to round is
+// as wide as the margin to the target.
+func ledgerSQLiteFull(w io.Writer, f *figures) {
+	const p = "BenchmarkMutate/sync=FULL/"
+	fmt.Fprintf(w, "%d rounds.\n\n", len(f.rounds))
+	againstPlain(w, f, p+"plain", [][2]string{
+		{"plain (BEGIN, INSERT, COMMIT)", p + "plain"},
+		{"Mutate, first execution", p + "first"},
+	})
+	wall, cpu := f.quartiles(p+"plain", p+"first", "ns/op"), f.quartiles(p+"plain", p+"first", "cpu-ns/op")
+	fmt.Fprintf(w, "first vs plain, quartiles of the per-round ratios: %.2f–%.2f by wall clock, %.2f–%.2f by CPU time\n\n",
+		wall[0], wall[1], cpu[0], cpu[1])
 }
 
 // idemHTTP is the section "idemhttp": each handler's time against the bare
