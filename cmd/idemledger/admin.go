@@ -132,9 +132,9 @@ func runStats(ctx context.Context, e *env, args []string) error {
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "inspect", "-db DSN -scope S -key K\n\nShows one record; the body as text when it is printable UTF-8.")
+	fs := newFlagSet(e, "inspect", "-db DSN [-scope S] -key K\n\nShows one record; the body as text when it is printable UTF-8.")
 	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
-	scope := fs.String("scope", "", "the record's scope")
+	scope := fs.String("scope", "", "the record's scope (empty, the default, is the scope of records stored without one)")
 	key := fs.String("key", "", "the record's idempotency key")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -8,7 +8,7 @@
 //	idemledger migrate -db DSN [up|down|version]
 //	idemledger purge   -db DSN [-batch N] [-q]
 //	idemledger stats   -db DSN
-//	idemledger inspect -db DSN -scope S -key K
+//	idemledger inspect -db DSN [-scope S] -key K
 //
 // Every subcommand takes -h. A DSN is an SQLite file path or a file: URI,
 // or a postgres:// (postgresql://) URL, which selects the PostgreSQL engine;
