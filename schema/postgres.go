@@ -36,7 +36,8 @@ func Postgres() fs.FS {
 // wait and find nothing to do. The run uses one connection of db's pool
 // and gives it back when done (it is dropped from the pool after a
 // failure); db stays open. Cancellation and errors are as for Migrate;
-// errors are wrapped with "schema: migrate:".
+// errors are wrapped with "schema: migrate:". With no existing schema on
+// the search_path it returns ErrNoCurrentSchema and changes nothing.
 func MigratePostgres(ctx context.Context, db *sql.DB) error {
 	if err := checkArgs(ctx, db, "migrate"); err != nil {
 		return err
@@ -64,6 +65,29 @@ func VersionPostgres(ctx context.Context, db *sql.DB) (version uint, dirty bool,
 	return versionOf(ctx, postgresTarget(db))
 }
 
+// ErrNoCurrentSchema is returned, wrapped, by MigratePostgres,
+// DownPostgres and VersionPostgres when no schema on the connection's
+// search_path exists, so that PostgreSQL's current_schema() is NULL and
+// there is nowhere to put the ledger's table
+// (https://www.postgresql.org/docs/current/ddl-schemas.html#DDL-SCHEMAS-PATH).
+// Create the schema, or point search_path at one that exists.
+var ErrNoCurrentSchema = errors.New("no schema on the search_path exists")
+
+// checkCurrentSchema returns ErrNoCurrentSchema, with the search_path, when
+// db's session has no current schema. golang-migrate's pgx driver would
+// fail there too, with a message about scanning NULL into a string.
+func checkCurrentSchema(ctx context.Context, db *sql.DB) error {
+	var current sql.NullString
+	var path string
+	if err := db.QueryRowContext(ctx, "SELECT current_schema(), current_setting('search_path')").Scan(&current, &path); err != nil {
+		return err
+	}
+	if !current.Valid {
+		return fmt.Errorf("%w (search_path: %s)", ErrNoCurrentSchema, path)
+	}
+	return nil
+}
+
 // postgresTarget hands golang-migrate a private *sql.DB whose one
 // connection is a connection borrowed from db. golang-migrate's pgx driver
 // pins a connection for its advisory lock and releases it only in Close,
@@ -78,6 +102,10 @@ func postgresTarget(db *sql.DB) target {
 			// golang-migrate queries the db twice, then pins a Conn and
 			// uses nothing else: one connection is all it needs.
 			private.SetMaxOpenConns(1)
+			if err := checkCurrentSchema(ctx, private); err != nil {
+				private.Close()
+				return false, err
+			}
 			drv, err := migratepgx.WithInstance(private, &migratepgx.Config{MigrationsTable: MigrationsTable})
 			if err != nil {
 				private.Close()

@@ -3,7 +3,10 @@ package schema_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -136,5 +139,39 @@ func TestPostgresMigrateCancelled(t *testing.T) {
 	}
 	if v, _, err := schema.VersionPostgres(ctx, db); v != 0 || err != nil {
 		t.Errorf("VersionPostgres = %d, %v; want 0, nil", v, err)
+	}
+}
+
+// TestPostgresNoCurrentSchema: with a search_path naming no existing
+// schema, every entry point says so instead of golang-migrate's message
+// about scanning NULL.
+func TestPostgresNoCurrentSchema(t *testing.T) {
+	testdb.Postgres(t) // skips without a server
+	u, err := url.Parse(os.Getenv(testdb.PostgresEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", "idemledger_no_such_schema")
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	_, _, verr := schema.VersionPostgres(ctx, db)
+	for _, c := range []struct {
+		op  string
+		err error
+	}{
+		{"migrate", schema.MigratePostgres(ctx, db)},
+		{"down", schema.DownPostgres(ctx, db)},
+		{"version", verr},
+	} {
+		want := "schema: " + c.op + ": no schema on the search_path exists (search_path: idemledger_no_such_schema)"
+		if !errors.Is(c.err, schema.ErrNoCurrentSchema) || c.err.Error() != want {
+			t.Errorf("%s: %v; want %s", c.op, c.err, want)
+		}
 	}
 }
