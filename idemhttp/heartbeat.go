@@ -1,6 +1,7 @@
 package idemhttp
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -13,6 +14,14 @@ import (
 // it, a retry arriving after the lease ran out would take the key over and
 // run the handler a second time. It uses a timer rather than a goroutine, so
 // a fast handler costs one timer and no extension.
+//
+// Only ErrLeaseLost ends it early. Any other failure (SQLITE_BUSY behind a
+// long writer, a dropped PostgreSQL connection, a timeout) is retried
+// sooner than the next regular beat: while the store is unreachable nobody
+// can take the key over either, and a lease that ran out without a
+// takeover is still the holder's to extend (see ledger.Ledger.Extend), so
+// giving up there would hand the key to the first retry after the outage
+// while the handler still runs.
 type heartbeat struct {
 	mu      sync.Mutex
 	stopped bool
@@ -28,18 +37,26 @@ func (m *middleware) startHeartbeat(p *prepared, c *ledger.Claim) *heartbeat {
 		if hb.stopped {
 			return
 		}
+		start := time.Now()
 		ctx, cancel := m.detached(p.r)
 		err := m.l.Extend(ctx, m.db, c)
 		cancel()
-		if err != nil {
-			// The lease is lost (or the store is down): the completion will
-			// say so too. Extending again would not help.
-			m.cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: lease extension failed",
+		switch {
+		case err == nil:
+			// The beat keeps its period whatever the extension took.
+			hb.timer.Reset(max(every-time.Since(start), 0))
+		case errors.Is(err, ledger.ErrLeaseLost):
+			// Taken over (or purged): the completion will say so too.
+			m.cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: lease lost while the handler runs",
 				slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
 				slog.String("error", p.redact(err)))
-			return
+		default:
+			retry := every / 3
+			m.cfg.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: lease extension failed",
+				slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
+				slog.String("error", p.redact(err)), slog.Duration("retry_in", retry))
+			hb.timer.Reset(retry)
 		}
-		hb.timer.Reset(every)
 	}
 	hb.mu.Lock()
 	hb.timer = time.AfterFunc(every, tick)

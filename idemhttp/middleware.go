@@ -50,6 +50,9 @@ import (
 // the ledger's lease, so a client that hangs up does not lose its outcome.
 // While the handler runs, its lease is extended every third of the lease
 // (ledger.Ledger.Extend), so a handler slower than the lease keeps its key.
+// A failed extension (a busy or unreachable store) is logged at Warn and
+// tried again after a ninth of the lease; only ledger.ErrLeaseLost ends the
+// extensions, logged at Error.
 //
 // On SQLite, build l with ledger.Config{DB: db}: the ledger then prepares
 // its statements once on db instead of parsing them at every request.

@@ -882,3 +882,69 @@ func TestRedactWord(t *testing.T) {
 		}
 	}
 }
+
+// A failed extension is not the end of the heartbeat: with the ledger's
+// table locked by another session for longer than an extension may wait
+// (SQLite's write lock; PostgreSQL's table lock), the beat fails, and once
+// the lock is gone it extends the lease again, so a duplicate arriving
+// after the first lease ran out still gets 409 and the handler runs once.
+func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		release := make(chan struct{})
+		var once sync.Once
+		finish := func() { once.Do(func() { close(release) }) }
+		// An extension waits at most max(lease, 1s) (detached).
+		b := setup(t, e, Options{}, ledger.Config{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			w.WriteHeader(201)
+		})
+		// Registered after setup's, so it runs first: a failing test must
+		// not leave the handler waiting while the server closes.
+		t.Cleanup(finish)
+		done := make(chan answer, 1)
+		go func() { done <- b.do(t, "POST", "/", "", "k") }()
+		for b.calls.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		first := b.record(t, "k")
+
+		ctx := context.Background()
+		lock, err := b.db.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE takes the write lock
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == testdb.EnginePostgres {
+			if _, err := lock.ExecContext(ctx, "LOCK TABLE idempotency_ledger IN EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(b.logs.String(), `"msg":"idempotency: lease extension failed"`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no extension failed while the table was locked; logs:\n%s", b.logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := lock.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+
+		rec := b.waitRecord(t, "k", func(r *ledger.Record) bool {
+			return r != nil && r.LeaseExpiresAt.After(first.LeaseExpiresAt)
+		})
+		if !rec.LeaseExpiresAt.After(first.LeaseExpiresAt) {
+			t.Fatalf("the heartbeat gave up after one failed extension: lease still ends at %v; logs:\n%s", first.LeaseExpiresAt, b.logs.String())
+		}
+		time.Sleep(time.Until(first.LeaseExpiresAt) + 50*time.Millisecond)
+		if a := b.do(t, "POST", "/", "", "k"); a.status != 409 {
+			t.Fatalf("duplicate after the failed extension: %+v, want 409", a)
+		}
+		finish()
+		if a := <-done; a.status != 201 {
+			t.Fatalf("slow first request: %+v", a)
+		}
+		if rec := b.record(t, "k"); rec == nil || rec.State != ledger.StateCompleted || rec.Fence != 1 || b.calls.Load() != 1 {
+			t.Fatalf("record %+v after %d runs, want completed by the first holder, one run", rec, b.calls.Load())
+		}
+	})
+}
