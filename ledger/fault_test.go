@@ -778,3 +778,66 @@ func TestMutateReleaseFailureLeavesNothing(t *testing.T) {
 		t.Fatalf("after a failed Mutate and a commit: record %+v, %d orders; want neither", r, n)
 	}
 }
+
+// TestPurgeCountUnderCancellation: whichever statement of a Purge ctx ends
+// in (the driver reporting the cancellation after the statement ran, as
+// modernc does), the count Purge returns is the number of rows gone.
+func TestPurgeCountUnderCancellation(t *testing.T) {
+	f := newFaultEnv(t)
+	const rows, batch = 25, 10
+	fill := func(t *testing.T) {
+		t.Helper()
+		f.reset(t)
+		exp := t0.Add(-time.Hour).UnixMilli()
+		if _, err := f.db.Exec(`
+			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, body, created_at, completed_at, expires_at)
+			SELECT 's', 'key-' || i, randomblob(32), 'completed', 1, 200, x'7b7d', ? - 1000, ? - 1000, ?
+			FROM n`, rows, exp, exp, exp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remaining := func(t *testing.T) int64 {
+		t.Helper()
+		var n int64
+		if err := f.db.QueryRow("SELECT count(*) FROM idempotency_ledger").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	opts := ledger.PurgeOptions{BatchSize: batch}
+
+	fill(t)
+	f.plan.Count()
+	if n, err := f.l.Purge(context.Background(), f.fdb, opts); n != rows || err != nil {
+		t.Fatalf("Purge = %d, %v; want %d, nil", n, err, rows)
+	}
+	stmts := f.plan.Seen()
+	f.plan.Disarm()
+
+	cut := 0 // cancellations that stopped Purge before the end
+	for i := range stmts {
+		fill(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		f.plan.CancelAfter(i+1, cancel)
+		n, err := f.l.Purge(ctx, f.fdb, opts)
+		f.plan.Disarm()
+		cancel()
+		what := fmt.Sprintf("cancelled during statement %d of %d (%.40s)", i+1, len(stmts), oneLine(stmts[i]))
+		if !f.plan.Fired() {
+			t.Fatalf("%s: the statements changed between runs: %q", what, f.plan.Seen())
+		}
+		if err != nil {
+			cut++
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: error %v does not wrap context.Canceled", what, err)
+			}
+		}
+		if gone := rows - remaining(t); n != gone {
+			t.Errorf("%s: Purge = %d, %v; %d rows are gone", what, n, err, gone)
+		}
+	}
+	if cut == 0 {
+		t.Error("no cancellation stopped Purge: the test no longer reaches the case it is for")
+	}
+}

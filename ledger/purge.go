@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 )
 
@@ -28,8 +30,10 @@ type PurgeOptions struct {
 }
 
 // Purge deletes expired records in batches until none is left and returns
-// how many it deleted, also when it stops on an error (ctx cancelled
-// between batches, a database error).
+// how many it deleted, also when it stops on an error (ctx cancelled, a
+// database error): on a *sql.DB or *sql.Conn each batch is a transaction
+// of its own, committed and counted or rolled back whole, so the count is
+// exact even when ctx ends in the middle of a batch.
 //
 // A record is expired (see Record.Expired) when its ExpiresAt has passed
 // and, if it is still in flight, its lease has run out too. So Purge never
@@ -63,7 +67,7 @@ func (l *Ledger) Purge(ctx context.Context, db DBTX, opts PurgeOptions) (int64, 
 			return total, wrapOp("purge", err)
 		}
 		start := time.Now()
-		n, err := l.eng.purgeBatch(ctx, db, now, size)
+		n, err := l.purgeBatch(ctx, db, now, size)
 		if err != nil {
 			return total, wrapOp("purge", err)
 		}
@@ -78,4 +82,47 @@ func (l *Ledger) Purge(ctx context.Context, db DBTX, opts PurgeOptions) (int64, 
 			return total, nil
 		}
 	}
+}
+
+// beginner is a DBTX that can begin a transaction: *sql.DB and *sql.Conn.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// purgeBatch deletes one batch and returns how many rows it deleted for
+// good. On a pool or a connection the batch runs in a transaction of its
+// own: an autocommit DELETE can commit while the driver reports that ctx
+// ended (modernc does), and the batch would go uncounted. In a
+// transaction, a DELETE cut short by ctx is rolled back, and the COMMIT,
+// which database/sql runs without ctx once it has begun, tells the truth.
+// On a *sql.Tx nothing commits here: the caller's commit decides for all.
+func (l *Ledger) purgeBatch(ctx context.Context, db DBTX, now int64, size int) (int64, error) {
+	b, ok := db.(beginner)
+	if !ok {
+		return l.eng.purgeBatch(ctx, db, now, size)
+	}
+	tx, err := b.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	n, err := l.eng.purgeBatch(ctx, tx, now, size)
+	if err != nil {
+		if rerr := ignoreDone(tx.Rollback()); rerr != nil {
+			return 0, errors.Join(err, rerr)
+		}
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// ignoreDone drops sql.ErrTxDone, the rollback error of a transaction that
+// database/sql already rolled back because its context ended.
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
 }
