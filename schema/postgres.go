@@ -56,13 +56,34 @@ func DownPostgres(ctx context.Context, db *sql.DB) error {
 }
 
 // VersionPostgres is Version for PostgreSQL: the applied migration version
-// (0 when none) and whether a failed migration left db dirty. Errors are
-// wrapped with "schema: version:".
+// (0 when none) and whether a failed migration left db dirty. It waits for
+// a MigratePostgres or DownPostgres in progress (on golang-migrate's
+// advisory lock, a wait that ctx does not cut short) and reads what that
+// run leaves, so a migration still running never reads as dirty. Errors
+// are wrapped with "schema: version:".
 func VersionPostgres(ctx context.Context, db *sql.DB) (version uint, dirty bool, err error) {
 	if err := checkArgs(ctx, db, "version"); err != nil {
 		return 0, false, err
 	}
-	return versionOf(ctx, postgresTarget(db))
+	return versionOf(ctx, lockedForVersion(postgresTarget(db)))
+}
+
+// lockedForVersion makes t hold golang-migrate's lock, the one Migrate and
+// Down hold for their whole run, while the version is read. golang-migrate
+// commits a version marked dirty before it runs a migration's SQL and
+// clears the mark after, so without the lock a run in progress reads as
+// one that failed half-way, and the operator is told to repair by hand.
+func lockedForVersion(t target) target {
+	with := t.with
+	t.with = func(ctx context.Context, f func(database.Driver) error) error {
+		return with(ctx, func(d database.Driver) error {
+			if err := d.Lock(); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+			return errors.Join(f(d), d.Unlock())
+		})
+	}
+	return t
 }
 
 // ErrNoCurrentSchema is returned, wrapped, by MigratePostgres,
