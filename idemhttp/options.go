@@ -142,27 +142,38 @@ type Options struct {
 	Now func() time.Time
 }
 
+// StatusClientClosedRequest is 499, nginx's status for a request whose
+// client closed the connection before the answer; it is in no RFC. A
+// handler that writes it after its request's context ended has no outcome
+// to give, so no ShouldStore of this package stores it.
+const StatusClientClosedRequest = 499
+
 // StoreDefault is the default ShouldStore: every status below 500 except the
 // transient ones a retry may well change: 408 Request Timeout, 409 Conflict,
-// 425 Too Early and 429 Too Many Requests.
+// 425 Too Early, 429 Too Many Requests, and 499 (StatusClientClosedRequest).
 func StoreDefault(status int) bool {
-	switch status {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+	if transient(status) {
 		return false
 	}
 	return status < 500
 }
 
 // StoreServerErrors stores as Stripe does: every status, 5xx included,
-// except the transient 408, 409, 425 and 429, and except 503, which says in
-// itself that a retry may succeed.
+// except the transient 408, 409, 425, 429 and 499, and except 503, which
+// says in itself that a retry may succeed.
 func StoreServerErrors(status int) bool {
+	return !transient(status) && status != http.StatusServiceUnavailable
+}
+
+// transient reports the statuses below 500 that say the request may well
+// succeed if sent again, and so are never stored.
+func transient(status int) bool {
 	switch status {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly,
-		http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return false
+		http.StatusTooManyRequests, StatusClientClosedRequest:
+		return true
 	}
-	return true
+	return false
 }
 
 // StoreSuccess stores only 2xx answers.
