@@ -186,8 +186,13 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // decimal is a JSON number reduced to sign, significant digits without
 // leading or trailing zeros, and the point position: 0.digits × 10^point.
+// more is true when the number has significant digits beyond those in
+// digits, which then are its first ones (the number is then larger in
+// magnitude than 0.digits × 10^point, and smaller than the next number of
+// as many digits).
 type decimal struct {
 	neg    bool
+	more   bool
 	digits []byte
 	point  int64
 }
@@ -196,9 +201,9 @@ type decimal struct {
 // printed number has at most 17, so a written one with more cannot match.
 const maxDigits = 24
 
-// parseDecimal reduces the well-formed JSON number b. ok is false when it
-// has more than maxDigits significant digits.
-func parseDecimal(b []byte, buf *[maxDigits]byte) (d decimal, ok bool) {
+// parseDecimal reduces the well-formed JSON number b, keeping at most
+// len(buf) significant digits, in buf.
+func parseDecimal(b, buf []byte) (d decimal) {
 	i := 0
 	if b[0] == '-' {
 		d.neg = true
@@ -233,8 +238,11 @@ func parseDecimal(b []byte, buf *[maxDigits]byte) (d decimal, ok bool) {
 			continue
 		}
 		seen = true
-		if n+zeros+1 > maxDigits {
-			return d, false
+		if d.more || n+zeros+1 > len(buf) {
+			// The zeros before c, if some fit, would be trailing zeros
+			// of the kept digits: dropping them keeps the value.
+			d.more = true
+			continue
 		}
 		for ; zeros > 0; zeros-- {
 			buf[n] = '0'
@@ -264,18 +272,18 @@ func parseDecimal(b []byte, buf *[maxDigits]byte) (d decimal, ok bool) {
 	if n > 0 {
 		d.point = intDigits - lead + exp
 	}
-	return d, true
+	return d
 }
 
 // sameDecimal reports whether the written number and its printed canonical
 // form denote the same decimal number.
 func sameDecimal(written, printed []byte) bool {
 	var wb, pb [maxDigits]byte
-	w, ok := parseDecimal(written, &wb)
-	if !ok {
+	w := parseDecimal(written, wb[:])
+	if w.more {
 		return false
 	}
-	p, _ := parseDecimal(printed, &pb)
+	p := parseDecimal(printed, pb[:])
 	if len(w.digits) == 0 || len(p.digits) == 0 {
 		return len(w.digits) == len(p.digits) // zero is zero whatever its sign
 	}
