@@ -298,35 +298,42 @@ func TestLongNumbersExact(t *testing.T) {
 	}
 }
 
+// reduce writes the JSON number s as ±0.digits × 10^point, digits without
+// leading or trailing zeros (empty for zero).
+func reduce(s string) (negative bool, digits string, point *big.Int) {
+	negative = strings.HasPrefix(s, "-")
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(s, "-")), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits = strings.TrimLeft(intPart+frac, "0")
+	point = big.NewInt(int64(len(digits) - len(frac)))
+	digits = strings.TrimRight(digits, "0")
+	if digits == "" {
+		return negative, "", new(big.Int)
+	}
+	if exp != "" {
+		e, ok := new(big.Int).SetString(strings.TrimPrefix(exp, "+"), 10)
+		if !ok {
+			panic("reduce: bad exponent in " + s)
+		}
+		point.Add(point, e)
+	}
+	return negative, digits, point
+}
+
 // ratFloat reads the JSON number s with exact rational arithmetic and
 // rounds it to the nearest binary64, ties to even (big.Rat.Float64); ok is
 // false when it rounds beyond the largest binary64. It shares nothing with
 // strconv: it is the reference for long numbers in the tests and fuzz
 // targets.
 func ratFloat(s string) (f float64, ok bool) {
-	negative := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
+	negative, digits, point := reduce(s)
 	sign := 1.0
 	if negative {
 		sign = -1
 	}
-	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
-	intPart, frac, _ := strings.Cut(mant, ".")
-	// Without its leading zeros, the number is 0.digits × 10^point.
-	digits := strings.TrimLeft(intPart+frac, "0")
-	point := big.NewInt(int64(len(digits) - len(frac)))
-	digits = strings.TrimRight(digits, "0")
-	if digits == "" {
-		return math.Copysign(0, sign), true
-	}
-	if exp != "" {
-		e, good := new(big.Int).SetString(strings.TrimPrefix(exp, "+"), 10)
-		if !good {
-			panic("ratFloat: bad exponent in " + s)
-		}
-		point.Add(point, e)
-	}
 	switch {
+	case digits == "":
+		return math.Copysign(0, sign), true
 	case point.Cmp(big.NewInt(400)) > 0: // at least 10^400
 		return 0, false
 	case point.Cmp(big.NewInt(-400)) < 0: // below 10^-400
@@ -342,6 +349,17 @@ func ratFloat(s string) (f float64, ok bool) {
 	}
 	f, _ = r.Float64()
 	return sign * f, !math.IsInf(f, 0)
+}
+
+// sameNumber reports whether the JSON numbers a and b denote the same
+// decimal number (any zero is zero).
+func sameNumber(a, b string) bool {
+	na, da, pa := reduce(a)
+	nb, db, pb := reduce(b)
+	if da == "" || db == "" {
+		return da == db
+	}
+	return na == nb && da == db && pa.Cmp(pb) == 0
 }
 
 func abs(x int64) int64 {
