@@ -7,9 +7,10 @@
 // The canonical form (RFC 8785 section 3.2) has no whitespace; object
 // members are sorted by the UTF-16 code units of their names (section
 // 3.2.3); strings use the fewest escapes (section 3.2.2.2); numbers are
-// parsed to the nearest IEEE 754 binary64 and printed as ECMAScript's
-// Number.prototype.toString prints them (section 3.2.2.3, ECMA-262 section
-// 6.1.6.1.20), which FormatFloat exposes.
+// parsed to the nearest IEEE 754 binary64, however many digits they are
+// written with, and printed as ECMAScript's Number.prototype.toString
+// prints them (section 3.2.2.3, ECMA-262 section 6.1.6.1.20), which
+// FormatFloat exposes.
 //
 // Input must be I-JSON (RFC 7493): duplicate member names, invalid UTF-8,
 // lone surrogate escapes, Unicode noncharacters (U+FDD0..U+FDEF, U+FFFE,

@@ -166,9 +166,15 @@ func (s *state) number(i int) (int, error) {
 	}
 
 	text := src[start:i]
-	// ParseFloat keeps no reference to its argument (its errors copy it),
-	// so viewing the bytes as a string saves a copy per number.
-	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(text), len(text)), 64)
+	var f float64
+	var err error
+	if len(text) <= longNumber {
+		// ParseFloat keeps no reference to its argument (its errors copy
+		// it), so viewing the bytes as a string saves a copy per number.
+		f, err = strconv.ParseFloat(unsafe.String(unsafe.SliceData(text), len(text)), 64)
+	} else {
+		f, err = parseLong(text)
+	}
 	if err != nil {
 		// The grammar was checked above, so the only failure left is
 		// overflow; underflow returns 0 without error, as in ECMAScript.
@@ -184,10 +190,80 @@ func (s *state) number(i int) (int, error) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
+// longNumber is the length of number text beyond which number reads it with
+// parseLong rather than strconv.ParseFloat. ParseFloat misreads some numbers
+// of more than 800 digits (golang/go#42436: its slow path keeps 800 digits,
+// then puts the point after the 800th even when the text has more before
+// it, and it stops reading an exponent past 10000 even when leading zeros
+// would bring the number back into range): it reads 1 followed by 800 zeros
+// and e-800 as 0.1, and 0.(100000 zeros)9e100000 as 0. Text of at most
+// longNumber bytes has too few digits for either: fewer than 800, and too
+// few to bring an exponent beyond 10000 back into binary64's range.
+const longNumber = 700
+
+// decisiveDigits is how many significant digits of a number decide its
+// nearest binary64, given whether a nonzero digit follows them.
+//
+// Rounding to nearest can only change its result at a midpoint between two
+// adjacent binary64 values, the threshold of overflow (2^1024 - 2^970, the
+// midpoint above the largest binary64) among them. A midpoint is m×2^q with
+// m odd, m < 2^54 and q ≥ -1075. For q < 0 it is m×5^-q × 10^q, whose
+// significant digits are those of m×5^-q < 2^54 × 5^1075 ≈ 4.5×10^767: 768
+// at most. For q ≥ 0 it is an integer below 2^1024, of 309 digits at most.
+//
+// Let x have more than 768 significant digits, x₀ be its first 768 and u the
+// unit of the 768th: x₀ < |x| < x₀ + u. A midpoint strictly inside that
+// interval would have its leading digit where x₀ has it and a nonzero digit
+// beyond the 768th, and none has; so every number strictly inside rounds as
+// |x| does, x₀ + u/10 (x₀ followed by a 1) among them.
+const decisiveDigits = 768
+
+// parseLong reads the well-formed JSON number text, of any length, to the
+// nearest binary64 as strconv.ParseFloat would without its limits: it
+// writes the number anew with at most decisiveDigits+1 significant digits
+// and an exponent of at most four digits, which ParseFloat reads right, and
+// returns ParseFloat's result.
+func parseLong(text []byte) (float64, error) {
+	var buf [decisiveDigits]byte
+	d := parseDecimal(text, buf[:])
+	// Sign, digits, the 1 that stands for the dropped ones, 'e', exponent.
+	var lit [1 + decisiveDigits + 1 + 1 + 8]byte
+	b := lit[:0]
+	if d.neg {
+		b = append(b, '-')
+	}
+	if len(d.digits) == 0 {
+		b = append(b, '0')
+	} else {
+		b = append(b, d.digits...)
+		n := len(d.digits)
+		if d.more {
+			for ; n < decisiveDigits; n++ {
+				b = append(b, '0')
+			}
+			b = append(b, '1')
+			n++
+		}
+		// At most 769 digits: beyond 10^400 the number overflows and
+		// below 10^-400 it rounds to zero wherever its point is, so a
+		// point clamped to ±400 gives the same result, and the
+		// exponent written stays within what ParseFloat reads exactly.
+		point := min(max(d.point, -400), 400)
+		b = append(b, 'e')
+		b = strconv.AppendInt(b, point-int64(n), 10)
+	}
+	return strconv.ParseFloat(unsafe.String(unsafe.SliceData(b), len(b)), 64)
+}
+
 // decimal is a JSON number reduced to sign, significant digits without
 // leading or trailing zeros, and the point position: 0.digits × 10^point.
+// more is true when the number has significant digits beyond those in
+// digits, which then are its first ones (the number is then larger in
+// magnitude than 0.digits × 10^point, and smaller than the next number of
+// as many digits).
 type decimal struct {
 	neg    bool
+	more   bool
 	digits []byte
 	point  int64
 }
@@ -196,9 +272,9 @@ type decimal struct {
 // printed number has at most 17, so a written one with more cannot match.
 const maxDigits = 24
 
-// parseDecimal reduces the well-formed JSON number b. ok is false when it
-// has more than maxDigits significant digits.
-func parseDecimal(b []byte, buf *[maxDigits]byte) (d decimal, ok bool) {
+// parseDecimal reduces the well-formed JSON number b, keeping at most
+// len(buf) significant digits, in buf.
+func parseDecimal(b, buf []byte) (d decimal) {
 	i := 0
 	if b[0] == '-' {
 		d.neg = true
@@ -233,8 +309,11 @@ func parseDecimal(b []byte, buf *[maxDigits]byte) (d decimal, ok bool) {
 			continue
 		}
 		seen = true
-		if n+zeros+1 > maxDigits {
-			return d, false
+		if d.more || n+zeros+1 > len(buf) {
+			// The zeros before c, if some fit, would be trailing zeros
+			// of the kept digits: dropping them keeps the value.
+			d.more = true
+			continue
 		}
 		for ; zeros > 0; zeros-- {
 			buf[n] = '0'
@@ -264,18 +343,18 @@ func parseDecimal(b []byte, buf *[maxDigits]byte) (d decimal, ok bool) {
 	if n > 0 {
 		d.point = intDigits - lead + exp
 	}
-	return d, true
+	return d
 }
 
 // sameDecimal reports whether the written number and its printed canonical
 // form denote the same decimal number.
 func sameDecimal(written, printed []byte) bool {
 	var wb, pb [maxDigits]byte
-	w, ok := parseDecimal(written, &wb)
-	if !ok {
+	w := parseDecimal(written, wb[:])
+	if w.more {
 		return false
 	}
-	p, _ := parseDecimal(printed, &pb)
+	p := parseDecimal(printed, pb[:])
 	if len(w.digits) == 0 || len(p.digits) == 0 {
 		return len(w.digits) == len(p.digits) // zero is zero whatever its sign
 	}

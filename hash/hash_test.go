@@ -1,6 +1,7 @@
 package hash
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -35,6 +36,24 @@ func TestJSON(t *testing.T) {
 		if got.String() != tt.want {
 			t.Errorf("%s: JSON = %s, want %s", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestLongNumbers checks that a number written with more than 800 digits
+// hashes as the value it denotes: 1 followed by 800 zeros and e-800 is 1,
+// and strconv.ParseFloat (golang/go#42436) used to read it as 0.1.
+func TestLongNumbers(t *testing.T) {
+	long := "1" + strings.Repeat("0", 800) + "e-800"
+	one, _ := JSON([]byte(`{"amount":1}`))
+	tenth, _ := JSON([]byte(`{"amount":0.1}`))
+	got, err := JSON([]byte(`{"amount":` + long + `}`))
+	if err != nil || got != one || got == tenth {
+		t.Errorf("JSON of amount %.12s…e-800 = %s, %v; want %s (amount 1), not %s (amount 0.1)", long, got, err, one, tenth)
+	}
+	oneValue, _ := Value(map[string]any{"amount": 1})
+	got, err = Value(map[string]any{"amount": json.Number(long)})
+	if err != nil || got != oneValue {
+		t.Errorf("Value of json.Number %.12s…e-800 = %s, %v; want %s (amount 1)", long, got, err, oneValue)
 	}
 }
 
