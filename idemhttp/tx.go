@@ -11,7 +11,10 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// TxFunc is a handler whose effects are all writes through tx.
+// TxFunc is a handler whose effects are all writes through tx. It must
+// leave tx open: TxHandler commits it after storing the response, and a
+// TxFunc that commits or rolls back tx itself breaks exactly once (see
+// ledger.Mutate).
 type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
 
 // TxHandler serves fn exactly once per idempotency key, for handlers whose

@@ -40,7 +40,10 @@ var savepoints atomic.Uint64
 // fn must do its writes through tx, never through the pool tx came from:
 // the ledger row is in tx, and with SQLite a second connection waits for
 // tx's write lock, so a pool of one connection deadlocks and a larger one
-// times out with SQLITE_BUSY.
+// times out with SQLITE_BUSY. fn must not commit or roll back tx either:
+// Mutate then returns an error wrapping sql.ErrTxDone, and a commit by fn
+// has already made the claim durable without its outcome, so retries get
+// an *InFlightError until the lease runs out and then run fn again.
 //
 // If fn returns an error or panics, Mutate rolls back to the savepoint, so
 // the claim and fn's writes vanish together while tx stays usable; fn's
@@ -210,6 +213,9 @@ func mutate[T any](ctx context.Context, l *Ledger, tx txn, req Request, fn func(
 		return zero, undo(err)
 	}
 	if err := l.Complete(ctx, tx.dbtx(), c, out); err != nil {
+		if errors.Is(err, sql.ErrTxDone) {
+			err = fmt.Errorf("ledger: mutate: fn ended the transaction; it must leave tx open: %w", sql.ErrTxDone)
+		}
 		return zero, undo(err)
 	}
 	// A failed RELEASE leaves the savepoint open, with the claim, fn's

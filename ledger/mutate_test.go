@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,6 +232,49 @@ func TestMutateCallerRollback(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestMutateFnEndsTx: fn must leave tx open. One that commits or rolls it
+// back gets an error that says so, wrapping sql.ErrTxDone; a commit has
+// made the claim durable in flight, a rollback has left nothing.
+func TestMutateFnEndsTx(t *testing.T) {
+	for _, end := range []string{"commit", "rollback"} {
+		eachEngine(t, func(t *testing.T, e testdb.Engine) {
+			b := setup(t, e)
+			tx, err := b.db.BeginTx(b.ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			_, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), func(ctx context.Context) (order, error) {
+				o, err := placeOrder(tx, "book", nil)(ctx)
+				if err != nil {
+					return o, err
+				}
+				if end == "commit" {
+					return o, tx.Commit()
+				}
+				return o, tx.Rollback()
+			})
+			const want = "ledger: mutate: fn ended the transaction; it must leave tx open: sql: transaction has already been committed or rolled back"
+			if !errors.Is(err, sql.ErrTxDone) || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("%s in fn: Mutate error %v; want one starting %q", end, err, want)
+			}
+			wantRows := 0
+			if end == "commit" {
+				wantRows = 1
+			}
+			if n, m := b.count(t, "idempotency_ledger"), b.count(t, "orders"); n != wantRows || m != wantRows {
+				t.Fatalf("%s in fn: %d ledger rows, %d orders; want %d of each", end, n, m, wantRows)
+			}
+			if end == "commit" {
+				r, err := b.l.Get(b.ctx, b.db, "tenant-1", "k")
+				if err != nil || r.State != ledger.StateInFlight {
+					t.Fatalf("commit in fn: record %+v, %v; want in flight", r, err)
+				}
+			}
+		})
+	}
 }
 
 // TestMutateWaitsForDuplicate runs a duplicate in another transaction while
