@@ -70,7 +70,9 @@ var savepoints atomic.Uint64
 // Middleware), including one made earlier in tx itself (fn running Mutate
 // or Claim with the same key); an error from fn; database errors, wrapped with
 // "ledger: mutate:". T must survive encoding/json: the replayed Value is
-// the JSON decoding of the first one. The stored Outcome has Status 0, no
+// the JSON decoding of the first one; a value whose JSON does not decode
+// back into T is refused (and rolled back) on the first execution, not
+// stored for replays to fail on. The stored Outcome has Status 0, no
 // Header and the JSON as Body.
 func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
 	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
@@ -126,6 +128,14 @@ func (jsonCodec[T]) encode(v T) (Outcome, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("ledger: mutate: encode value: %w", err)
+	}
+	// A value that encodes but does not decode back into T (an interface
+	// such as error, a MarshalJSON without its UnmarshalJSON) would be
+	// stored, and every replay would fail until the record expires. Fail
+	// the first call instead, which rolls it back.
+	var back T
+	if err := json.Unmarshal(body, &back); err != nil {
+		return Outcome{}, fmt.Errorf("ledger: mutate: value of type %T does not decode from its own JSON: %w", v, err)
 	}
 	return Outcome{Body: body}, nil
 }

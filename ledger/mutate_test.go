@@ -378,3 +378,50 @@ func TestMutateUndecodableReplay(t *testing.T) {
 		})
 	})
 }
+
+// oneWay encodes to JSON but has no way back: its MarshalJSON writes a
+// string, and an int field cannot hold it.
+type oneWay struct{ N int }
+
+func (o oneWay) MarshalJSON() ([]byte, error) { return []byte(`"n"`), nil }
+
+// TestMutateValueMustDecode: a value whose JSON does not decode back into
+// T fails the first execution, which leaves nothing behind, instead of
+// being stored for every replay to fail on.
+func TestMutateValueMustDecode(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		tests := []struct {
+			name string
+			run  func(tx *sql.Tx) error
+			want string
+		}{
+			{"error interface", func(tx *sql.Tx) error {
+				_, err := ledger.Mutate(b.ctx, b.l, tx, req("k1", "p"), func(ctx context.Context) (error, error) {
+					_, err := insertOrder(ctx, tx, "x")
+					return errors.New("declined"), err
+				})
+				return err
+			}, "ledger: mutate: value of type *errors.errorString does not decode from its own JSON: json: cannot unmarshal object into Go value of type error"},
+			{"one-way MarshalJSON", func(tx *sql.Tx) error {
+				_, err := ledger.Mutate(b.ctx, b.l, tx, req("k2", "p"), func(ctx context.Context) (oneWay, error) {
+					_, err := insertOrder(ctx, tx, "x")
+					return oneWay{N: 1}, err
+				})
+				return err
+			}, "ledger: mutate: value of type ledger_test.oneWay does not decode from its own JSON: json: cannot unmarshal string into Go value of type ledger_test.oneWay"},
+		}
+		for _, tt := range tests {
+			for attempt := range 2 {
+				b.inTx(t, func(tx *sql.Tx) {
+					if err := tt.run(tx); err == nil || err.Error() != tt.want {
+						t.Errorf("%s, attempt %d: Mutate = %v; want %s", tt.name, attempt+1, err, tt.want)
+					}
+				})
+			}
+		}
+		if n, m := b.count(t, "idempotency_ledger"), b.count(t, "orders"); n != 0 || m != 0 {
+			t.Fatalf("%d ledger rows, %d orders; want none", n, m)
+		}
+	})
+}
