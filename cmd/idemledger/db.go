@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	// The pgx database/sql driver, registered as "pgx".
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -106,6 +107,17 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", redactDSN(path), redactDSN(dsn))
 			}
 		}
+		if n == mustHaveLedger {
+			// Before sqlite.Open, which switches the file to WAL: a file
+			// that is not the ledger's is refused as it was found.
+			has, err := sqliteHasLedger(ctx, path)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", redactDSN(path), err)
+			}
+			if !has {
+				return nil, noSchemaError(dsn)
+			}
+		}
 		s.db, err = sqlite.Open(path)
 	}
 	if err != nil {
@@ -114,15 +126,11 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		}
 		return nil, err
 	}
-	if n == mustHaveLedger {
-		query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`
-		if s.engine == ledger.Postgres {
-			query = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`
-		}
+	if n == mustHaveLedger && s.engine == ledger.Postgres {
 		var tables int
-		err = s.db.QueryRowContext(ctx, query).Scan(&tables)
+		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`).Scan(&tables)
 		if err == nil && tables == 0 {
-			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", redactDSN(dsn), redactDSN(dsn))
+			err = noSchemaError(dsn)
 		}
 		if err != nil {
 			s.db.Close()
@@ -130,6 +138,42 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		}
 	}
 	return s, nil
+}
+
+func noSchemaError(dsn string) error {
+	return fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", redactDSN(dsn), redactDSN(dsn))
+}
+
+// sqliteHasLedger reports whether the SQLite file at path holds the
+// ledger's table. It only reads: the connection is opened read-only
+// (mode=ro in a file: URI, which the driver hands to SQLite whole) with
+// no pragma but busy_timeout, which is the connection's own. SQLite
+// still reads a write-ahead log on such a connection, so a ledger whose
+// table is in the -wal file, not yet checkpointed, is recognized; it may
+// create the -shm index for that (https://sqlite.org/wal.html#readonly).
+// An empty file reads as a database without tables.
+func sqliteHasLedger(ctx context.Context, path string) (bool, error) {
+	db, err := sql.Open(sqlite.DriverName, readOnlyURI(path, sqlite.DefaultBusyTimeout))
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var tables int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`).Scan(&tables)
+	return tables > 0, err
+}
+
+// readOnlyURI is the file: URI that opens path read-only
+// (https://sqlite.org/uri.html). '%', '?' and '#' are escaped, and an
+// absolute path gets an empty authority ("file:///abs"), so that a path
+// starting with "//" is not read as one.
+func readOnlyURI(path string, busy time.Duration) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if strings.HasPrefix(p, "/") {
+		p = "//" + p
+	}
+	return fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", p, busy.Milliseconds())
 }
 
 // migrate, down and version run the schema functions of the store's
