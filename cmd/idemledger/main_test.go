@@ -103,7 +103,38 @@ func TestDemo(t *testing.T) {
 	if v.stdout != "version 1\n" {
 		t.Errorf("migrate version after demo = %q", v.stdout)
 	}
-	idemledger(t, "", "demo", "-db", "file:"+db, "-n", "4", "-ttl", "500ms").want(t, 0)
+	idemledger(t, "", "demo", "-db", "file:"+db, "-n", "4", "-ttl", "1s").want(t, 0)
+}
+
+// TestDemoRanges: the demo refuses a TTL below 1s, which the client's
+// retry backoff (100-200 ms, and the burst of -n 1000) can outlive, so
+// that the demo would report a double payment that the library, with
+// such a TTL, rightly allowed. -h states the ranges.
+func TestDemoRanges(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-ttl", "100ms"}, "-ttl must be between 1s and 1m, got 100ms"},
+		{[]string{"-ttl", "999ms"}, "-ttl must be between 1s and 1m, got 999ms"},
+		{[]string{"-ttl", "61s"}, "-ttl must be between 1s and 1m, got 1m1s"},
+		{[]string{"-n", "1"}, "-n must be between 2 and 1000, got 1"},
+		{[]string{"-n", "1001"}, "-n must be between 2 and 1000, got 1001"},
+	} {
+		args := append([]string{"demo", "-db", filepath.Join(t.TempDir(), "demo.db")}, tc.args...)
+		r := idemledger(t, "", args...)
+		r.want(t, 2)
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: stderr %q lacks %q", args, r.stderr, tc.want)
+		}
+	}
+	h := idemledger(t, "", "demo", "-h")
+	h.want(t, 0)
+	for _, want := range []string{"(2 to 1000)", "(1s to 1m)"} {
+		if !strings.Contains(h.stderr, want) {
+			t.Errorf("demo -h lacks %q:\n%s", want, h.stderr)
+		}
+	}
 }
 
 func TestCanonRFC8785(t *testing.T) {
