@@ -39,8 +39,19 @@ const (
 	mustHaveLedger             // ... and the database must hold the ledger's table
 )
 
+// isPostgres reports whether dsn is a postgres:// or postgresql:// URL,
+// in any case: URL schemes are case-insensitive (RFC 3986, section 3.1).
 func isPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	scheme, _, ok := strings.Cut(dsn, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// pgxURL returns the PostgreSQL URL dsn with its scheme in lower case,
+// the only spelling that pgx takes for a URL (it reads anything else as
+// a key=value string).
+func pgxURL(dsn string) string {
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	return strings.ToLower(scheme) + "://" + rest
 }
 
 // keyValueDSN matches the start of a key=value PostgreSQL connection
@@ -94,7 +105,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	var err error
 	if isPostgres(dsn) {
 		s.engine = ledger.Postgres
-		if s.db, err = sql.Open("pgx", dsn); err == nil {
+		if s.db, err = sql.Open("pgx", pgxURL(dsn)); err == nil {
 			err = s.db.PingContext(ctx)
 		}
 	} else {

@@ -11,10 +11,11 @@
 //	idemledger inspect -db DSN [-scope S] -key K
 //
 // Every subcommand takes -h. A DSN is an SQLite file path or a file: URI,
-// or a postgres:// (postgresql://) URL, which selects the PostgreSQL engine;
-// the tables live in the first schema of the URL's search_path. A key=value
-// connection string ("host=... dbname=...") is refused. Messages show a
-// DSN's password as xxxxx.
+// or a postgres:// (postgresql://, in any case) URL, which selects the
+// PostgreSQL engine; the tables live in the first schema of the URL's
+// search_path. A key=value connection string ("host=... dbname=...") is
+// refused. Messages show a DSN's password as xxxxx, also when its scheme
+// is mistyped (anything shaped like user:password@).
 //
 // Exit codes: 0 on success, 1 when the work failed (bad input, a failed
 // check, an unreachable database, a broken invariant in the demo), 2 on a

@@ -547,8 +547,14 @@ func TestPasswordNeverShown(t *testing.T) {
 			`-db "host=127.0.0.1 port=1 user=postgres password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
 		{"key=value, quoted", "host=127.0.0.1 password='s3cret pw' dbname=test", 2, 2, 2,
 			`-db "host=127.0.0.1 password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
-		{"not quite postgres://", "POSTGRES://postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
-			"POSTGRES://postgres:xxxxx@127.0.0.1:1/test: no such database file (create it with 'idemledger migrate -db POSTGRES://postgres:xxxxx@127.0.0.1:1/test')"},
+		{"scheme in capitals", "POSTGRES://postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 2,
+			"dial tcp 127.0.0.1:1: connect: connection refused"},
+		// Mistyped schemes make SQLite paths, in a directory that does
+		// not exist.
+		{"postgres:/", "postgres:/postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
+			"postgres:/postgres:xxxxx@127.0.0.1:1/test: no such database file"},
+		{"postgres//", "postgres//postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
+			"postgres//postgres:xxxxx@127.0.0.1:1/test: no such database file"},
 		{"file: URI with a password", "file://postgres:s3cretpw@otherhost/x.db", 2, 2, 2,
 			`-db "file://postgres:xxxxx@otherhost/x.db": a file: URI names a local file`},
 	}
