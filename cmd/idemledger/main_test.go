@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,8 +261,60 @@ func TestHashRequest(t *testing.T) {
 	if same.stdout != r.stdout {
 		t.Errorf("equivalent JSON bodies fingerprint differently: %q vs %q", same.stdout, r.stdout)
 	}
-	idemledger(t, "", "hash", "-request", "POST").want(t, 2)
 	idemledger(t, "", "hash", "-type", "text/plain").want(t, 2)
+}
+
+// TestHashRequestStrict: -request takes an HTTP method (an RFC 9110
+// token) and a request target, and anything else is a usage error, never
+// a plausible fingerprint of something else: in particular a FILE taken
+// for the TARGET, with the body read from standard input.
+func TestHashRequestStrict(t *testing.T) {
+	body := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(body, []byte(`{"a":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // on stderr
+	}{
+		{[]string{"-request", "POST"}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", "POST", "-type", "application/json"}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", ""}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", "", "/payments"}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", "PO ST", "/payments"}, `METHOD "PO ST" is not an HTTP method (an RFC 9110 token)`},
+		{[]string{"-request", "POST\n", "/payments"}, `METHOD "POST\n" is not an HTTP method (an RFC 9110 token)`},
+		{[]string{"-request", "PÖST", "/payments"}, `METHOD "PÖST" is not an HTTP method (an RFC 9110 token)`},
+		{[]string{"-request", "POST", "-type", "application/json", "body.json"}, `TARGET "body.json" is not a request target: want a path starting with '/' (and its query), or *`},
+		{[]string{"-request", "POST", ""}, `TARGET "" is not a request target`},
+		{[]string{"-request", "POST", "/a b"}, `TARGET "/a b" is not a request target: it holds a space or control character`},
+		{[]string{"-request", "POST", body}, "TARGET " + strconv.Quote(body) + " names a file, and FILE is missing: give FILE, or - for standard input"},
+		{[]string{"-request", "POST", "/payments", body, "extra"}, "want at most one FILE, got 2 arguments"},
+	} {
+		args := append([]string{"hash"}, tc.args...)
+		r := idemledger(t, "{}", args...)
+		r.want(t, 2)
+		if !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("%q: stdout %q, stderr %q; want it to say %q", args, r.stdout, r.stderr, tc.want)
+		}
+	}
+
+	for _, tc := range []struct {
+		args                         []string
+		stdin                        string
+		method, target, ctype, input string
+	}{
+		{[]string{"-request", "post", "/payments", "-type", "application/json", body}, "", "POST", "/payments", "application/json", `{"a":1}`},
+		{[]string{"-request", "POST", body, "-"}, "[2]", "POST", body, "", "[2]"},
+		{[]string{"-request", "OPTIONS", "*"}, "", "OPTIONS", "*", "", ""},
+		{[]string{"-request", "M-SEARCH", "/x?y=1"}, "", "M-SEARCH", "/x?y=1", "", ""},
+	} {
+		args := append([]string{"hash"}, tc.args...)
+		r := idemledger(t, tc.stdin, args...)
+		r.want(t, 0)
+		if want := hash.Request(tc.method, tc.target, tc.ctype, []byte(tc.input)).String() + "\n"; r.stdout != want {
+			t.Errorf("%q = %q, want %q", args, r.stdout, want)
+		}
+	}
 }
 
 func TestUsage(t *testing.T) {
