@@ -565,6 +565,16 @@ func TestPurgeProgress(t *testing.T) {
 	if p.stdout != "25\n" || p.stderr != "purged 20 records so far\n" {
 		t.Errorf("purge: stdout %q, stderr %q", p.stdout, p.stderr)
 	}
+
+	// Nothing left to purge: no progress, whatever the batch size (ten
+	// batches of the largest ones overflow an int64).
+	for _, batch := range []string{"1", "1000", "922337203685477580", "922337203685477581", "4611686018427387904", "9223372036854775807"} {
+		p := idemledger(t, "", "purge", "-db", path, "-batch", batch)
+		p.want(t, 0)
+		if p.stdout != "0\n" || p.stderr != "" {
+			t.Errorf("purge -batch %s: stdout %q, stderr %q", batch, p.stdout, p.stderr)
+		}
+	}
 }
 
 // squeeze turns the runs of spaces that tabwriter pads columns with into
