@@ -31,6 +31,9 @@ func TestSIGTERM(t *testing.T) {
 		if !strings.Contains(r.stderr, "idemledger demo: interrupted") {
 			t.Errorf("stderr %q", r.stderr)
 		}
+		if strings.Contains(r.stdout, " NO\n") {
+			t.Errorf("the interrupted demo judged a step:\n%s", r.stdout)
+		}
 		if names := dirNames(t, tmp); len(names) != 0 {
 			t.Errorf("the demo left %q in its temporary directory %s", names, tmp)
 		}
