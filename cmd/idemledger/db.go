@@ -113,9 +113,14 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		if path, err = sqlitePath(dsn); err != nil {
 			return nil, err
 		}
+		if path == ":memory:" {
+			// SQLite's name for a database that lives in one connection and
+			// ends with it: no other process, and no later command, sees it.
+			return nil, usagef("-db %s is an in-memory database, which ends with the command; give a file path", redactDSN(dsn))
+		}
 		if n != mayCreate {
 			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", redactDSN(path), redactDSN(dsn))
+				return nil, fmt.Errorf("%s: no such database file (create it with: %s)", redactDSN(path), migrateCommand(dsn))
 			}
 		}
 		if n == mustHaveLedger {
@@ -152,7 +157,13 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 }
 
 func noSchemaError(dsn string) error {
-	return fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", redactDSN(dsn), redactDSN(dsn))
+	return fmt.Errorf("%s has no idemledger schema (apply it with: %s)", redactDSN(dsn), migrateCommand(dsn))
+}
+
+// migrateCommand is the command that migrates the database dsn names,
+// ready to paste into a shell (with the password put back).
+func migrateCommand(dsn string) string {
+	return "idemledger migrate -db " + shellQuote(redactDSN(dsn))
 }
 
 // sqliteHasLedger reports whether the SQLite file at path holds the

@@ -360,7 +360,7 @@ func TestMissingDatabase(t *testing.T) {
 	} {
 		r := idemledger(t, "", args...)
 		r.want(t, 1)
-		if !strings.Contains(r.stderr, "no such database file (create it with 'idemledger migrate -db ") {
+		if !strings.Contains(r.stderr, "no such database file (create it with: idemledger migrate -db ") {
 			t.Errorf("%v: %q", args, r.stderr)
 		}
 		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
@@ -377,7 +377,7 @@ func TestMissingDatabase(t *testing.T) {
 	defer db.Close()
 	r := idemledger(t, "", "stats", "-db", other)
 	r.want(t, 1)
-	if !strings.Contains(r.stderr, "has no idemledger schema (apply it with 'idemledger migrate -db ") {
+	if !strings.Contains(r.stderr, "has no idemledger schema (apply it with: idemledger migrate -db ") {
 		t.Errorf("stats on a database without the ledger: %q", r.stderr)
 	}
 	var n int
@@ -700,7 +700,7 @@ func TestPasswordNeverShown(t *testing.T) {
 		r := idemledger(t, "", args...)
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 		shown := u.String()
-		want := shown + " has no idemledger schema (apply it with 'idemledger migrate -db " + shown + "')\n"
+		want := shown + " has no idemledger schema (apply it with: idemledger migrate -db '" + shown + "')\n"
 		if r.code != 1 || r.stderr != "idemledger stats: "+want || strings.Contains(r.stdout+r.stderr, pw) {
 			t.Errorf("%q: exit code %d, stderr %q; want 1 and %q", args, r.code, r.stderr, "idemledger stats: "+want)
 		}
