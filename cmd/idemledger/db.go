@@ -74,7 +74,10 @@ func sqlitePath(dsn string) (string, error) {
 	if err != nil {
 		return "", usagef("-db %q: %v", redactDSN(dsn), err)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if strings.Contains(dsn, "#") {
+		return "", usagef("-db %q: a file: URI ends at '#'; write a '#' of the file's name as %%23", redactDSN(dsn))
+	}
+	if u.RawQuery != "" || u.ForceQuery {
 		return "", usagef("-db %q: query parameters are not supported; the ledger sets its own pragmas", redactDSN(dsn))
 	}
 	if u.Host != "" && u.Host != "localhost" {

@@ -10,10 +10,10 @@
 //	idemledger stats   -db DSN
 //	idemledger inspect -db DSN [-scope S] -key K
 //
-// Every subcommand takes -h. A DSN is an SQLite file path or a file: URI,
-// or a postgres:// (postgresql://, in any case) URL, which selects the
-// PostgreSQL engine; the tables live in the first schema of the URL's
-// search_path. A key=value connection string ("host=... dbname=...") is
+// Every subcommand takes -h ("idemledger help CMD" says the same). A DSN
+// is an SQLite file path or a file: URI, or a postgres:// (postgresql://,
+// in any case) URL, which selects the PostgreSQL engine; the tables live
+// in the first schema of the URL's search_path. A key=value connection string ("host=... dbname=...") is
 // refused. Messages show a DSN's password as xxxxx, also when its scheme
 // is mistyped (anything shaped like user:password@).
 //
@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -100,6 +101,14 @@ func run(ctx context.Context, e *env, args []string) int {
 	blotted := *e
 	blotted.stderr = blotWriter{w: e.stderr, secrets: argSecrets(args)}
 	e = &blotted
+	if len(args) > 1 && args[0] == "help" {
+		// "help CMD" is "CMD -h".
+		if len(args) > 2 {
+			fmt.Fprintf(e.stderr, "idemledger help: want one command, got %q\n", strings.Join(redactArgs(args[1:]), " "))
+			return exitUsage
+		}
+		args = []string{args[1], "-h"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		printUsage(e.stderr)
 		if len(args) == 0 {
@@ -140,7 +149,7 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'idemledger <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'idemledger <command> -h' or 'idemledger help <command>' for a command's flags.")
 }
 
 // newFlagSet returns a flag set whose errors come back to the caller (so

@@ -344,6 +344,36 @@ func TestUsage(t *testing.T) {
 	if !strings.Contains(bad.stderr, "query parameters are not supported") {
 		t.Errorf("stats -db file:...?mode=ro: %q", bad.stderr)
 	}
+	for _, dsn := range []string{"file:x.db#frag", "file:x.db#"} {
+		frag := idemledger(t, "", "stats", "-db", dsn)
+		frag.want(t, 2)
+		if !strings.Contains(frag.stderr, "a file: URI ends at '#'; write a '#' of the file's name as %23") || strings.Contains(frag.stderr, "query") {
+			t.Errorf("stats -db %s: %q", dsn, frag.stderr)
+		}
+	}
+}
+
+// TestHelp: "idemledger help CMD" is "idemledger CMD -h".
+func TestHelp(t *testing.T) {
+	top := idemledger(t, "", "help")
+	top.want(t, 0)
+	if !strings.HasPrefix(top.stderr, "usage: idemledger <command>") {
+		t.Errorf("help: %q", top.stderr)
+	}
+	for _, c := range commands() {
+		h := idemledger(t, "", "help", c.name)
+		h.want(t, 0)
+		if want := idemledger(t, "", c.name, "-h").stderr; h.stderr != want {
+			t.Errorf("help %s printed %q, want %q", c.name, h.stderr, want)
+		}
+	}
+	for _, args := range [][]string{{"help", "frobnicate"}, {"help", "migrate", "up"}, {"help", "-x"}} {
+		r := idemledger(t, "", args...)
+		r.want(t, 2)
+		if r.stdout != "" || r.stderr == "" {
+			t.Errorf("%q: stdout %q, stderr %q", args, r.stdout, r.stderr)
+		}
+	}
 }
 
 // TestMissingDatabase: a mistyped path is an error, not a new empty file,
