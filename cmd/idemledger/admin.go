@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -88,10 +89,15 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	defer db.Close()
 	opts := ledger.PurgeOptions{BatchSize: *batch}
 	if !*quiet {
-		// Progress only for large purges: a cron job purging a handful of
-		// rows stays silent on stderr.
+		// Progress only for large purges, every ten batches: a cron job
+		// purging a handful of rows stays silent on stderr. Ten batches of
+		// more than MaxInt64/10 rows would overflow; no purge gets there.
+		every := int64(math.MaxInt64)
+		if b := int64(*batch); b <= math.MaxInt64/10 {
+			every = 10 * b
+		}
 		opts.Progress = func(deleted int64) {
-			if deleted >= 10*int64(*batch) && deleted%(10*int64(*batch)) == 0 {
+			if deleted > 0 && deleted%every == 0 {
 				fmt.Fprintf(e.stderr, "purged %d records so far\n", deleted)
 			}
 		}

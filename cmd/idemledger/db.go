@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	// The pgx database/sql driver, registered as "pgx".
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -38,8 +39,19 @@ const (
 	mustHaveLedger             // ... and the database must hold the ledger's table
 )
 
+// isPostgres reports whether dsn is a postgres:// or postgresql:// URL,
+// in any case: URL schemes are case-insensitive (RFC 3986, section 3.1).
 func isPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	scheme, _, ok := strings.Cut(dsn, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// pgxURL returns the PostgreSQL URL dsn with its scheme in lower case,
+// the only spelling that pgx takes for a URL (it reads anything else as
+// a key=value string).
+func pgxURL(dsn string) string {
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	return strings.ToLower(scheme) + "://" + rest
 }
 
 // keyValueDSN matches the start of a key=value PostgreSQL connection
@@ -62,7 +74,10 @@ func sqlitePath(dsn string) (string, error) {
 	if err != nil {
 		return "", usagef("-db %q: %v", redactDSN(dsn), err)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if strings.Contains(dsn, "#") {
+		return "", usagef("-db %q: a file: URI ends at '#'; write a '#' of the file's name as %%23", redactDSN(dsn))
+	}
+	if u.RawQuery != "" || u.ForceQuery {
 		return "", usagef("-db %q: query parameters are not supported; the ledger sets its own pragmas", redactDSN(dsn))
 	}
 	if u.Host != "" && u.Host != "localhost" {
@@ -93,7 +108,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	var err error
 	if isPostgres(dsn) {
 		s.engine = ledger.Postgres
-		if s.db, err = sql.Open("pgx", dsn); err == nil {
+		if s.db, err = sql.Open("pgx", pgxURL(dsn)); err == nil {
 			err = s.db.PingContext(ctx)
 		}
 	} else {
@@ -101,9 +116,25 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		if path, err = sqlitePath(dsn); err != nil {
 			return nil, err
 		}
+		if path == ":memory:" {
+			// SQLite's name for a database that lives in one connection and
+			// ends with it: no other process, and no later command, sees it.
+			return nil, usagef("-db %s is an in-memory database, which ends with the command; give a file path", redactDSN(dsn))
+		}
 		if n != mayCreate {
 			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: no such database file (create it with 'idemledger migrate -db %s')", redactDSN(path), redactDSN(dsn))
+				return nil, fmt.Errorf("%s: no such database file (create it with: %s)", redactDSN(path), migrateCommand(dsn))
+			}
+		}
+		if n == mustHaveLedger {
+			// Before sqlite.Open, which switches the file to WAL: a file
+			// that is not the ledger's is refused as it was found.
+			has, err := sqliteHasLedger(ctx, path)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", redactDSN(path), err)
+			}
+			if !has {
+				return nil, noSchemaError(dsn)
 			}
 		}
 		s.db, err = sqlite.Open(path)
@@ -114,15 +145,11 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		}
 		return nil, err
 	}
-	if n == mustHaveLedger {
-		query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`
-		if s.engine == ledger.Postgres {
-			query = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`
-		}
+	if n == mustHaveLedger && s.engine == ledger.Postgres {
 		var tables int
-		err = s.db.QueryRowContext(ctx, query).Scan(&tables)
+		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`).Scan(&tables)
 		if err == nil && tables == 0 {
-			err = fmt.Errorf("%s has no idemledger schema (apply it with 'idemledger migrate -db %s')", redactDSN(dsn), redactDSN(dsn))
+			err = noSchemaError(dsn)
 		}
 		if err != nil {
 			s.db.Close()
@@ -130,6 +157,48 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		}
 	}
 	return s, nil
+}
+
+func noSchemaError(dsn string) error {
+	return fmt.Errorf("%s has no idemledger schema (apply it with: %s)", redactDSN(dsn), migrateCommand(dsn))
+}
+
+// migrateCommand is the command that migrates the database dsn names,
+// ready to paste into a shell (with the password put back).
+func migrateCommand(dsn string) string {
+	return "idemledger migrate -db " + shellQuote(redactDSN(dsn))
+}
+
+// sqliteHasLedger reports whether the SQLite file at path holds the
+// ledger's table. It only reads: the connection is opened read-only
+// (mode=ro in a file: URI, which the driver hands to SQLite whole) with
+// no pragma but busy_timeout, which is the connection's own. SQLite
+// still reads a write-ahead log on such a connection, so a ledger whose
+// table is in the -wal file, not yet checkpointed, is recognized; it may
+// create the -shm index for that (https://sqlite.org/wal.html#readonly).
+// An empty file reads as a database without tables.
+func sqliteHasLedger(ctx context.Context, path string) (bool, error) {
+	db, err := sql.Open(sqlite.DriverName, readOnlyURI(path, sqlite.DefaultBusyTimeout))
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var tables int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`).Scan(&tables)
+	return tables > 0, err
+}
+
+// readOnlyURI is the file: URI that opens path read-only
+// (https://sqlite.org/uri.html). '%', '?' and '#' are escaped, and an
+// absolute path gets an empty authority ("file:///abs"), so that a path
+// starting with "//" is not read as one.
+func readOnlyURI(path string, busy time.Duration) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if strings.HasPrefix(p, "/") {
+		p = "//" + p
+	}
+	return fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", p, busy.Milliseconds())
 }
 
 // migrate, down and version run the schema functions of the store's

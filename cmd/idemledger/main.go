@@ -10,11 +10,12 @@
 //	idemledger stats   -db DSN
 //	idemledger inspect -db DSN [-scope S] -key K
 //
-// Every subcommand takes -h. A DSN is an SQLite file path or a file: URI,
-// or a postgres:// (postgresql://) URL, which selects the PostgreSQL engine;
-// the tables live in the first schema of the URL's search_path. A key=value
-// connection string ("host=... dbname=...") is refused. Messages show a
-// DSN's password as xxxxx.
+// Every subcommand takes -h ("idemledger help CMD" says the same). A DSN
+// is an SQLite file path or a file: URI, or a postgres:// (postgresql://,
+// in any case) URL, which selects the PostgreSQL engine; the tables live
+// in the first schema of the URL's search_path. A key=value connection string ("host=... dbname=...") is
+// refused. Messages show a DSN's password as xxxxx, also when its scheme
+// is mistyped (anything shaped like user:password@).
 //
 // Exit codes: 0 on success, 1 when the work failed (bad input, a failed
 // check, an unreachable database, a broken invariant in the demo), 2 on a
@@ -29,6 +30,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
+	"syscall"
 )
 
 // exit codes
@@ -83,7 +86,10 @@ func commands() []command {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM (kill, timeout, systemd, container runtimes) stops a
+	// command as Ctrl-C does: it ends its work, cleans up (the demo's
+	// temporary directory) and reports (purge's count).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
 	stop()
 	os.Exit(code)
@@ -95,6 +101,14 @@ func run(ctx context.Context, e *env, args []string) int {
 	blotted := *e
 	blotted.stderr = blotWriter{w: e.stderr, secrets: argSecrets(args)}
 	e = &blotted
+	if len(args) > 1 && args[0] == "help" {
+		// "help CMD" is "CMD -h".
+		if len(args) > 2 {
+			fmt.Fprintf(e.stderr, "idemledger help: want one command, got %q\n", strings.Join(redactArgs(args[1:]), " "))
+			return exitUsage
+		}
+		args = []string{args[1], "-h"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		printUsage(e.stderr)
 		if len(args) == 0 {
@@ -135,7 +149,7 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'idemledger <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'idemledger <command> -h' or 'idemledger help <command>' for a command's flags.")
 }
 
 // newFlagSet returns a flag set whose errors come back to the caller (so

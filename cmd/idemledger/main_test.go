@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,38 @@ func TestDemo(t *testing.T) {
 	if v.stdout != "version 1\n" {
 		t.Errorf("migrate version after demo = %q", v.stdout)
 	}
-	idemledger(t, "", "demo", "-db", "file:"+db, "-n", "4", "-ttl", "500ms").want(t, 0)
+	idemledger(t, "", "demo", "-db", "file:"+db, "-n", "4", "-ttl", "1s").want(t, 0)
+}
+
+// TestDemoRanges: the demo refuses a TTL below 1s, which the client's
+// retry backoff (100-200 ms, and the burst of -n 1000) can outlive, so
+// that the demo would report a double payment that the library, with
+// such a TTL, rightly allowed. -h states the ranges.
+func TestDemoRanges(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-ttl", "100ms"}, "-ttl must be between 1s and 1m, got 100ms"},
+		{[]string{"-ttl", "999ms"}, "-ttl must be between 1s and 1m, got 999ms"},
+		{[]string{"-ttl", "61s"}, "-ttl must be between 1s and 1m, got 1m1s"},
+		{[]string{"-n", "1"}, "-n must be between 2 and 1000, got 1"},
+		{[]string{"-n", "1001"}, "-n must be between 2 and 1000, got 1001"},
+	} {
+		args := append([]string{"demo", "-db", filepath.Join(t.TempDir(), "demo.db")}, tc.args...)
+		r := idemledger(t, "", args...)
+		r.want(t, 2)
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: stderr %q lacks %q", args, r.stderr, tc.want)
+		}
+	}
+	h := idemledger(t, "", "demo", "-h")
+	h.want(t, 0)
+	for _, want := range []string{"(2 to 1000)", "(1s to 1m)"} {
+		if !strings.Contains(h.stderr, want) {
+			t.Errorf("demo -h lacks %q:\n%s", want, h.stderr)
+		}
+	}
 }
 
 func TestCanonRFC8785(t *testing.T) {
@@ -229,8 +261,60 @@ func TestHashRequest(t *testing.T) {
 	if same.stdout != r.stdout {
 		t.Errorf("equivalent JSON bodies fingerprint differently: %q vs %q", same.stdout, r.stdout)
 	}
-	idemledger(t, "", "hash", "-request", "POST").want(t, 2)
 	idemledger(t, "", "hash", "-type", "text/plain").want(t, 2)
+}
+
+// TestHashRequestStrict: -request takes an HTTP method (an RFC 9110
+// token) and a request target, and anything else is a usage error, never
+// a plausible fingerprint of something else: in particular a FILE taken
+// for the TARGET, with the body read from standard input.
+func TestHashRequestStrict(t *testing.T) {
+	body := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(body, []byte(`{"a":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // on stderr
+	}{
+		{[]string{"-request", "POST"}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", "POST", "-type", "application/json"}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", ""}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", "", "/payments"}, "-request needs METHOD and TARGET"},
+		{[]string{"-request", "PO ST", "/payments"}, `METHOD "PO ST" is not an HTTP method (an RFC 9110 token)`},
+		{[]string{"-request", "POST\n", "/payments"}, `METHOD "POST\n" is not an HTTP method (an RFC 9110 token)`},
+		{[]string{"-request", "PÖST", "/payments"}, `METHOD "PÖST" is not an HTTP method (an RFC 9110 token)`},
+		{[]string{"-request", "POST", "-type", "application/json", "body.json"}, `TARGET "body.json" is not a request target: want a path starting with '/' (and its query), or *`},
+		{[]string{"-request", "POST", ""}, `TARGET "" is not a request target`},
+		{[]string{"-request", "POST", "/a b"}, `TARGET "/a b" is not a request target: it holds a space or control character`},
+		{[]string{"-request", "POST", body}, "TARGET " + strconv.Quote(body) + " names a file, and FILE is missing: give FILE, or - for standard input"},
+		{[]string{"-request", "POST", "/payments", body, "extra"}, "want at most one FILE, got 2 arguments"},
+	} {
+		args := append([]string{"hash"}, tc.args...)
+		r := idemledger(t, "{}", args...)
+		r.want(t, 2)
+		if !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("%q: stdout %q, stderr %q; want it to say %q", args, r.stdout, r.stderr, tc.want)
+		}
+	}
+
+	for _, tc := range []struct {
+		args                         []string
+		stdin                        string
+		method, target, ctype, input string
+	}{
+		{[]string{"-request", "post", "/payments", "-type", "application/json", body}, "", "POST", "/payments", "application/json", `{"a":1}`},
+		{[]string{"-request", "POST", body, "-"}, "[2]", "POST", body, "", "[2]"},
+		{[]string{"-request", "OPTIONS", "*"}, "", "OPTIONS", "*", "", ""},
+		{[]string{"-request", "M-SEARCH", "/x?y=1"}, "", "M-SEARCH", "/x?y=1", "", ""},
+	} {
+		args := append([]string{"hash"}, tc.args...)
+		r := idemledger(t, tc.stdin, args...)
+		r.want(t, 0)
+		if want := hash.Request(tc.method, tc.target, tc.ctype, []byte(tc.input)).String() + "\n"; r.stdout != want {
+			t.Errorf("%q = %q, want %q", args, r.stdout, want)
+		}
+	}
 }
 
 func TestUsage(t *testing.T) {
@@ -260,6 +344,36 @@ func TestUsage(t *testing.T) {
 	if !strings.Contains(bad.stderr, "query parameters are not supported") {
 		t.Errorf("stats -db file:...?mode=ro: %q", bad.stderr)
 	}
+	for _, dsn := range []string{"file:x.db#frag", "file:x.db#"} {
+		frag := idemledger(t, "", "stats", "-db", dsn)
+		frag.want(t, 2)
+		if !strings.Contains(frag.stderr, "a file: URI ends at '#'; write a '#' of the file's name as %23") || strings.Contains(frag.stderr, "query") {
+			t.Errorf("stats -db %s: %q", dsn, frag.stderr)
+		}
+	}
+}
+
+// TestHelp: "idemledger help CMD" is "idemledger CMD -h".
+func TestHelp(t *testing.T) {
+	top := idemledger(t, "", "help")
+	top.want(t, 0)
+	if !strings.HasPrefix(top.stderr, "usage: idemledger <command>") {
+		t.Errorf("help: %q", top.stderr)
+	}
+	for _, c := range commands() {
+		h := idemledger(t, "", "help", c.name)
+		h.want(t, 0)
+		if want := idemledger(t, "", c.name, "-h").stderr; h.stderr != want {
+			t.Errorf("help %s printed %q, want %q", c.name, h.stderr, want)
+		}
+	}
+	for _, args := range [][]string{{"help", "frobnicate"}, {"help", "migrate", "up"}, {"help", "-x"}} {
+		r := idemledger(t, "", args...)
+		r.want(t, 2)
+		if r.stdout != "" || r.stderr == "" {
+			t.Errorf("%q: stdout %q, stderr %q", args, r.stdout, r.stderr)
+		}
+	}
 }
 
 // TestMissingDatabase: a mistyped path is an error, not a new empty file,
@@ -276,7 +390,7 @@ func TestMissingDatabase(t *testing.T) {
 	} {
 		r := idemledger(t, "", args...)
 		r.want(t, 1)
-		if !strings.Contains(r.stderr, "no such database file (create it with 'idemledger migrate -db ") {
+		if !strings.Contains(r.stderr, "no such database file (create it with: idemledger migrate -db ") {
 			t.Errorf("%v: %q", args, r.stderr)
 		}
 		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
@@ -293,7 +407,7 @@ func TestMissingDatabase(t *testing.T) {
 	defer db.Close()
 	r := idemledger(t, "", "stats", "-db", other)
 	r.want(t, 1)
-	if !strings.Contains(r.stderr, "has no idemledger schema (apply it with 'idemledger migrate -db ") {
+	if !strings.Contains(r.stderr, "has no idemledger schema (apply it with: idemledger migrate -db ") {
 		t.Errorf("stats on a database without the ledger: %q", r.stderr)
 	}
 	var n int
@@ -481,6 +595,16 @@ func TestPurgeProgress(t *testing.T) {
 	if p.stdout != "25\n" || p.stderr != "purged 20 records so far\n" {
 		t.Errorf("purge: stdout %q, stderr %q", p.stdout, p.stderr)
 	}
+
+	// Nothing left to purge: no progress, whatever the batch size (ten
+	// batches of the largest ones overflow an int64).
+	for _, batch := range []string{"1", "1000", "922337203685477580", "922337203685477581", "4611686018427387904", "9223372036854775807"} {
+		p := idemledger(t, "", "purge", "-db", path, "-batch", batch)
+		p.want(t, 0)
+		if p.stdout != "0\n" || p.stderr != "" {
+			t.Errorf("purge -batch %s: stdout %q, stderr %q", batch, p.stdout, p.stderr)
+		}
+	}
 }
 
 // squeeze turns the runs of spaces that tabwriter pads columns with into
@@ -516,8 +640,14 @@ func TestPasswordNeverShown(t *testing.T) {
 			`-db "host=127.0.0.1 port=1 user=postgres password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
 		{"key=value, quoted", "host=127.0.0.1 password='s3cret pw' dbname=test", 2, 2, 2,
 			`-db "host=127.0.0.1 password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
-		{"not quite postgres://", "POSTGRES://postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
-			"POSTGRES://postgres:xxxxx@127.0.0.1:1/test: no such database file (create it with 'idemledger migrate -db POSTGRES://postgres:xxxxx@127.0.0.1:1/test')"},
+		{"scheme in capitals", "POSTGRES://postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 2,
+			"dial tcp 127.0.0.1:1: connect: connection refused"},
+		// Mistyped schemes make SQLite paths, in a directory that does
+		// not exist.
+		{"postgres:/", "postgres:/postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
+			"postgres:/postgres:xxxxx@127.0.0.1:1/test: no such database file"},
+		{"postgres//", "postgres//postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
+			"postgres//postgres:xxxxx@127.0.0.1:1/test: no such database file"},
 		{"file: URI with a password", "file://postgres:s3cretpw@otherhost/x.db", 2, 2, 2,
 			`-db "file://postgres:xxxxx@otherhost/x.db": a file: URI names a local file`},
 	}
@@ -600,7 +730,7 @@ func TestPasswordNeverShown(t *testing.T) {
 		r := idemledger(t, "", args...)
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 		shown := u.String()
-		want := shown + " has no idemledger schema (apply it with 'idemledger migrate -db " + shown + "')\n"
+		want := shown + " has no idemledger schema (apply it with: idemledger migrate -db '" + shown + "')\n"
 		if r.code != 1 || r.stderr != "idemledger stats: "+want || strings.Contains(r.stdout+r.stderr, pw) {
 			t.Errorf("%q: exit code %d, stderr %q; want 1 and %q", args, r.code, r.stderr, "idemledger stats: "+want)
 		}

@@ -46,10 +46,55 @@ func redactDSN(s string) string {
 // redact returns s with its passwords replaced by xxxxx, and the passwords,
 // as they appear in s and, for URLs, percent-decoded too.
 func redact(s string) (string, []string) {
+	var secrets []string
 	if strings.Contains(s, "://") {
-		return redactURL(s)
+		s, secrets = redactURL(s)
+	} else {
+		s, secrets = redactPairs(secretPair, s)
 	}
-	return redactPairs(secretPair, s)
+	s, more := redactUserinfo(s)
+	return s, append(secrets, more...)
+}
+
+// userinfoStart matches what may come before the user info of a URL
+// however it is spelled: a flag and its '=' (group 1), then a scheme
+// followed by a colon, slashes or both (its separator is group 2), which
+// redactUserinfo takes for a scheme even when it is mistyped.
+var userinfoStart = regexp.MustCompile(`^(-{1,2}[A-Za-z]+=)?(?:[A-Za-z][A-Za-z0-9+.-]*(:/*|//+))?`)
+
+// redactUserinfo redacts the password of anything shaped like the user
+// info of a URL, user:password@, whether the scheme is mistyped
+// ("postgres:/", "postgres//", "postgress://"), in capitals, missing, or
+// followed by an empty authority ("postgres:///user:pw@host", which
+// net/url reads as a path): everything between the first colon after the
+// scheme and the last '@' goes. That is more than the password when the
+// '@' belongs to something else, never less. A string with no colon
+// before its last '@' holds no password and comes back unchanged.
+func redactUserinfo(s string) (string, []string) {
+	at := strings.LastIndex(s, "@")
+	if at < 0 {
+		return s, nil
+	}
+	m := userinfoStart.FindStringSubmatchIndex(s[:at])
+	start := m[1]
+	c := strings.IndexByte(s[start:at], ':')
+	if c < 0 && m[4] >= 0 && s[m[4]:m[5]] == ":" {
+		// "user:password@host": what looked like a scheme was the user.
+		start = max(m[3], 0)
+		c = strings.IndexByte(s[start:at], ':')
+	}
+	if c < 0 {
+		return s, nil
+	}
+	pw := s[start+c+1 : at]
+	if pw == "" || pw == redactedPassword {
+		return s, nil
+	}
+	secrets := []string{pw}
+	if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
+		secrets = append(secrets, dec)
+	}
+	return s[:start+c+1] + redactedPassword + s[at:], secrets
 }
 
 // redactURL redacts the password of a URL's user info and its password

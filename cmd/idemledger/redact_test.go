@@ -32,6 +32,23 @@ func TestRedactDSN(t *testing.T) {
 		{`host=db password='it\'s' sslpassword=k3y`, "host=db password=xxxxx sslpassword=xxxxx", []string{`'it\'s'`, `it\'s`, "it's", "k3y"}},
 		{"host=db password=", "host=db password=xxxxx", nil},
 		{"mypassword=1.db", "mypassword=1.db", nil},
+		// User info with a password, whatever the spelling of the scheme
+		// (mistyped, in capitals, or missing): the password goes.
+		{"postgres:/app:pw1234@db:5432/x", "postgres:/app:xxxxx@db:5432/x", []string{"pw1234"}},
+		{"postgres//app:pw1234@db:5432/x", "postgres//app:xxxxx@db:5432/x", []string{"pw1234"}},
+		{"postgres:///app:pw1234@db/x", "postgres:///app:xxxxx@db/x", []string{"pw1234"}},
+		{"postgres:app:pw1234@db/x", "postgres:app:xxxxx@db/x", []string{"pw1234"}},
+		{"PostgreSQL:/app:p%40ss@db/x", "PostgreSQL:/app:xxxxx@db/x", []string{"p%40ss", "p@ss"}},
+		{"postgress://app:pw1234@db/x", "postgress://app:xxxxx@db/x", []string{"pw1234"}},
+		{"app:pw1234@db:5432/x", "app:xxxxx@db:5432/x", []string{"pw1234"}},
+		{"-db=postgres:/app:pw1234@db/x", "-db=postgres:/app:xxxxx@db/x", []string{"pw1234"}},
+		{"--db=app:pw1234@db/x", "--db=app:xxxxx@db/x", []string{"pw1234"}},
+		{"postgres:/app:pw1234@db/x?password=pw5678", "postgres:/app:xxxxx@db/x?password=xxxxx", []string{"pw1234", "pw5678"}},
+		// No password: nothing changes.
+		{"postgres:/app@db/x", "postgres:/app@db/x", nil},
+		{"postgres://app@db/x?sslmode=disable", "postgres://app@db/x?sslmode=disable", nil},
+		{"/var/lib/app@2.db", "/var/lib/app@2.db", nil},
+		{"file:/var/lib/app@2.db", "file:/var/lib/app@2.db", nil},
 	}
 	for _, tt := range tests {
 		if got := redactDSN(tt.in); got != tt.want {
@@ -43,6 +60,36 @@ func TestRedactDSN(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("argSecrets(%q) = %q, want %q", tt.in, got, want)
+		}
+	}
+}
+
+// TestIsPostgres: URL schemes are case-insensitive (RFC 3986, section
+// 3.1), and pgx, which recognizes only the lower-case ones, is given the
+// URL with its scheme in lower case.
+func TestIsPostgres(t *testing.T) {
+	tests := []struct {
+		in   string
+		pg   bool
+		want string // what pgx is given
+	}{
+		{"postgres://app@db/x", true, "postgres://app@db/x"},
+		{"postgresql://app@db/x", true, "postgresql://app@db/x"},
+		{"POSTGRES://App@DB/X", true, "postgres://App@DB/X"},
+		{"PostgreSQL://app@db/x", true, "postgresql://app@db/x"},
+		{"postgres:/app@db/x", false, ""},
+		{"postgres//app@db/x", false, ""},
+		{"app.db", false, ""},
+		{"file:app.db", false, ""},
+	}
+	for _, tt := range tests {
+		if got := isPostgres(tt.in); got != tt.pg {
+			t.Errorf("isPostgres(%q) = %v, want %v", tt.in, got, tt.pg)
+		}
+		if tt.pg {
+			if got := pgxURL(tt.in); got != tt.want {
+				t.Errorf("pgxURL(%q) = %q, want %q", tt.in, got, tt.want)
+			}
 		}
 	}
 }
