@@ -164,7 +164,8 @@ func noSchemaError(dsn string) error {
 }
 
 // migrateCommand is the command that migrates the database dsn names,
-// ready to paste into a shell (with the password put back).
+// quoted for a POSIX shell; a password in dsn shows as xxxxx, to be put
+// back by hand.
 func migrateCommand(dsn string) string {
 	return "idemledger migrate -db " + shellQuote(redactDSN(dsn))
 }
