@@ -11,6 +11,7 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
 	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/golang-migrate/migrate/v4/source"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 )
 
@@ -21,6 +22,18 @@ import (
 //
 //go:embed sqlite/*.sql postgres/*.sql
 var FS embed.FS
+
+// Latest is the newest migration version in FS, for SQLite and PostgreSQL
+// alike. A database at a higher version was migrated by a newer release of
+// idemledger.
+const Latest uint = 1
+
+// ErrNewerSchema is returned, wrapped, by Migrate, Down and their
+// PostgreSQL forms when the database is at a version higher than any
+// migration this package ships (Latest): a newer release of idemledger
+// migrated it, and this one can neither bring it up to date nor roll it
+// back. Nothing is changed. Use the release that migrated it.
+var ErrNewerSchema = errors.New("database schema is newer than this idemledger")
 
 // MigrationsTable is the table in which Migrate (and MigratePostgres)
 // records the applied version. It is not golang-migrate's default
@@ -153,10 +166,47 @@ func run(ctx context.Context, t target, name string, op func(*migrate.Migrate) e
 		if err != nil {
 			return err
 		}
+		if name != "version" {
+			if err := checkNotNewer(m, src); err != nil {
+				return err
+			}
+		}
 		return apply(ctx, m, op)
 	})
 	if err != nil {
 		return fmt.Errorf("schema: %s: %w", name, err)
+	}
+	return nil
+}
+
+// checkNotNewer returns ErrNewerSchema when m's database is at a version
+// above the last migration of src. golang-migrate would fail there anyway,
+// but with "no migration found for version N" and a file name, which says
+// nothing of what happened.
+func checkNotNewer(m *migrate.Migrate, src source.Driver) error {
+	v, _, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	last, err := src.First()
+	if err != nil {
+		return err
+	}
+	for {
+		next, err := src.Next(last)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		last = next
+	}
+	if v > last {
+		return fmt.Errorf("%w: the database is at version %d, this idemledger knows versions up to %d", ErrNewerSchema, v, last)
 	}
 	return nil
 }

@@ -63,6 +63,10 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "version %d (dirty: a migration failed half-way; fix it by hand)\n", v)
 		return fmt.Errorf("schema is dirty at version %d", v)
 	}
+	if v > schema.Latest {
+		fmt.Fprintf(e.stdout, "version %d (newer than this idemledger, which knows versions up to %d)\n", v, schema.Latest)
+		return nil
+	}
 	fmt.Fprintf(e.stdout, "version %d\n", v)
 	return nil
 }

@@ -556,6 +556,25 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 		t.Errorf("after purge: %+v, %v", got, err)
 	}
 
+	// A database that a newer release migrated: version says so, up and
+	// down refuse it and change nothing.
+	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 7"); err != nil {
+		t.Fatal(err)
+	}
+	if v := idemledger(t, "", "migrate", "-db", path, "version"); v.stdout != "version 7 (newer than this idemledger, which knows versions up to 1)\n" {
+		t.Errorf("migrate version of a newer schema = %q, %q", v.stdout, v.stderr)
+	}
+	for _, action := range []string{"up", "down"} {
+		r := idemledger(t, "", "migrate", "-db", path, action)
+		r.want(t, 1)
+		if !strings.Contains(r.stderr, "database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to 1") {
+			t.Errorf("migrate %s of a newer schema: %q", action, r.stderr)
+		}
+	}
+	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 1"); err != nil {
+		t.Fatal(err)
+	}
+
 	d := idemledger(t, "", "migrate", "-db", path, "down")
 	d.want(t, 0)
 	if d.stdout != "version 0\n" {
