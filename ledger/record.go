@@ -37,7 +37,9 @@ type Outcome struct {
 	// Status is a status code, such as an HTTP status. Mutate stores 0.
 	Status int
 	// Header holds the replayable header lines; for each name the order of
-	// the values is kept. The caller chooses what is safe to replay (never
+	// the values is kept, and each value byte for byte, valid UTF-8 or
+	// not (HTTP allows bytes 0x80 to 0xFF in field values, RFC 9110
+	// Section 5.5). The caller chooses what is safe to replay (never
 	// Set-Cookie). A nil Header is stored as none and read back as nil.
 	Header http.Header
 	// Body is the response body. Mutate stores the callback's value as JSON

@@ -1,0 +1,263 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// headerCases are Outcome headers that must read back exactly as written:
+// field values are bytes (RFC 9110 Section 5.5 allows obs-text, 0x80 to
+// 0xFF, which net/http sends unchanged), not necessarily UTF-8 text.
+var headerCases = []struct {
+	name string
+	h    http.Header
+}{
+	{"obs-text ISO-8859-1 e-acute", http.Header{"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""}}},
+	{"byte 0x80", http.Header{"X-Raw": {"\x80"}}},
+	{"byte 0xFF after NUL", http.Header{"X-Raw": {"\x00\xff"}}},
+	{"every byte from 0x80 to 0xFF", http.Header{"X-Raw": {highBytes()}}},
+	{"lone UTF-8 continuation byte", http.Header{"X-Raw": {"a\xbfb"}}},
+	{"truncated UTF-8 sequence", http.Header{"X-Raw": {"\xe2\x82"}}},
+	{"UTF-8 encoded surrogate", http.Header{"X-Raw": {"\xed\xa0\x80"}}},
+	{"overlong UTF-8", http.Header{"X-Raw": {"\xc0\xaf"}}},
+	{"valid multi-byte UTF-8", http.Header{"Content-Disposition": {"attachment; filename*=UTF-8''caf\u00e9 \u20ac \U0001F600.txt"}}},
+	{"U+FFFD itself", http.Header{"X-Raw": {"\ufffd"}}},
+	{"a string that looks like the byte form", http.Header{"X-Raw": {`{"b64":"/w=="}`}}},
+	{"empty values", http.Header{"X-Empty": {""}, "X-Two-Empty": {"", ""}}},
+	{"several values per name, in order", http.Header{
+		"Link": {"</z>", "caf\xe9", "", "</a>", "\xff", "caf\u00e9"},
+		"Vary": {"B", "A"},
+	}},
+	{"no values: nil and empty lists", http.Header{"X-Nil": nil, "X-None": {}}},
+	{"HTML characters", http.Header{"Link": {"<a&b>", "<\xe9>"}}},
+}
+
+// highBytes is every byte from 0x80 to 0xFF, in order.
+func highBytes() string {
+	var b strings.Builder
+	for c := 0x80; c <= 0xff; c++ {
+		b.WriteByte(byte(c))
+	}
+	return b.String()
+}
+
+// storedHeaders reads the headers column of key's row as it is.
+func (b *bundle) storedHeaders(t *testing.T, key string) []byte {
+	t.Helper()
+	var raw []byte
+	q := testdb.Rebind(b.e, `SELECT headers FROM idempotency_ledger WHERE scope = ? AND key = ?`)
+	if err := b.db.QueryRow(q, "tenant-1", key).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestOutcomeHeaderBytes: Complete stores header values byte for byte, and
+// both Get and the replay of a Claim return them so, whether or not they
+// are valid UTF-8.
+func TestOutcomeHeaderBytes(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		for i, tc := range headerCases {
+			t.Run(tc.name, func(t *testing.T) {
+				key := "k" + string(rune('a'+i))
+				c := b.claim(t, req(key, "p"))
+				if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200, Header: tc.h}); err != nil {
+					t.Fatal(err)
+				}
+				if got := b.get(t, key).Outcome.Header; !reflect.DeepEqual(got, tc.h) {
+					t.Errorf("Get: header %#v\nwant %#v", got, tc.h)
+				}
+				r := b.claim(t, req(key, "p"))
+				if !r.Replayed() || !reflect.DeepEqual(r.Replay.Outcome.Header, tc.h) {
+					t.Errorf("replay: %v, header %#v\nwant %#v", r.Replayed(), r.Replay.Outcome.Header, tc.h)
+				}
+			})
+		}
+	})
+}
+
+// TestMutateOutcomeHeaderBytes: the same through MutateOutcome, for its
+// first execution's record and for its replay.
+func TestMutateOutcomeHeaderBytes(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		for i, tc := range headerCases {
+			t.Run(tc.name, func(t *testing.T) {
+				key := "m" + string(rune('a'+i))
+				out := ledger.Outcome{Status: 201, Header: tc.h, Body: []byte("x")}
+				runs := 0
+				mutate := func() ledger.Result[ledger.Outcome] {
+					t.Helper()
+					var res ledger.Result[ledger.Outcome]
+					b.inTx(t, func(tx *sql.Tx) {
+						var err error
+						res, err = ledger.MutateOutcome(b.ctx, b.l, tx, req(key, "p"), func(context.Context) (ledger.Outcome, error) {
+							runs++
+							return out, nil
+						})
+						if err != nil {
+							t.Fatal(err)
+						}
+					})
+					return res
+				}
+				if res := mutate(); res.Replayed || runs != 1 {
+					t.Fatalf("first execution: %+v, %d runs", res, runs)
+				}
+				if got := b.get(t, key).Outcome; !reflect.DeepEqual(got, out) {
+					t.Errorf("Get: %#v\nwant %#v", got, out)
+				}
+				if res := mutate(); !res.Replayed || runs != 1 || !reflect.DeepEqual(res.Value, out) {
+					t.Errorf("replay: %v, %d runs, %#v\nwant %#v", res.Replayed, runs, res.Value, out)
+				}
+			})
+		}
+	})
+}
+
+// TestStoredHeaderFormat pins the bytes of the headers column. A header
+// whose values are all valid UTF-8 is stored exactly as json.Marshal
+// writes it, as every release so far did; a value that is not valid UTF-8
+// is the object {"b64": standard base64 of its bytes} in its place.
+func TestStoredHeaderFormat(t *testing.T) {
+	utf8Headers := []http.Header{
+		{},
+		{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
+		{"Link": {`</a>; rel="next"`, "<b&c>"}, "X-Empty": {""}, "X-Nil": nil, "X-None": {}},
+		{"Content-Disposition": {"attachment; filename*=UTF-8''caf\u00e9 \u20ac \U0001F600.txt"}, "X-Ls": {"\u2028\u2029\ufffd"}},
+		{"X-Raw": {`{"b64":"/w=="}`, "\x00\x01\x7f"}},
+	}
+	mixed := []struct {
+		h    http.Header
+		want string
+	}{
+		{http.Header{"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""}},
+			`{"Content-Disposition":[{"b64":"YXR0YWNobWVudDsgZmlsZW5hbWU9ImNhZukudHh0Ig=="}]}`},
+		{http.Header{"Link": {"</z>", "\xff", "", "<&>"}, "Vary": {"B", "A"}, "X-Nil": nil, "X-Raw": {"\x00\x80"}},
+			`{"Link":["\u003c/z\u003e",{"b64":"/w=="},"","\u003c\u0026\u003e"],"Vary":["B","A"],"X-Nil":null,"X-Raw":[{"b64":"AIA="}]}`},
+	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		complete := func(key string, h http.Header) {
+			t.Helper()
+			c := b.claim(t, req(key, "p"))
+			if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200, Header: h}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, h := range utf8Headers {
+			key := "utf8-" + string(rune('a'+i))
+			complete(key, h)
+			want, err := json.Marshal(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.storedHeaders(t, key); string(got) != string(want) {
+				t.Errorf("stored %q\nwant %q (json.Marshal's)", got, want)
+			}
+		}
+		for i, m := range mixed {
+			key := "mixed-" + string(rune('a'+i))
+			complete(key, m.h)
+			if got := b.storedHeaders(t, key); string(got) != m.want {
+				t.Errorf("stored %q\nwant %q", got, m.want)
+			}
+		}
+		// No header is no bytes at all (NULL).
+		complete("nil", nil)
+		if got := b.storedHeaders(t, "nil"); got != nil {
+			t.Errorf("nil header stored as %q, want NULL", got)
+		}
+	})
+}
+
+// TestStoredHeaderDecoding sets the headers column by hand: records that
+// earlier releases wrote (JSON arrays of strings only) read back as they
+// always did, the byte form reads back as its bytes, and a malformed
+// column is an error of Get and of Claim, never a silently changed
+// header.
+func TestStoredHeaderDecoding(t *testing.T) {
+	good := []struct {
+		name   string
+		stored string
+		want   http.Header
+	}{
+		{"legacy", `{"Location":["/orders/7"],"Vary":["B","A"]}`, http.Header{"Location": {"/orders/7"}, "Vary": {"B", "A"}}},
+		{"legacy empty object", `{}`, http.Header{}},
+		{"legacy null", `null`, nil},
+		{"legacy nil and empty lists", `{"X-Nil":null,"X-None":[]}`, http.Header{"X-Nil": nil, "X-None": {}}},
+		{"legacy escapes", `{"Link":["\u003c/a\u003e; rel=\"next\"","caf\u00e9","\ud83d\ude00"]}`, http.Header{"Link": {`</a>; rel="next"`, "caf\u00e9", "\U0001F600"}}},
+		{"legacy U+FFFD, as the old writer left obs-text", `{"X-Raw":["caf\ufffd"]}`, http.Header{"X-Raw": {"caf\ufffd"}}},
+		{"legacy value that looks like the byte form", `{"X-Raw":["{\"b64\":\"/w==\"}"]}`, http.Header{"X-Raw": {`{"b64":"/w=="}`}}},
+		{"legacy whitespace", " { \"A\" : [ \"x\" , \"y\" ] } ", http.Header{"A": {"x", "y"}}},
+		{"legacy null value in a list", `{"A":[null,"x"]}`, http.Header{"A": {"", "x"}}},
+		{"byte form", `{"A":[{"b64":"Y2Fm6Q=="},"x",{"b64":""},{"b64":"/w=="}]}`, http.Header{"A": {"caf\xe9", "x", "", "\xff"}}},
+		{"byte form of valid UTF-8", `{"A":[{"b64":"YQ=="}]}`, http.Header{"A": {"a"}}},
+		{"byte form with whitespace", `{"A":[ { "b64" : "/w==" } ]}`, http.Header{"A": {"\xff"}}},
+	}
+	bad := []struct{ name, stored string }{
+		{"not JSON", `{"A":["x"]`},
+		{"not an object", `["x"]`},
+		{"a string, not a list", `{"A":"x"}`},
+		{"a number in a list", `{"A":[1]}`},
+		{"a boolean in a list", `{"A":[true]}`},
+		{"a list in a list", `{"A":[["x"]]}`},
+		{"an empty object", `{"A":[{}]}`},
+		{"another member", `{"A":[{"hex":"ff"}]}`},
+		{"an extra member", `{"A":[{"b64":"/w==","x":1}]}`},
+		{"the member named in another case", `{"A":[{"B64":"/w=="}]}`},
+		{"the member twice", `{"A":[{"b64":"/w==","b64":"/w=="}]}`},
+		{"a number for b64", `{"A":[{"b64":1}]}`},
+		{"null for b64", `{"A":[{"b64":null}]}`},
+		{"not base64", `{"A":[{"b64":"!!!!"}]}`},
+		{"unpadded base64", `{"A":[{"b64":"/w"}]}`},
+		{"URL-safe base64", `{"A":[{"b64":"_w=="}]}`},
+		{"base64 with a newline", `{"A":[{"b64":"/w==\n"}]}`},
+		{"base64 with nonzero padding bits", `{"A":[{"b64":"/x=="}]}`},
+	}
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		set := func(key, stored string) {
+			t.Helper()
+			c := b.claim(t, req(key, "p"))
+			if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
+				t.Fatal(err)
+			}
+			q := testdb.Rebind(e, `UPDATE idempotency_ledger SET headers = ? WHERE scope = ? AND key = ?`)
+			if _, err := b.db.Exec(q, []byte(stored), "tenant-1", key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, tc := range good {
+			t.Run(tc.name, func(t *testing.T) {
+				key := "good-" + string(rune('a'+i))
+				set(key, tc.stored)
+				if got := b.get(t, key).Outcome.Header; !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("stored %s: header %#v\nwant %#v", tc.stored, got, tc.want)
+				}
+			})
+		}
+		for i, tc := range bad {
+			t.Run(tc.name, func(t *testing.T) {
+				key := "bad-" + string(rune('a'+i))
+				set(key, tc.stored)
+				r, err := b.l.Get(b.ctx, b.db, "tenant-1", key)
+				if err == nil || !strings.Contains(err.Error(), "stored headers") {
+					t.Errorf("Get of stored %s = %+v, %v; want a stored headers error", tc.stored, r, err)
+				}
+				if c, err := b.l.Claim(b.ctx, b.db, req(key, "p")); err == nil {
+					t.Errorf("Claim of stored %s = %+v; want an error", tc.stored, c)
+				}
+			})
+		}
+	})
+}
