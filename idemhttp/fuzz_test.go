@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +35,9 @@ const fuzzMaxOps = 12
 // order then adds a request that varies it (another key, another scope,
 // another body, another method, extra headers, sent together with the next
 // one). Each input gets a scope namespace of its own, so the model below is
-// exact for it.
+// exact for it. The handler echoes the request's X-Echo lines in its answer
+// (an allowed field), so the extra lines put fuzzed bytes, obs-text
+// included, into stored headers.
 //
 // It checks, for every answer: no 5xx and no dropped connection (the
 // handler never answers 5xx, so either would be the middleware's); the
@@ -43,9 +46,9 @@ const fuzzMaxOps = 12
 // give is a replay or a refusal (400, 409 only for a request sent together
 // with another, 413, 422) and never runs the handler; a key that is
 // invalid gets 400; a replay equals the one stored run of its scope and
-// key; and a request identical to an earlier stored one, sent after it
-// completed, is a replay. Across the input, each scope and key has at most
-// one run with a stored status: exactly once.
+// key, X-Echo lines byte for byte; and a request identical to an earlier
+// stored one, sent after it completed, is a replay. Across the input, each
+// scope and key has at most one run with a stored status: exactly once.
 func FuzzMiddleware(f *testing.F) {
 	db := testdb.SQLite(f)
 	l, err := ledger.New(ledger.Config{})
@@ -59,9 +62,13 @@ func FuzzMiddleware(f *testing.F) {
 		if len(body) > 0 {
 			status = fuzzStatuses[int(body[0])%len(fuzzStatuses)]
 		}
+		echo := r.Header.Values("X-Echo")
 		if fuzzProtected[r.Method] {
 			key, _ := ParseKey(r.Header, KeyRules{})
-			m.ran(r.Header.Get("X-Req"), r.Header.Get("X-Tenant"), key, status, body)
+			m.ran(r.Header.Get("X-Req"), r.Header.Get("X-Tenant"), key, status, body, echo)
+		}
+		for _, v := range echo {
+			w.Header().Add("X-Echo", v)
 		}
 		w.Header().Set("Location", fuzzLocation(body))
 		w.Header().Add("Link", "</a>")
@@ -71,9 +78,10 @@ func FuzzMiddleware(f *testing.F) {
 		w.Write(body)
 	})
 	mw := Middleware(l, db, Options{
-		Scope:        func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
-		Methods:      []string{"POST", "PATCH", "PUT", "DELETE"},
-		MaxBodyBytes: 64,
+		Scope:         func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
+		Methods:       []string{"POST", "PATCH", "PUT", "DELETE"},
+		MaxBodyBytes:  64,
+		ReplayHeaders: []string{"X-Echo"},
 	})
 	srv := httptest.NewUnstartedServer(mw(h))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -90,6 +98,11 @@ func FuzzMiddleware(f *testing.F) {
 	f.Add("POST", "/", "", `"unterminated`, "t", []byte("x"), "", []byte{})
 	f.Add("POST", "/p", "application/json", `k5`, "t", []byte(`{"b":1,"a":2}`), "Idempotency-Key: k5\nAuthorization: Bearer x", []byte{0x0c, 0x40, 0x41})
 	f.Add("POST", "/p", "application/json", `"k 6"`, "t\u00e9", []byte("\x06"), "Cookie: a=b", []byte{0x20, 0x20, 0x21, 0x22, 0x04, 0x24})
+	// Echoed header values with obs-text (bytes 0x80 to 0xFF, not UTF-8),
+	// stored by the run of the first 0x41 (another key, the extra lines)
+	// and replayed to the second.
+	f.Add("POST", "/f", "application/json", `k7`, "t", []byte(`[1]`), "X-Echo: attachment; filename=\"caf\xe9.txt\"", []byte{0x41, 0x41})
+	f.Add("PUT", "/f", "", `k8`, "t", []byte("\x01"), "X-Echo: \x80\nX-Echo: caf\u00e9\nX-Echo: a\xbfb\nX-Echo: \xff", []byte{0x41, 0x41, 0x40})
 
 	var inputs atomic.Int64
 	f.Fuzz(func(t *testing.T, method, target, contentType, key, tenant string, body []byte, extra string, order []byte) {
@@ -264,6 +277,7 @@ type fuzzRun struct {
 	status   int
 	body     string // as the client gets it
 	location string
+	echo     []string // the X-Echo lines of the request, echoed and replayed
 }
 
 func fuzzLocation(body []byte) string { return "/x/" + strconv.Itoa(len(body)) }
@@ -280,14 +294,14 @@ func (m *fuzzModel) reset() {
 	clear(m.runs)
 }
 
-func (m *fuzzModel) ran(id, tenant, key string, status int, body []byte) {
+func (m *fuzzModel) ran(id, tenant, key string, status int, body []byte, echo []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	loc := fuzzLocation(body)
 	if !bodyAllowed(status) {
 		body = nil
 	}
-	m.runs[id] = fuzzRun{scopeKey: tenant + "\x00" + key, status: status, body: string(body), location: loc}
+	m.runs[id] = fuzzRun{scopeKey: tenant + "\x00" + key, status: status, body: string(body), location: loc, echo: echo}
 }
 
 func (m *fuzzModel) run(id string) (fuzzRun, bool) {
@@ -333,13 +347,13 @@ func (m *fuzzModel) check(t *testing.T, op fuzzOp, a answer, concurrent bool, st
 		}
 	case ran:
 		if replay || a.status != run.status || a.body != run.body || a.header.Get("Location") != run.location ||
-			a.header.Get("Set-Cookie") != "s=1" {
+			!slices.Equal(a.header.Values("X-Echo"), run.echo) || a.header.Get("Set-Cookie") != "s=1" {
 			t.Fatalf("the handler ran %+v, yet the client got %d %q replay=%v", run, a.status, a.body, replay)
 		}
 	case replay:
 		first, ok := m.storedRun(op.scopeKey())
 		if !ok || a.status != first.status || a.body != first.body ||
-			a.header.Get("Location") != first.location ||
+			a.header.Get("Location") != first.location || !slices.Equal(a.header.Values("X-Echo"), first.echo) ||
 			len(a.header.Values("Link")) != 2 || a.header.Get("Set-Cookie") != "" {
 			t.Fatalf("replay %d %q %q differs from the stored run %+v (found %v)", a.status, a.body, a.header, first, ok)
 		}
