@@ -142,7 +142,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "inspect", "-db DSN [-scope S] -key K\n\nShows one record; the body as text when it is printable UTF-8.")
+	fs := newFlagSet(e, "inspect", "-db DSN [-scope S] -key K\n\nShows one record: scope, key and header values quoted as Go strings,\nthe body as text when it is printable UTF-8.")
 	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
 	scope := fs.String("scope", "", "the record's scope (empty, the default, is the scope of records stored without one)")
 	key := fs.String("key", "", "the record's idempotency key")
@@ -179,7 +179,10 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(tw, "status\t%d\n", r.Outcome.Status)
 		for _, name := range sortedKeys(r.Outcome.Header) {
 			for _, v := range r.Outcome.Header[name] {
-				fmt.Fprintf(tw, "header\t%s: %s\n", name, v)
+				// Quoted, like scope and key: a value may hold bytes that
+				// are not UTF-8 (obs-text) or control characters, which
+				// must not reach the terminal as they are.
+				fmt.Fprintf(tw, "header\t%s: %q\n", name, v)
 			}
 		}
 	}

@@ -506,13 +506,17 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 	}
 	store(now, "text", ledger.Outcome{Status: 201, Header: map[string][]string{"Location": {"/p/1"}}, Body: []byte(`{"id":1}`)})
 	store(now, "binary", ledger.Outcome{Status: 200, Body: []byte{0, 1, 2, 0xff}})
+	store(now, "obs-text", ledger.Outcome{Status: 200, Header: map[string][]string{
+		"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""},
+		"Link":                {"</a>", "\x1b[2J\xff"},
+	}})
 	if _, err := now.Claim(ctx, db, ledger.Request{Scope: "acct-1", Key: "running", Fingerprint: hash.Bytes([]byte("r"))}); err != nil {
 		t.Fatal(err)
 	}
 
 	s := idemledger(t, "", "stats", "-db", path)
 	s.want(t, 0)
-	for _, line := range []string{"in flight *1\n", "completed *7\n", "expired, awaiting purge *5\n", "oldest created *" + regexp.QuoteMeta(past.UTC().Format(time.RFC3339Nano)) + "\n"} {
+	for _, line := range []string{"in flight *1\n", "completed *8\n", "expired, awaiting purge *5\n", "oldest created *" + regexp.QuoteMeta(past.UTC().Format(time.RFC3339Nano)) + "\n"} {
 		if !regexp.MustCompile(line).MatchString(s.stdout) {
 			t.Errorf("stats lacks a line matching %q:\n%s", line, s.stdout)
 		}
@@ -520,7 +524,7 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 
 	in := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "text")
 	in.want(t, 0)
-	for _, want := range []string{`key "text"`, "state completed", "status 201", "header Location: /p/1", "body\n(8 bytes)\n{\"id\":1}\n",
+	for _, want := range []string{`key "text"`, "state completed", "status 201", `header Location: "/p/1"`, "body\n(8 bytes)\n{\"id\":1}\n",
 		"fingerprint " + hash.Bytes([]byte("text")).String()} {
 		if !strings.Contains(squeeze(in.stdout), want) {
 			t.Errorf("inspect lacks %q:\n%s", want, in.stdout)
@@ -530,6 +534,19 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 	bin.want(t, 0)
 	if !strings.Contains(bin.stdout, "body\n4 bytes, binary: 000102ff\n") {
 		t.Errorf("inspect of a binary body:\n%s", bin.stdout)
+	}
+	// Header values are quoted: bytes that are not UTF-8 (obs-text) show
+	// as escapes, and so do control characters, which would otherwise
+	// reach the terminal.
+	obs := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "obs-text")
+	obs.want(t, 0)
+	for _, want := range []string{
+		`header Content-Disposition: "attachment; filename=\"caf\xe9.txt\""` + "\n",
+		`header Link: "</a>"` + "\nheader Link: " + `"\x1b[2J\xff"` + "\n",
+	} {
+		if !strings.Contains(squeeze(obs.stdout), want) {
+			t.Errorf("inspect lacks %q:\n%s", want, obs.stdout)
+		}
 	}
 	running := idemledger(t, "", "inspect", "-db", path, "-scope", "acct-1", "-key", "running")
 	running.want(t, 0)
@@ -552,7 +569,7 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 	if again.stdout != "0\n" {
 		t.Errorf("second purge printed %q, want 0", again.stdout)
 	}
-	if got, err := now.Stats(ctx, db); err != nil || got.Completed != 2 || got.InFlight != 1 || got.Expired != 0 {
+	if got, err := now.Stats(ctx, db); err != nil || got.Completed != 3 || got.InFlight != 1 || got.Expired != 0 {
 		t.Errorf("after purge: %+v, %v", got, err)
 	}
 
