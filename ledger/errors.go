@@ -16,8 +16,9 @@ var (
 	// operation when its input is refused before the database is touched:
 	// an empty key, a key over the maximum length or with a byte outside
 	// printable ASCII, a scope that is too long or not printable text, a
-	// zero fingerprint, a negative batch size, or a nil argument: a nil
-	// *Ledger, context, database (DBTX), transaction, claim or callback.
+	// zero fingerprint, a negative batch size, an Outcome header name that
+	// is not valid UTF-8, or a nil argument: a nil *Ledger, context,
+	// database (DBTX), transaction, claim or callback.
 	// Nothing is stored for such a request.
 	ErrInvalidRequest = errors.New("ledger: invalid request")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -258,6 +259,43 @@ func TestStoredHeaderDecoding(t *testing.T) {
 					t.Errorf("Claim of stored %s = %+v; want an error", tc.stored, c)
 				}
 			})
+		}
+	})
+}
+
+// TestCompleteRefusesNonUTF8HeaderName: a header name is a JSON object's
+// name in the headers column, which holds text only. A name that is not
+// valid UTF-8 (never an HTTP field name, which is ASCII) is refused before
+// the database is used, rather than stored with U+FFFD in it, where two
+// such names could become one and lose the other's values.
+func TestCompleteRefusesNonUTF8HeaderName(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		b := setup(t, e)
+		c := b.claim(t, req("k", "p"))
+		bad := ledger.Outcome{Status: 200, Header: http.Header{"X-\xfe": {"1"}, "X-Ok": {"2"}}}
+		err := b.l.Complete(b.ctx, b.db, c, bad)
+		if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != `ledger: invalid request: header name "X-\xfe" is not valid UTF-8` {
+			t.Fatalf("Complete = %v, want ErrInvalidRequest naming the header", err)
+		}
+		if r := b.get(t, "k"); r.State != ledger.StateInFlight {
+			t.Fatalf("record after a refused Complete: %v, want in flight", r.State)
+		}
+		good := ledger.Outcome{Status: 200, Header: http.Header{"X-Ok": {"2"}}}
+		if err := b.l.Complete(b.ctx, b.db, c, good); err != nil {
+			t.Fatalf("Complete after the refusal: %v; the claim should still hold", err)
+		}
+
+		// MutateOutcome completes through Complete: refused and rolled back.
+		b.inTx(t, func(tx *sql.Tx) {
+			_, err := ledger.MutateOutcome(b.ctx, b.l, tx, req("m", "p"), func(context.Context) (ledger.Outcome, error) {
+				return bad, nil
+			})
+			if !errors.Is(err, ledger.ErrInvalidRequest) {
+				t.Fatalf("MutateOutcome = %v, want ErrInvalidRequest", err)
+			}
+		})
+		if _, err := b.l.Get(b.ctx, b.db, "tenant-1", "m"); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("record after a refused MutateOutcome: %v, want ErrNotFound", err)
 		}
 	})
 }

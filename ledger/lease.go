@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Complete stores out as the outcome of the claim c and ends its lease: the
@@ -17,12 +18,16 @@ import (
 //
 // The write ignores the cancellation of ctx (it keeps ctx's values): a
 // client that hangs up must not turn the finished work into a retry that
-// runs again. A nil c returns ErrInvalidRequest.
+// runs again. A nil c, or a header name in out that is not valid UTF-8,
+// returns ErrInvalidRequest.
 func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) error {
 	if err := l.checkCall(ctx, db); err != nil {
 		return err
 	}
 	if err := checkClaim(c); err != nil {
+		return err
+	}
+	if err := checkOutcome(out); err != nil {
 		return err
 	}
 	ok, err := l.eng.complete(context.WithoutCancel(ctx), db, c.lease(), out, l.ttl.Milliseconds())
@@ -77,6 +82,20 @@ func (l *Ledger) Extend(ctx context.Context, db DBTX, c *Claim) error {
 		return ErrLeaseLost
 	}
 	c.LeaseExpiresAt = fromMillis(until)
+	return nil
+}
+
+// checkOutcome refuses an outcome that the headers column cannot keep: a
+// header name is a JSON object's name there, which is text, and a name
+// that is not valid UTF-8 (never an HTTP field name, which is ASCII) would
+// be stored with U+FFFD in it, where two such names could become one.
+// Values are kept whatever their bytes (see headerJSON).
+func checkOutcome(out Outcome) error {
+	for name := range out.Header {
+		if !utf8.ValidString(name) {
+			return invalidRequest("header name %q is not valid UTF-8", name)
+		}
+	}
 	return nil
 }
 

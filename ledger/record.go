@@ -41,6 +41,8 @@ type Outcome struct {
 	// not (HTTP allows bytes 0x80 to 0xFF in field values, RFC 9110
 	// Section 5.5). The caller chooses what is safe to replay (never
 	// Set-Cookie). A nil Header is stored as none and read back as nil.
+	// Names must be valid UTF-8 (HTTP field names are ASCII); Complete
+	// refuses others with ErrInvalidRequest.
 	Header http.Header
 	// Body is the response body. Mutate stores the callback's value as JSON
 	// here. A nil or empty Body is read back as nil.

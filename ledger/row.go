@@ -67,8 +67,8 @@ func (row storedRow) record() (*Record, error) {
 }
 
 // The headers column holds Outcome.Header as a JSON object: each name
-// maps to the list of its values, in their order (or to null, for a nil
-// list). A value that is valid UTF-8 is a JSON string. A value that is not
+// (valid UTF-8: Complete refuses others) maps to the list of its values,
+// in their order (or to null, for a nil list). A value that is valid UTF-8 is a JSON string. A value that is not
 // (a field value may carry obs-text, bytes 0x80 to 0xFF: RFC 9110 Section
 // 5.5) is the object {"b64": "..."}, its bytes in standard base64 with
 // padding (RFC 4648 Section 4), because a JSON string holds text only and
