@@ -227,6 +227,12 @@ func (op fuzzOp) sendable(base string) bool {
 	if err != nil || req.URL.Host != strings.TrimPrefix(base, "http://") {
 		return false
 	}
+	// The client writes the target as it is, but the server splits the
+	// request line at spaces and answers 400 for a target with one (a
+	// query "? ", say), before any handler runs.
+	if uri := req.URL.RequestURI(); strings.Contains(uri, " ") {
+		return false
+	}
 	for _, values := range op.header() {
 		for _, v := range values {
 			if !validFieldValue(v) {
