@@ -68,17 +68,19 @@ func (row storedRow) record() (*Record, error) {
 
 // The headers column holds Outcome.Header as a JSON object: each name
 // (valid UTF-8: Complete refuses others) maps to the list of its values,
-// in their order (or to null, for a nil list). A value that is valid UTF-8 is a JSON string. A value that is not
-// (a field value may carry obs-text, bytes 0x80 to 0xFF: RFC 9110 Section
-// 5.5) is the object {"b64": "..."}, its bytes in standard base64 with
-// padding (RFC 4648 Section 4), because a JSON string holds text only and
-// encoding/json would replace each invalid byte with U+FFFD. A header
-// whose values are all valid UTF-8 is therefore stored exactly as
-// json.Marshal writes it, as the releases before the byte form did, and
-// every record they stored reads back as it always has. A reader takes
-// either form for any value (and a null in a list as the empty string, as
-// encoding/json always read it); anything else is an error.
-
+// in their order, or to null for a nil list. A value that is valid UTF-8
+// is a JSON string. A value that is not (a field value may carry obs-text,
+// bytes 0x80 to 0xFF: RFC 9110 Section 5.5) is the object {"b64": "..."},
+// its bytes in standard base64 with padding (RFC 4648 Section 4), because
+// a JSON string holds text only and encoding/json would replace each
+// invalid byte with U+FFFD. A header whose values are all valid UTF-8 is
+// therefore stored exactly as json.Marshal writes it, as the releases
+// before the byte form did, and every record they stored reads back as it
+// always has. A reader takes either form for any value (and a null in a
+// list as the empty string, as encoding/json always read it); anything
+// else is an error. Releases before the byte form fail to read a record
+// that holds it ("stored headers").
+//
 // headerJSON is the headers column for out: nil for a nil Header (NULL),
 // json.Marshal's bytes when every value is valid UTF-8, names sorted and
 // each name's values in their order, and the same with the byte form for
@@ -173,9 +175,9 @@ func (v headerValue) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a JSON string as encoding/json does, null as
 // encoding/json reads it into a string (no change: the empty string), and
-// the byte form strictly: one member named exactly "b64", whose string is
+// the byte form strictly: one member, named exactly "b64", whose string is
 // standard base64 as EncodeToString writes it (padded, no line breaks, no
-// stray bits), so that every stored value has one reading.
+// stray bits). Anything else is an error.
 func (v *headerValue) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
