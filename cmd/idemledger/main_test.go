@@ -63,7 +63,13 @@ func idemledger(t *testing.T, stdin string, args ...string) result {
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	return exited(t, args, cmd.Run(), stdout.String(), stderr.String())
+}
+
+// exited is the result of a run of the binary with args that ended with
+// err (nil, or an *exec.ExitError carrying its exit code).
+func exited(t *testing.T, args []string, err error, stdout, stderr string) result {
+	t.Helper()
 	var ee *exec.ExitError
 	code := 0
 	switch {
@@ -72,7 +78,7 @@ func idemledger(t *testing.T, stdin string, args ...string) result {
 	case err != nil:
 		t.Fatalf("run %v: %v", args, err)
 	}
-	return result{code, stdout.String(), stderr.String()}
+	return result{code, stdout, stderr}
 }
 
 func (r result) want(t *testing.T, code int) {

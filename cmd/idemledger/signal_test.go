@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -108,13 +107,5 @@ func signalled(t *testing.T, env []string, stream, first string, args ...string)
 	if !sent {
 		t.Fatalf("%q printed no line starting with %q on %s:\nstdout %q\nstderr %q", args, first, stream, stdout.String(), stderr.String())
 	}
-	var ee *exec.ExitError
-	code := 0
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return result{code, stdout.String(), stderr.String()}
+	return exited(t, args, err, stdout.String(), stderr.String())
 }
