@@ -156,7 +156,40 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 			return nil, err
 		}
 	}
+	if n == mustHaveLedger {
+		if err := s.checkNotNewer(ctx, dsn); err != nil {
+			s.db.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// checkNotNewer refuses a database that a newer release of idemledger
+// migrated past schema.Latest: its records may mean what this binary does
+// not know, and purge could delete what that release keeps. A database
+// whose schema came from another tool (no migrations table, or an empty
+// one) passes. It only reads.
+func (s *store) checkNotNewer(ctx context.Context, dsn string) error {
+	exists := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '` + schema.MigrationsTable + `'`
+	if s.engine == ledger.Postgres {
+		exists = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = '` + schema.MigrationsTable + `' AND schemaname = current_schema()`
+	}
+	var tables int
+	if err := s.db.QueryRowContext(ctx, exists).Scan(&tables); err != nil || tables == 0 {
+		return err
+	}
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT version FROM `+schema.MigrationsTable+` LIMIT 1`).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case v > int64(schema.Latest):
+		return fmt.Errorf("%s is at schema version %d, newer than this idemledger knows (%d): use the idemledger release that migrated it", redactDSN(dsn), v, schema.Latest)
+	}
+	return nil
 }
 
 func noSchemaError(dsn string) error {

@@ -594,6 +594,13 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 			t.Errorf("migrate %s of a newer schema: %q", action, r.stderr)
 		}
 	}
+	for _, args := range [][]string{{"stats"}, {"purge"}, {"inspect", "-key", "k"}} {
+		r := idemledger(t, "", append(append([]string(nil), args...), "-db", path)...)
+		r.want(t, 1)
+		if !strings.Contains(r.stderr, "is at schema version 7, newer than this idemledger knows (1): use the idemledger release that migrated it") {
+			t.Errorf("%s on a newer schema: %q", args[0], r.stderr)
+		}
+	}
 	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 1"); err != nil {
 		t.Fatal(err)
 	}
