@@ -16,12 +16,14 @@ import (
 )
 
 func runMigrate(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "migrate", "-db DSN [up|down|version]\n\n"+
+	fs := newFlagSet(e, "migrate", "-db DSN [-force] [up|down|version]\n\n"+
 		"Applies (up, the default) or rolls back (down: drops the ledger's table) the ledger's schema,\n"+
 		"or prints the version applied (version). None of the three is read-only: version too creates\n"+
 		"the empty migrations table, "+schema.MigrationsTable+", in a database that lacks it.\n"+
-		"Only the ledger's own table and that migrations table are touched.")
+		"Only the ledger's own table and that migrations table are touched. down refuses a ledger\n"+
+		"that holds records unless -force is given.")
 	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
+	force := fs.Bool("force", false, "let down drop a ledger that holds records (live leases included)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,6 +53,11 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	case "down":
+		if !*force {
+			if err := db.checkEmpty(ctx); err != nil {
+				return err
+			}
+		}
 		if err := db.down(ctx); err != nil {
 			return err
 		}

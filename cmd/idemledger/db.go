@@ -276,3 +276,26 @@ func openLedger(ctx context.Context, dsn string) (*sql.DB, *ledger.Ledger, error
 	}
 	return s.db, l, nil
 }
+
+// checkEmpty returns an error when the ledger's table holds records, saying
+// how many and how many of them are in flight, so that migrate down does
+// not drop them unasked. A database without the table passes: down has
+// nothing of the ledger's to drop there.
+func (s *store) checkEmpty(ctx context.Context) error {
+	exists := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`
+	if s.engine == ledger.Postgres {
+		exists = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = current_schema()`
+	}
+	var tables int
+	if err := s.db.QueryRowContext(ctx, exists).Scan(&tables); err != nil || tables == 0 {
+		return err
+	}
+	var total, inFlight int64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'in_flight') FROM idempotency_ledger`).Scan(&total, &inFlight); err != nil {
+		return err
+	}
+	if total > 0 {
+		return fmt.Errorf("the ledger holds %d records (%d in flight); migrate down would drop them: add -force to do so", total, inFlight)
+	}
+	return nil
+}

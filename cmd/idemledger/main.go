@@ -5,7 +5,7 @@
 //	idemledger demo    [-db FILE] [-n N] [-ttl DURATION]
 //	idemledger canon   [-check] [-exact] [FILE]
 //	idemledger hash    [-request METHOD TARGET] [-type CONTENT-TYPE] [FILE]
-//	idemledger migrate -db DSN [up|down|version]
+//	idemledger migrate -db DSN [-force] [up|down|version]
 //	idemledger purge   -db DSN [-batch N] [-q]
 //	idemledger stats   -db DSN
 //	idemledger inspect -db DSN [-scope S] -key K

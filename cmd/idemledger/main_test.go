@@ -588,7 +588,7 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 		t.Errorf("migrate version of a newer schema = %q, %q", v.stdout, v.stderr)
 	}
 	for _, action := range []string{"up", "down"} {
-		r := idemledger(t, "", "migrate", "-db", path, action)
+		r := idemledger(t, "", "migrate", "-db", path, "-force", action)
 		r.want(t, 1)
 		if !strings.Contains(r.stderr, "database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to 1") {
 			t.Errorf("migrate %s of a newer schema: %q", action, r.stderr)
@@ -605,7 +605,16 @@ func testAdmin(t *testing.T, e testdb.Engine) {
 		t.Fatal(err)
 	}
 
-	d := idemledger(t, "", "migrate", "-db", path, "down")
+	// down drops records only when told to.
+	refused := idemledger(t, "", "migrate", "-db", path, "down")
+	refused.want(t, 1)
+	if want := "idemledger migrate: the ledger holds 4 records (1 in flight); migrate down would drop them: add -force to do so\n"; refused.stderr != want {
+		t.Errorf("migrate down of a ledger with records: %q, want %q", refused.stderr, want)
+	}
+	if got, err := now.Stats(ctx, db); err != nil || got.Completed+got.InFlight != 4 {
+		t.Errorf("after a refused down: %+v, %v", got, err)
+	}
+	d := idemledger(t, "", "migrate", "-db", path, "-force", "down")
 	d.want(t, 0)
 	if d.stdout != "version 0\n" {
 		t.Errorf("migrate down = %q", d.stdout)
