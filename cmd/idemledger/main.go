@@ -13,9 +13,10 @@
 // Every subcommand takes -h ("idemledger help CMD" says the same). A DSN
 // is an SQLite file path or a file: URI, or a postgres:// (postgresql://,
 // in any case) URL, which selects the PostgreSQL engine; the tables live
-// in the first schema of the URL's search_path. A key=value connection string ("host=... dbname=...") is
-// refused. Messages show a DSN's password as xxxxx, also when its scheme
-// is mistyped (anything shaped like user:password@).
+// in the first existing schema of the URL's search_path (PostgreSQL's
+// current_schema()). A key=value connection string ("host=... dbname=...")
+// is refused. Messages show a DSN's password as xxxxx, also when its
+// scheme is mistyped (anything shaped like user:password@).
 //
 // Exit codes: 0 on success, 1 when the work failed (bad input, a failed
 // check, an unreachable database, a broken invariant in the demo), 2 on a
