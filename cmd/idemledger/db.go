@@ -171,12 +171,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 // whose schema came from another tool (no migrations table, or an empty
 // one) passes. It only reads.
 func (s *store) checkNotNewer(ctx context.Context, dsn string) error {
-	exists := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '` + schema.MigrationsTable + `'`
-	if s.engine == ledger.Postgres {
-		exists = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = '` + schema.MigrationsTable + `' AND schemaname = current_schema()`
-	}
-	var tables int
-	if err := s.db.QueryRowContext(ctx, exists).Scan(&tables); err != nil || tables == 0 {
+	if ok, err := s.hasTable(ctx, schema.MigrationsTable); !ok || err != nil {
 		return err
 	}
 	var v int64
@@ -282,12 +277,7 @@ func openLedger(ctx context.Context, dsn string) (*sql.DB, *ledger.Ledger, error
 // not drop them unasked. A database without the table passes: down has
 // nothing of the ledger's to drop there.
 func (s *store) checkEmpty(ctx context.Context) error {
-	exists := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'idempotency_ledger'`
-	if s.engine == ledger.Postgres {
-		exists = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = current_schema()`
-	}
-	var tables int
-	if err := s.db.QueryRowContext(ctx, exists).Scan(&tables); err != nil || tables == 0 {
+	if ok, err := s.hasTable(ctx, "idempotency_ledger"); !ok || err != nil {
 		return err
 	}
 	var total, inFlight int64
@@ -298,4 +288,16 @@ func (s *store) checkEmpty(ctx context.Context) error {
 		return fmt.Errorf("the ledger holds %d records (%d in flight); migrate down would drop them: add -force to do so", total, inFlight)
 	}
 	return nil
+}
+
+// hasTable reports whether the table name exists: in an SQLite file, or in
+// PostgreSQL's current schema, where the migrations put their tables.
+func (s *store) hasTable(ctx context.Context, name string) (bool, error) {
+	query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`
+	if s.engine == ledger.Postgres {
+		query = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = current_schema()`
+	}
+	var tables int
+	err := s.db.QueryRowContext(ctx, query, name).Scan(&tables)
+	return tables > 0, err
 }
