@@ -3,7 +3,9 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -33,7 +35,8 @@ type PurgeOptions struct {
 // how many it deleted, also when it stops on an error (ctx cancelled, a
 // database error): on a *sql.DB or *sql.Conn each batch is a transaction
 // of its own, committed and counted or rolled back whole, so the count is
-// exact even when ctx ends in the middle of a batch.
+// exact even when ctx ends in the middle of a batch. ctx is heeded before
+// each batch and during its DELETE; a batch whose DELETE has run commits.
 //
 // A record is expired (see Record.Expired) when its ExpiresAt has passed
 // and, if it is still in flight, its lease has run out too. So Purge never
@@ -92,16 +95,42 @@ type beginner interface {
 // purgeBatch deletes one batch and returns how many rows it deleted for
 // good. On a pool or a connection the batch runs in a transaction of its
 // own: an autocommit DELETE can commit while the driver reports that ctx
-// ended (modernc does), and the batch would go uncounted. In a
-// transaction, a DELETE cut short by ctx is rolled back, and the COMMIT,
-// which database/sql runs without ctx once it has begun, tells the truth.
-// On a *sql.Tx nothing commits here: the caller's commit decides for all.
+// ended (modernc does), and the batch would go uncounted. Only the DELETE
+// runs under ctx; if ctx cuts it short, the transaction is rolled back.
+// The transaction itself is begun without ctx's cancellation, because its
+// COMMIT runs with the context the transaction was begun with (pgx's
+// database/sql driver commits so), and a COMMIT the server carried out
+// must not report ctx's end. On a *sql.Tx nothing commits here: the
+// caller's commit decides for all.
 func (l *Ledger) purgeBatch(ctx context.Context, db DBTX, now int64, size int) (int64, error) {
 	b, ok := db.(beginner)
 	if !ok {
 		return l.eng.purgeBatch(ctx, db, now, size)
 	}
-	tx, err := b.BeginTx(ctx, nil)
+	// A pooled connection that an earlier cancellation left closing (pgx
+	// closes a connection whose query was cancelled, in the background)
+	// fails the batch's statement with driver.ErrBadConn, which
+	// database/sql does not retry inside a transaction. Nothing was
+	// deleted then, so the batch is tried again on another connection.
+	for attempt := 1; ; attempt++ {
+		n, err := l.purgeBatchTx(ctx, b, now, size)
+		if err == nil {
+			return n, nil
+		}
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			// The statement failed because ctx ended (pgx then reports
+			// the connection it closed as bad): say so first.
+			return 0, fmt.Errorf("%w: %w", cerr, err)
+		}
+		if !errors.Is(err, driver.ErrBadConn) || attempt == 3 {
+			return 0, err
+		}
+	}
+}
+
+// purgeBatchTx is one attempt of purgeBatch on a pool or a connection.
+func (l *Ledger) purgeBatchTx(ctx context.Context, b beginner, now int64, size int) (int64, error) {
+	tx, err := b.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -119,7 +148,7 @@ func (l *Ledger) purgeBatch(ctx context.Context, db DBTX, now int64, size int) (
 }
 
 // ignoreDone drops sql.ErrTxDone, the rollback error of a transaction that
-// database/sql already rolled back because its context ended.
+// is already over (a driver may end it when a statement's context ends).
 func ignoreDone(err error) error {
 	if errors.Is(err, sql.ErrTxDone) {
 		return nil
