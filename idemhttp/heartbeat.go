@@ -17,11 +17,13 @@ import (
 //
 // Only ErrLeaseLost ends it early. Any other failure (SQLITE_BUSY behind a
 // long writer, a dropped PostgreSQL connection, a timeout) is retried
-// sooner than the next regular beat: while the store is unreachable nobody
-// can take the key over either, and a lease that ran out without a
+// sooner than the next regular beat: a lease that ran out without a
 // takeover is still the holder's to extend (see ledger.Ledger.Extend), so
-// giving up there would hand the key to the first retry after the outage
-// while the handler still runs.
+// an outage shorter than the lease costs nothing, and giving up would hand
+// the key to the first retry after any outage while the handler still
+// runs. An outage longer than the lease is beyond any heartbeat: a retry
+// that waits behind the same lock may be served before the extension when
+// it ends, and take the expired lease over.
 type heartbeat struct {
 	mu      sync.Mutex
 	stopped bool

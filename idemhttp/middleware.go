@@ -52,7 +52,12 @@ import (
 // (ledger.Ledger.Extend), so a handler slower than the lease keeps its key.
 // A failed extension (a busy or unreachable store) is logged at Warn and
 // tried again after a ninth of the lease; only ledger.ErrLeaseLost ends the
-// extensions, logged at Error.
+// extensions, logged at Error. A lease guards the key only while the store
+// can be reached to extend it: when extensions fail for longer than the
+// lease, a retry that reaches the store first takes the key over and runs
+// the handler again (the first run's completion then fails with
+// ledger.ErrLeaseLost, logged). Choose ledger.Config.Lease longer than the
+// store outages the service must ride out.
 //
 // On SQLite, build l with ledger.Config{DB: db}: the ledger then prepares
 // its statements once on db instead of parsing them at every request.
