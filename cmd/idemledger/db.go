@@ -46,6 +46,14 @@ func isPostgres(dsn string) bool {
 	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
 }
 
+// mistypedPostgres reports a -db value that starts like a PostgreSQL URL,
+// holds user info (an '@'), and is not one: "postgres:/u:pw@h/db",
+// "postgres//u:pw@h/db", "postgress://u:pw@h/db".
+func mistypedPostgres(dsn string) bool {
+	return len(dsn) >= len("postgres") && strings.EqualFold(dsn[:len("postgres")], "postgres") &&
+		!isPostgres(dsn) && strings.Contains(dsn, "@")
+}
+
 // pgxURL returns the PostgreSQL URL dsn with its scheme in lower case,
 // the only spelling that pgx takes for a URL (it reads anything else as
 // a key=value string).
@@ -103,6 +111,11 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	}
 	if isKeyValue(dsn) {
 		return nil, usagef("-db %q is a key=value PostgreSQL connection string; give a postgres:// URL", redactDSN(dsn))
+	}
+	if mistypedPostgres(dsn) {
+		// Taken for an SQLite path, it would name a file after the
+		// password (migrate up creates it).
+		return nil, usagef("-db %q looks like a mistyped PostgreSQL URL (want postgres://user:password@host/db); to name a file, start it with ./", redactDSN(dsn))
 	}
 	s := &store{engine: ledger.SQLite}
 	var err error

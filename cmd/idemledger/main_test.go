@@ -700,12 +700,14 @@ func TestPasswordNeverShown(t *testing.T) {
 			`-db "host=127.0.0.1 password=xxxxx dbname=test" is a key=value PostgreSQL connection string`},
 		{"scheme in capitals", "POSTGRES://postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 2,
 			"dial tcp 127.0.0.1:1: connect: connection refused"},
-		// Mistyped schemes make SQLite paths, in a directory that does
-		// not exist.
-		{"postgres:/", "postgres:/postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
-			"postgres:/postgres:xxxxx@127.0.0.1:1/test: no such database file"},
-		{"postgres//", "postgres//postgres:s3cretpw@127.0.0.1:1/test", 1, 1, 1,
-			"postgres//postgres:xxxxx@127.0.0.1:1/test: no such database file"},
+		// Mistyped schemes are refused: taken for SQLite paths, they
+		// would name a file after the password.
+		{"postgres:/", "postgres:/postgres:s3cretpw@127.0.0.1:1/test", 2, 2, 2,
+			`-db "postgres:/postgres:xxxxx@127.0.0.1:1/test" looks like a mistyped PostgreSQL URL`},
+		{"postgres//", "postgres//postgres:s3cretpw@127.0.0.1:1/test", 2, 2, 2,
+			`-db "postgres//postgres:xxxxx@127.0.0.1:1/test" looks like a mistyped PostgreSQL URL`},
+		{"postgress://", "postgress://postgres:s3cretpw@127.0.0.1:1/test", 2, 2, 2,
+			`-db "postgress://postgres:xxxxx@127.0.0.1:1/test" looks like a mistyped PostgreSQL URL`},
 		{"file: URI with a password", "file://postgres:s3cretpw@otherhost/x.db", 2, 2, 2,
 			`-db "file://postgres:xxxxx@otherhost/x.db": a file: URI names a local file`},
 	}
