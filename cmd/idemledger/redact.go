@@ -44,14 +44,33 @@ func redactDSN(s string) string {
 }
 
 // redact returns s with its passwords replaced by xxxxx, and the passwords,
-// as they appear in s and, for URLs, percent-decoded too.
+// as they appear in s and, for URLs, percent-decoded too. A URL that
+// net/url parses is cut where net/url cuts it; anything else (key=value
+// strings, mistyped or unparseable URLs) loses its password= values and
+// whatever is shaped like user info.
 func redact(s string) (string, []string) {
-	var secrets []string
-	if strings.Contains(s, "://") {
-		s, secrets = redactURL(s)
-	} else {
-		s, secrets = redactPairs(secretPair, s)
+	if !strings.Contains(s, "://") {
+		return redactLoose(secretPair, s)
 	}
+	u, err := url.Parse(s)
+	if err != nil {
+		// pgx's multi-host URLs, say.
+		return redactLoose(secretQueryPair, s)
+	}
+	s, secrets := redactURL(s, u)
+	if u.User != nil {
+		return s, secrets
+	}
+	// No user info for net/url, yet there may be one: it reads
+	// "postgres:///user:pw@host" as a path.
+	s, more := redactUserinfo(s)
+	return s, append(secrets, more...)
+}
+
+// redactLoose replaces the values that re matches (see redactPairs) and
+// the password of anything shaped like user info (see redactUserinfo).
+func redactLoose(re *regexp.Regexp, s string) (string, []string) {
+	s, secrets := redactPairs(re, s)
 	s, more := redactUserinfo(s)
 	return s, append(secrets, more...)
 }
@@ -97,16 +116,10 @@ func redactUserinfo(s string) (string, []string) {
 	return s[:start+c+1] + redactedPassword + s[at:], secrets
 }
 
-// redactURL redacts the password of a URL's user info and its password
-// query parameters, and leaves the rest of s as written. A string that
-// net/url cannot parse (pgx's multi-host URLs, say) loses everything
-// between the first colon of what follows "://" and the last '@': more
-// than the password, perhaps, never less.
-func redactURL(s string) (string, []string) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return redactBrokenURL(s)
-	}
+// redactURL redacts the password of the user info of s, which url.Parse
+// parsed to u, and its password query parameters, and leaves the rest of s
+// as written.
+func redactURL(s string, u *url.URL) (string, []string) {
 	// Cut s as url.Parse does: the fragment at the first '#', then the
 	// query at the first '?'; the user info ends at the last '@' of the
 	// authority, which runs from "//" to the next '/'.
@@ -143,20 +156,6 @@ func redactURL(s string) (string, []string) {
 		body += "#" + frag
 	}
 	return body, secrets
-}
-
-func redactBrokenURL(s string) (string, []string) {
-	var secrets []string
-	i := strings.Index(s, "://") + len("://")
-	rest := s[i:]
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		if c := strings.IndexByte(rest[:at], ':'); c >= 0 {
-			secrets = append(secrets, rest[c+1:at])
-			s = s[:i] + rest[:c+1] + redactedPassword + rest[at:]
-		}
-	}
-	s, more := redactPairs(secretQueryPair, s)
-	return s, append(secrets, more...)
 }
 
 // redactPairs replaces the value (the second group) of every match of re

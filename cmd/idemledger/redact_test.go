@@ -19,6 +19,8 @@ func TestRedactDSN(t *testing.T) {
 		{"postgresql://app:p%40ss%2Fw@db/x#frag", "postgresql://app:xxxxx@db/x#frag", []string{"p%40ss%2Fw", "p@ss/w"}},
 		{"POSTGRES://App:pw1234@DB/X", "POSTGRES://App:xxxxx@DB/X", []string{"pw1234"}},
 		{"postgres://app:a@b@db/x", "postgres://app:xxxxx@db/x", []string{"a@b"}},
+		// A colon and an '@' after the authority belong to the query.
+		{"postgres://app:pw1234@db/x?application_name=a:b@c", "postgres://app:xxxxx@db/x?application_name=a:b@c", []string{"pw1234"}},
 		{"postgres://app@db/x?sslmode=require&password=pw1234&PassWord=pw5678", "postgres://app@db/x?sslmode=require&password=xxxxx&PassWord=xxxxx", []string{"pw1234", "pw5678"}},
 		{"postgres://app@db/x?sslpassword=key%20pw", "postgres://app@db/x?sslpassword=xxxxx", []string{"key%20pw", "key pw"}},
 		{"postgres://app@db/x?passwordless=1", "postgres://app@db/x?passwordless=1", nil},
