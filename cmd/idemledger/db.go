@@ -158,24 +158,30 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		}
 		return nil, err
 	}
-	if n == mustHaveLedger && s.engine == ledger.Postgres {
-		var tables int
-		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`).Scan(&tables)
-		if err == nil && tables == 0 {
-			err = noSchemaError(dsn)
-		}
-		if err != nil {
-			s.db.Close()
-			return nil, err
-		}
-	}
 	if n == mustHaveLedger {
-		if err := s.checkNotNewer(ctx, dsn); err != nil {
+		if err := s.checkLedger(ctx, dsn); err != nil {
 			s.db.Close()
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// checkLedger refuses a database without the ledger's table (SQLite's was
+// looked for before the file was opened) or migrated by a newer release.
+func (s *store) checkLedger(ctx context.Context, dsn string) error {
+	if s.engine == ledger.Postgres {
+		// Any schema on the search_path will do: queries find it there.
+		var tables int
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`).Scan(&tables)
+		if err != nil {
+			return err
+		}
+		if tables == 0 {
+			return noSchemaError(dsn)
+		}
+	}
+	return s.checkNotNewer(ctx, dsn)
 }
 
 // checkNotNewer refuses a database that a newer release of idemledger
@@ -293,12 +299,16 @@ func (s *store) checkEmpty(ctx context.Context) error {
 	if ok, err := s.hasTable(ctx, "idempotency_ledger"); !ok || err != nil {
 		return err
 	}
-	var total, inFlight int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'in_flight') FROM idempotency_ledger`).Scan(&total, &inFlight); err != nil {
+	l, err := ledger.New(ledger.Config{Engine: s.engine})
+	if err != nil {
 		return err
 	}
-	if total > 0 {
-		return fmt.Errorf("the ledger holds %d records (%d in flight); migrate down would drop them: add -force to do so", total, inFlight)
+	st, err := l.Stats(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	if total := st.InFlight + st.Completed; total > 0 {
+		return fmt.Errorf("the ledger holds %d records (%d in flight); migrate down would drop them: add -force to do so", total, st.InFlight)
 	}
 	return nil
 }
