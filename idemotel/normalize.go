@@ -45,11 +45,15 @@ func httpMethod(m string) string {
 // removed, since http.request.method carries it and http.route is the path
 // template alone.
 func httpRoute(r string) string {
-	i := strings.IndexAny(r, " \t")
-	if i < 0 || strings.IndexByte(r[:i], '/') >= 0 {
-		return r
+	for i := 0; i < len(r); i++ {
+		switch r[i] {
+		case '/':
+			return r // the path began: no method
+		case ' ', '\t':
+			return strings.TrimLeft(r[i:], " \t")
+		}
 	}
-	return strings.TrimLeft(r[i:], " \t")
+	return r
 }
 
 // grpcCodes are the names of gRPC's status codes, as the semantic
