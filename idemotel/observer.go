@@ -18,13 +18,18 @@ import (
 // instruments are created: this package's import path.
 const ScopeName = "github.com/idemledger/idemledger/idemotel"
 
-// The instruments' names and units; the package documentation describes
-// them and their attributes.
+// The instruments' names and units (UCUM, as OpenTelemetry writes them);
+// the package documentation describes them and their attributes.
 const (
-	EventsName    = "idemledger.events"
-	EventsUnit    = "{event}"
-	DurationName  = "idemledger.event.duration"
-	DurationUnit  = "s"
+	// EventsName is the name of the Int64Counter that counts events.
+	EventsName = "idemledger.events"
+	// EventsUnit is its unit: a count of events.
+	EventsUnit = "{event}"
+	// DurationName is the name of the Float64Histogram of Event.Duration.
+	DurationName = "idemledger.event.duration"
+	// DurationUnit is its unit: seconds.
+	DurationUnit = "s"
+
 	eventsDesc    = "Events of idempotency-protected requests: claims, replays, refusals, stored and released outcomes, store failures."
 	durationsDesc = "Time from the start of the idempotency layer's work on a request to the event."
 )
