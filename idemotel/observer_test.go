@@ -462,3 +462,34 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPastTheCache: once the observer keeps no more attribute sets, the
+// sets it does not keep are still recorded, each on its own point.
+func TestPastTheCache(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithCardinalityLimit(0))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	obs, err := idemotel.New(idemotel.Options{MeterProvider: provider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const kinds, statuses = 9, 600 // 5400 sets, more than the 4096 kept
+	for range 2 {
+		for k := range kinds {
+			for s := range statuses {
+				obs.Observe(context.Background(), ledger.Event{
+					Kind: ledger.EventKind(1 + k), Method: "POST", Route: "/a", Status: 100 + s,
+				})
+			}
+		}
+	}
+	points := collect(t, reader).Metrics[0].Data.(metricdata.Sum[int64]).DataPoints
+	if len(points) != kinds*statuses {
+		t.Fatalf("%d points, want %d", len(points), kinds*statuses)
+	}
+	for _, p := range points {
+		if p.Value != 2 {
+			t.Fatalf("%s counted %d, want 2", p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value)
+		}
+	}
+}
