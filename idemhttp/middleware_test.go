@@ -270,6 +270,41 @@ func TestReusedKey(t *testing.T) {
 	})
 }
 
+// TestBareKeyWholeValue: a bare key is the whole field value, so two keys
+// that differ after a ';' are two operations and the second runs the
+// handler, whereas bare and quoted spellings of one key share its record.
+func TestBareKeyWholeValue(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+		tests := []struct {
+			name          string
+			first, second string
+			calls         int64 // handler runs after both requests
+			replayed      string
+		}{
+			{"batch;x then batch;y", `batch;x`, `batch;y`, 2, ""},
+			{"order-17;attempt=1 then =2", `order-17;attempt=1`, `order-17;attempt=2`, 2, ""},
+			{"x;y=?1 then x", `x;y=?1`, `x`, 2, ""},
+			{"bare a;b then quoted", `a;b`, `"a;b"`, 1, "true"},
+			{"quoted with parameters then bare", `"k";v=1`, `k`, 1, "true"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := setup(t, e, Options{}, ledger.Config{}, created)
+				if a := b.do(t, "POST", "/orders", `{"amount":100}`, tt.first); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
+					t.Fatalf("first: %+v", a)
+				}
+				a := b.do(t, "POST", "/orders", `{"amount":100}`, tt.second)
+				if a.status != 201 || a.header.Get(DefaultReplayHeader) != tt.replayed {
+					t.Fatalf("second: %d, %s %q; want 201, %q", a.status, DefaultReplayHeader, a.header.Get(DefaultReplayHeader), tt.replayed)
+				}
+				if n := b.calls.Load(); n != tt.calls {
+					t.Fatalf("handler ran %d times, want %d", n, tt.calls)
+				}
+			})
+		}
+	})
+}
+
 func TestKeyRefusals(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e testdb.Engine) {
 		b := setup(t, e, Options{}, ledger.Config{}, created)
