@@ -512,39 +512,40 @@ func TestReleasedOutcomes(t *testing.T) {
 			opts    Options
 			handler http.HandlerFunc
 			stored  bool
+			reason  string // logged with the release
 		}{
-			{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false},
-			{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false},
-			{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false},
-			{"404 stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, true},
-			{"500 stored Stripe-style", Options{ShouldStore: StoreServerErrors}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, true},
-			{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false},
+			{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false, "status"},
+			{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false, "status"},
+			{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false, "status"},
+			{"404 stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, true, ""},
+			{"500 stored Stripe-style", Options{ShouldStore: StoreServerErrors}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, true, ""},
+			{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false, "status"},
 			{"flushed", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "part")
 				w.(http.Flusher).Flush()
-			}, false},
+			}, false, "flush"},
 			{"flushed via ResponseController", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "part")
 				if err := http.NewResponseController(w).Flush(); err != nil {
 					panic(err)
 				}
-			}, false},
+			}, false, "flush"},
 			{"trailers", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Trailer", "X-Sum")
 				io.WriteString(w, "data")
 				w.Header().Set("X-Sum", "1")
-			}, false},
+			}, false, "trailers"},
 			{"undeclared trailer", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "data")
 				w.Header().Set(http.TrailerPrefix+"X-Sum", "1")
-			}, false},
+			}, false, "trailers"},
 			{"body at limit", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "01234567")
-			}, true},
-			{"body one byte over", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
+			}, true, ""},
+			{"body one byte over, ReleaseOversized", Options{MaxBodyBytes: 8, ReleaseOversized: true}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "0123")
 				io.WriteString(w, "45678")
-			}, false},
+			}, false, "oversized"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -568,12 +569,17 @@ func TestReleasedOutcomes(t *testing.T) {
 				if second.status != first.status || second.body != first.body {
 					t.Fatalf("second answer %+v differs from first %+v", second, first)
 				}
+				released := `"msg":"idempotency: released","method":"POST","path":"/","reason":"` + tt.reason + `"`
+				if n := strings.Count(b.logs.String(), released); tt.stored && n != 0 || !tt.stored && n != 2 {
+					t.Fatalf("%d release records %s in the logs, want %d:\n%s", n, released, wantCalls, b.logs.String())
+				}
 			})
 		}
 	})
 }
 
-// The client receives an unstored over-long body in full.
+// The client receives an over-long body in full; the ledger keeps a
+// marker, not the body.
 func TestOverLimitResponseSentWhole(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e testdb.Engine) {
 		body := strings.Repeat("z", 100)
@@ -583,8 +589,8 @@ func TestOverLimitResponseSentWhole(t *testing.T) {
 		if a := b.do(t, "POST", "/", "", "k"); a.status != 200 || a.body != body {
 			t.Fatalf("got %d, %d bytes", a.status, len(a.body))
 		}
-		if b.record(t, "k") != nil {
-			t.Fatal("over-long response stored")
+		if rec := b.record(t, "k"); rec == nil || rec.Outcome.Status != 200 || len(rec.Outcome.Body) != 0 || !isNotStoredMarker(rec.Outcome) {
+			t.Fatalf("over-long response: record %+v, want a marker of status 200", rec)
 		}
 	})
 }

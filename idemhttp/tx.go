@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -109,12 +108,17 @@ func (h *txHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	req := p.req
+	fr := p.r
 	if underMiddleware(r, h.l, req) {
 		req.Key = nestedKey(req.Key) // see nested.go
+	} else {
+		// ClaimFrom gives the handler the client's key; under a
+		// Middleware it gives the Middleware's claim, already in r.
+		fr = withHeld(p.r, &held{l: h.l, req: p.req})
 	}
 	var first *buffer
 	res, err := ledger.MutateOutcome(ctx, h.l, tx, req, func(context.Context) (ledger.Outcome, error) {
-		first = h.run(w, p.r, tx)
+		first = h.run(w, fr, tx)
 		if first.tooLarge() || !cfg.shouldStore(first.status) {
 			return ledger.Outcome{}, &errNotStored{first}
 		}
@@ -158,9 +162,7 @@ func (h *txHandler) run(w http.ResponseWriter, r *http.Request, tx *sql.Tx) *buf
 
 func (h *txHandler) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
 	if buf.tooLarge() {
-		h.cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: response too large to store",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int64("limit", h.cfg.maxBody))
+		h.cfg.emit(r, nil, event{kind: evTxTooLarge, limit: h.cfg.maxBody})
 		h.cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeResponseTooLarge,
 			Detail: "the response is longer than " + strconv.FormatInt(h.cfg.maxBody, 10) + " bytes and could not be stored"})
 		return
@@ -169,12 +171,11 @@ func (h *txHandler) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
 }
 
 func (h *txHandler) unavailable(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
-	msg := err.Error()
-	if p != nil {
-		msg = p.redact(err)
+	if busy(err) {
+		h.cfg.refuseBusy(w, r, p, err)
+		return
 	}
-	h.cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: store unavailable",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", msg))
+	h.cfg.emit(r, p, event{kind: evStoreUnavailable, err: err})
 	h.cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 		Detail: "the idempotency store is unavailable; retry later", Err: err})
 }
