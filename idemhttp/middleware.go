@@ -26,7 +26,7 @@ import (
 //
 //	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
 //	no key, opts.Required                              400 (CodeKeyMissing)
-//	Scope fails, or returns what the ledger refuses    400 (CodeScope)
+//	Scope fails, or returns what the ledger refuses    400, or a *ScopeError's status (CodeScope)
 //	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
 //	first request with the key                         the handler's answer, stored if ShouldStore
 //	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
@@ -277,8 +277,21 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request) (*prepared, b
 	}
 	scope, err := cfg.scope(r)
 	if err != nil {
-		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeScope,
-			Detail: "the request's owner could not be determined", Err: err})
+		ref := Refusal{Status: http.StatusBadRequest, Code: CodeScope,
+			Detail: "the request's owner could not be determined", Err: err}
+		var se *ScopeError
+		if errors.As(err, &se) {
+			if se.Status >= 400 && se.Status <= 599 {
+				ref.Status = se.Status
+			}
+			if se.Detail != "" {
+				ref.Detail = se.Detail
+			}
+			for name, values := range se.Header {
+				w.Header()[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
+			}
+		}
+		cfg.refuse(w, r, ref)
 		return nil, false
 	}
 	if err := ledger.CheckScope(scope); err != nil {

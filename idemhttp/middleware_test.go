@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -476,12 +478,40 @@ func TestStoreUnavailable(t *testing.T) {
 	})
 }
 
+// TestScopeError: a Scope error refuses with 400, or with the status,
+// detail and header lines of a *ScopeError in its chain.
 func TestScopeError(t *testing.T) {
+	problem := func(status int, detail string) string {
+		return `{"type":"about:blank","title":"` + http.StatusText(status) + `","status":` + strconv.Itoa(status) +
+			`,"detail":"` + detail + `","code":"scope"}` + "\n"
+	}
 	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return "", errors.New("no tenant") }}, ledger.Config{}, created)
-		a := b.do(t, "POST", "/orders", `{}`, "k")
-		if a.status != 400 || !strings.Contains(a.body, `"code":"scope"`) || b.calls.Load() != 0 {
-			t.Fatalf("scope error: %+v", a)
+		tests := []struct {
+			name    string
+			err     error
+			status  int
+			body    string
+			wwwAuth string
+		}{
+			{"plain error", errors.New("no tenant"), 400, problem(400, "the request's owner could not be determined"), ""},
+			{"401 with a challenge", &ScopeError{Status: 401, Detail: "an API key is required",
+				Header: http.Header{"www-authenticate": {`Bearer realm="api"`}}}, 401, problem(401, "an API key is required"), `Bearer realm="api"`},
+			{"wrapped 403", fmt.Errorf("lookup: %w", &ScopeError{Status: 403, Err: errors.New("revoked")}), 403,
+				problem(403, "the request's owner could not be determined"), ""},
+			{"status out of range", &ScopeError{Status: 200, Detail: "no"}, 400, problem(400, "no"), ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return "", tt.err }}, ledger.Config{}, created)
+				a := b.do(t, "POST", "/orders", `{}`, "k")
+				if a.status != tt.status || a.body != tt.body || a.header.Get("WWW-Authenticate") != tt.wwwAuth || b.calls.Load() != 0 {
+					t.Fatalf("got %d %q WWW-Authenticate %q, handler runs %d; want %d %q %q, 0",
+						a.status, a.body, a.header.Get("WWW-Authenticate"), b.calls.Load(), tt.status, tt.body, tt.wwwAuth)
+				}
+				if rec := b.record(t, "k"); rec != nil {
+					t.Fatalf("a scope refusal left a record: %+v", rec)
+				}
+			})
 		}
 	})
 }

@@ -22,7 +22,8 @@ const (
 	CodeKeyInvalid Code = "key-invalid"
 	// CodeScope: Options.Scope returned an error, or a scope the ledger
 	// refuses (ledger.CheckScope: over ledger.MaxScopeLength bytes, not
-	// UTF-8, or with a control character). 400.
+	// UTF-8, or with a control character). 400, or the status of a
+	// *ScopeError that Scope returned (401, say).
 	CodeScope Code = "scope"
 	// CodeBodyTooLarge: the request body is longer than
 	// Options.MaxBodyBytes, so it cannot be fingerprinted. 413.
