@@ -32,7 +32,9 @@ import (
 //	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
 //	same key and fingerprint, completed                the stored answer, plus ReplayHeader: true
 //	  ... stored by ledger.Mutate, not an HTTP answer  500 (CodeStoredOutcome)
+//	  ... an answer too large to keep (a marker)       410 (CodeOutcomeNotStored), plus ReplayHeader: true
 //	same key, other method, target or body             422 (CodeKeyReused)
+//	store busy (SQLite's lock held past busy_timeout)  503 with Retry-After (CodeBusy)
 //	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
 //
 // A request without a key and without Required, or with another method,
@@ -42,9 +44,14 @@ import (
 // The handler's answer is sent to the client as it is written, and a copy
 // is kept. The claim is released, so a retry runs the handler again, when
 // the handler panics (the panic goes on), when ShouldStore rejects the
-// status, when the body is longer than MaxBodyBytes (the client still gets
-// all of it), and when the handler flushes, hijacks the connection or
-// announces trailers. Completion and release use a context that the
+// status, and when the handler flushes, hijacks the connection or
+// announces trailers; each release is logged at Warn with its reason. An
+// answer longer than MaxBodyBytes reaches the client whole but is not
+// stored: a marker keeps the key (retries get 410, CodeOutcomeNotStored),
+// unless ReleaseOversized is set. A handler whose effect cannot be undone
+// marks its commit point with Commit once the effect is made: from then on
+// none of these endings releases the key, and retries replay what was
+// stored (a panic as a 500 problem document). Completion and release use a context that the
 // client's disconnect does not cancel (context.WithoutCancel), bounded by
 // the ledger's lease, so a client that hangs up does not lose its outcome.
 // While the handler runs, its lease is extended every third of the lease
@@ -57,6 +64,17 @@ import (
 // the handler again (the first run's completion then fails with
 // ledger.ErrLeaseLost, logged). Choose ledger.Config.Lease longer than the
 // store outages the service must ride out.
+//
+// The handler reads the key, the scope and the fence from its request's
+// context with ClaimFrom.
+//
+// Put http.TimeoutHandler outside the middleware, never inside it:
+// http.TimeoutHandler(Middleware(...)(h), d). Outside, the client gets the
+// timeout's 503 while the handler goes on under its claim, and retries get
+// 409 in flight and then the stored answer. Inside, the middleware sees the
+// timeout's 503 as the handler's answer and releases the key while the
+// handler still runs, so a retry runs it a second time; a commit point
+// cannot help, as the release comes first.
 //
 // On SQLite, build l with ledger.Config{DB: db}: the ledger then prepares
 // its statements once on db instead of parsing them at every request.

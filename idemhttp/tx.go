@@ -34,6 +34,10 @@ type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
 // fn's response is buffered and sent only after the commit, so a client
 // never sees an answer whose effects were then lost. Flush and Hijack are
 // not supported (http.ResponseController reports http.ErrNotSupported).
+// fn reads the key and the scope with ClaimFrom (Fence 0: the transaction
+// guards fn's writes). Commit does not change TxHandler's own record, whose
+// writes commit or vanish with the transaction; under a Middleware it marks
+// the Middleware's claim.
 // The key, the scope, the fingerprint and the refusals are as for
 // Middleware, with these differences:
 //
@@ -48,7 +52,14 @@ type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
 //   - A concurrent duplicate waits for the first transaction (SQLite's write
 //     lock; immediate transactions) and then replays, rather than answering
 //     409; 409 remains for a key held by a lease-mode claim. A duplicate
-//     that waits longer than the database's busy timeout gets 503.
+//     that waits longer than the database's busy timeout gets 503 busy
+//     (CodeBusy, with Retry-After).
+//   - On SQLite, fn's whole run holds the database's write lock, for every
+//     process that opens the file: every other TxHandler request, every
+//     Middleware claim and completion, and every other writer wait for it,
+//     and those that wait past busy_timeout get 503 busy. Keep fn short
+//     (no calls to other services inside it), or use PostgreSQL, whose
+//     locks are per row.
 //   - FailurePolicy does not apply: the ledger and fn's effects live in the
 //     same database, so when one is unreachable so is the other, and the
 //     answer is 503. A failed commit is 503 too.
