@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -230,7 +231,7 @@ func TestTimeoutHandlerOutside(t *testing.T) {
 			io.WriteString(w, "paid")
 		})
 		mw := Middleware(l, b.db, Options{Scope: func(*http.Request) (string, error) { return testScope, nil }})
-		b.srv = serve(t, http.TimeoutHandler(mw(slow), 50*time.Millisecond, "timeout"))
+		b.srv = serve(t, http.TimeoutHandler(mw(slow), 250*time.Millisecond, "timeout"))
 
 		var once sync.Once
 		var statuses []int
@@ -251,8 +252,10 @@ func TestTimeoutHandlerOutside(t *testing.T) {
 		if resp.StatusCode != 201 || string(body) != "paid" || resp.Header.Get(DefaultReplayHeader) != "true" {
 			t.Fatalf("final answer %d %q replayed %q (attempts %v)", resp.StatusCode, body, resp.Header.Get(DefaultReplayHeader), statuses)
 		}
-		if statuses[0] != 503 || statuses[1] != 409 {
-			t.Fatalf("attempts answered %v, want 503, 409, ...", statuses)
+		// The timeout's 503 first (the handler waits for a 409); more 503s
+		// may follow when a claim is slower than the timeout (under -race).
+		if statuses[0] != 503 || !slices.Contains(statuses, 409) {
+			t.Fatalf("attempts answered %v, want 503, ..., 409, ...", statuses)
 		}
 		if n := paid(); n != 1 {
 			t.Fatalf("paid %d times, want 1", n)
