@@ -261,7 +261,7 @@ const (
 	sqliteLocked = 6
 )
 
-// classifySQLite marks lock failures with ErrRetryable: a new attempt of
+// classifySQLite marks lock failures with ErrRetryable and ErrBusy: a new attempt of
 // the caller's transaction may well get the lock. The driver's error
 // (modernc.org/sqlite's *sqlite.Error, read through its Code method so
 // that the ledger does not import the driver) stays reachable.
@@ -269,7 +269,7 @@ func classifySQLite(err error) error {
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
 		if c := coded.Code() & 0xff; c == sqliteBusy || c == sqliteLocked {
-			return &retryableError{err: err}
+			return &retryableError{err: err, busy: true}
 		}
 	}
 	return err

@@ -109,9 +109,22 @@ func wrapOp(op string, err error) error {
 // modernc.org/sqlite's *sqlite.Error).
 var ErrRetryable = errors.New("ledger: retryable")
 
-// retryableError marks err as matching ErrRetryable.
-type retryableError struct{ err error }
+// ErrBusy is matched (errors.Is), together with ErrRetryable, by the errors
+// of SQLite lock failures (SQLITE_BUSY, SQLITE_LOCKED): another connection,
+// often of another process, held the database's write lock past
+// busy_timeout. The store is working but contended, not down: HTTP servers
+// answer 503 with Retry-After rather than report an outage.
+var ErrBusy = errors.New("ledger: busy")
 
-func (e *retryableError) Error() string        { return "ledger: retryable: " + e.err.Error() }
-func (e *retryableError) Unwrap() error        { return e.err }
-func (e *retryableError) Is(target error) bool { return target == ErrRetryable }
+// retryableError marks err as matching ErrRetryable, and ErrBusy too when
+// busy is set.
+type retryableError struct {
+	err  error
+	busy bool
+}
+
+func (e *retryableError) Error() string { return "ledger: retryable: " + e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
+func (e *retryableError) Is(target error) bool {
+	return target == ErrRetryable || e.busy && target == ErrBusy
+}

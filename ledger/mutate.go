@@ -72,7 +72,9 @@ var savepoints atomic.Uint64
 // "ledger: mutate:". T must survive encoding/json: the replayed Value is
 // the JSON decoding of the first one; a value whose JSON does not decode
 // back into T is refused (and rolled back) on the first execution, not
-// stored for replays to fail on. The stored Outcome has Status 0, no
+// stored for replays to fail on. A replay loses what JSON does not carry:
+// unexported fields, and a time.Time's location name and monotonic reading
+// (its instant and UTC offset stay). The stored Outcome has Status 0, no
 // Header and the JSON as Body.
 func Mutate[T any](ctx context.Context, l *Ledger, tx *sql.Tx, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
 	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
