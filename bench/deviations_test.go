@@ -51,10 +51,12 @@ var deviations = []deviation{
 	{name: "lone low surrogate escape", in: `["\udc00"]`, rfc: refused, why: "RFC 7493 2.1"},
 	{name: "high surrogate escape, then a letter", in: `["\ud800x"]`, rfc: refused, why: "RFC 7493 2.1"},
 	{name: "surrogate pair escape", in: `["\ud83d\ude00"]`, rfc: `["😀"]`, why: "RFC 8785 3.2.2.2"},
-	{name: "noncharacter U+FFFF", in: `["\uffff"]`, rfc: refused, why: "RFC 7493 2.1 (noncharacters)",
-		jsontext: "[\"\uffff\"]", cyberphone: "[\"\uffff\"]", gowebpki: "[\"\uffff\"]"},
-	{name: "noncharacter U+FDD0", in: `["\ufdd0"]`, rfc: refused, why: "RFC 7493 2.1 (noncharacters)",
-		jsontext: "[\"\ufdd0\"]", cyberphone: "[\"\ufdd0\"]", gowebpki: "[\"\ufdd0\"]"},
+	// Noncharacters are Unicode scalar values: RFC 8785 section 3.1 does
+	// not count them among the I-JSON rules it relies on, and V8 keeps
+	// them (strict I-JSON, RFC 7493 2.1, refuses them; in canonical that is
+	// Options.RefuseNoncharacters).
+	{name: "noncharacter U+FFFF", in: `["\uffff"]`, rfc: "[\"\uffff\"]", why: "RFC 8785 3.1, 3.2.2.2; V8 (RFC 7493 2.1 refuses it)"},
+	{name: "noncharacter U+FDD0", in: `["\ufdd0"]`, rfc: "[\"\ufdd0\"]", why: "RFC 8785 3.1, 3.2.2.2; V8 (RFC 7493 2.1 refuses it)"},
 	{name: "unescaped control character", in: "[\"a\x00\"]", rfc: refused, why: "RFC 8259 7"},
 	{name: "escaped U+2028 U+2029", in: `["\u2028\u2029"]`, rfc: "[\"\u2028\u2029\"]", why: "RFC 8785 3.2.2.2: only < U+0020, \" and \\ stay escaped"},
 	{name: "escaped U+001F and U+007F", in: `["\u001f\u007f"]`, rfc: "[\"\\u001f\x7f\"]", why: "RFC 8785 3.2.2.2"},

@@ -41,17 +41,16 @@ var (
 	// that is not part of a high-then-low pair (RFC 7493 section 2.1).
 	ErrLoneSurrogate = errors.New("canonical: lone surrogate escape")
 
-	// ErrNoncharacter is returned for a Unicode noncharacter in a string
-	// or a member name, written raw or as a \u escape (a surrogate pair
-	// such as \udbff\udfff counts as the one character it encodes).
-	// RFC 8785 section 3.1 requires I-JSON input, and RFC 7493 section 2.1
-	// rules noncharacters out of I-JSON strings. They are the 66 code
-	// points the Unicode Standard (section 23.7, Noncharacters) reserves
-	// for internal use and never assigns: U+FDD0 to U+FDEF, and the last
-	// two code points of each of the 17 planes (U+FFFE and U+FFFF, U+1FFFE
-	// and U+1FFFF, and so on up to U+10FFFE and U+10FFFF). The offset is
-	// that of the character's first byte, or of the backslash that starts
-	// its escape.
+	// ErrNoncharacter is returned, only when Options.RefuseNoncharacters
+	// is set, for a Unicode noncharacter in a string or a member name,
+	// written raw or as a \u escape (a surrogate pair such as \udbff\udfff
+	// counts as the one character it encodes). RFC 7493 section 2.1 rules
+	// noncharacters out of I-JSON strings. They are the 66 code points the
+	// Unicode Standard (section 23.7, Noncharacters) reserves for internal
+	// use and never assigns: U+FDD0 to U+FDEF, and the last two code points
+	// of each of the 17 planes (U+FFFE and U+FFFF, U+1FFFE and U+1FFFF, and
+	// so on up to U+10FFFE and U+10FFFF). The offset is that of the
+	// character's first byte, or of the backslash that starts its escape.
 	ErrNoncharacter = errors.New("canonical: Unicode noncharacter in string")
 
 	// ErrInvalidUTF8 is returned for bytes that are not UTF-8 (RFC 3629):

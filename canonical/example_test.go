@@ -99,3 +99,16 @@ func ExampleOptions_maxDepth() {
 	fmt.Println(err)
 	// Output: canonical: nesting too deep at offset 2
 }
+
+// By default a Unicode noncharacter is kept, as V8 keeps it; strict I-JSON
+// (RFC 7493 section 2.1) refuses it.
+func ExampleOptions_refuseNoncharacters() {
+	doc := []byte(`{"note":"\uffff"}`)
+	out, err := canonical.Transform(doc)
+	fmt.Printf("%+q %v\n", out, err)
+	_, err = canonical.Options{RefuseNoncharacters: true}.Transform(doc)
+	fmt.Println(err)
+	// Output:
+	// "{\"note\":\"\uffff\"}" <nil>
+	// canonical: Unicode noncharacter in string at offset 9
+}

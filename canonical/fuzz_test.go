@@ -34,10 +34,11 @@ var fuzzSeeds = []string{
 
 // FuzzTransform checks that Transform never panics, that canonical form is a
 // fixed point, and that it decodes with encoding/json to the same value as
-// the input. encoding/json accepts Unicode noncharacters, which I-JSON does
-// not, so the comparison with it is completed by package unicode's
-// Noncharacter_Code_Point table: an accepted input must decode to a value
-// without any, and an ErrNoncharacter must point at one.
+// the input. encoding/json accepts Unicode noncharacters, as Transform does
+// by default; Options.RefuseNoncharacters is checked against package
+// unicode's Noncharacter_Code_Point table: it gives the same output as
+// Transform for a value without any, and refuses one that has some with an
+// ErrNoncharacter pointing at one.
 func FuzzTransform(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
@@ -49,15 +50,28 @@ func FuzzTransform(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		out, err := Transform(src)
+		strictOut, strictErr := Options{RefuseNoncharacters: true}.Transform(src)
+		if strictErr != nil {
+			var se *SyntaxError
+			if !errors.As(strictErr, &se) || se.Offset < 0 || se.Offset > int64(len(src)) {
+				t.Fatalf("RefuseNoncharacters: error %v is not a *SyntaxError within the input", strictErr)
+			}
+			if errors.Is(strictErr, ErrNoncharacter) {
+				if r, ok := charAt(src, int(se.Offset)); !ok || !unicode.Is(unicode.Noncharacter_Code_Point, r) {
+					t.Fatalf("%v, but the character there is %U (decoded: %v)", strictErr, r, ok)
+				}
+			}
+		}
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > int64(len(src)) {
 				t.Fatalf("error %v is not a *SyntaxError within the input", err)
 			}
 			if errors.Is(err, ErrNoncharacter) {
-				if r, ok := charAt(src, int(se.Offset)); !ok || !unicode.Is(unicode.Noncharacter_Code_Point, r) {
-					t.Fatalf("%v, but the character there is %U (decoded: %v)", err, r, ok)
-				}
+				t.Fatalf("ErrNoncharacter without RefuseNoncharacters: %v", err)
+			}
+			if strictErr == nil {
+				t.Fatalf("refused (%v), but accepted with RefuseNoncharacters: %q", err, strictOut)
 			}
 			return
 		}
@@ -83,7 +97,11 @@ func FuzzTransform(f *testing.F) {
 			t.Fatalf("values differ:\n in %#v\nout %#v", in, res)
 		}
 		if s, ok := findNoncharacter(in); ok {
-			t.Fatalf("accepted a noncharacter in %q", s)
+			if !errors.Is(strictErr, ErrNoncharacter) {
+				t.Fatalf("RefuseNoncharacters: %q, %v for a value with a noncharacter in %q", strictOut, strictErr, s)
+			}
+		} else if strictErr != nil || !bytes.Equal(strictOut, out) {
+			t.Fatalf("RefuseNoncharacters: %q, %v; Transform: %q", strictOut, strictErr, out)
 		}
 	})
 }

@@ -59,7 +59,7 @@ func (s *state) str(i int) (int, uint8, error) {
 			// Every noncharacter has lead byte 0xEF (U+FDD0..U+FDEF,
 			// U+FFFE, U+FFFF) or 0xF0..0xF4 (the other planes), so most
 			// characters skip the test after one comparison.
-			if c >= 0xEF && isNoncharacter(r) {
+			if c >= 0xEF && s.nonchar && isNoncharacter(r) {
 				return 0, 0, errAt(i, ErrNoncharacter)
 			}
 			flags |= hasNonASCII
@@ -108,7 +108,7 @@ func (s *state) escape(i int) (int, error) {
 		r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 		n += 6
 	}
-	if isNoncharacter(r) {
+	if s.nonchar && isNoncharacter(r) {
 		return 0, errAt(i, ErrNoncharacter)
 	}
 	s.out = appendChar(s.out, r)

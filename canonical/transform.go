@@ -34,6 +34,7 @@ type state struct {
 	buf      []byte // backing store of out, kept across calls
 	maxDepth int
 	exact    bool
+	nonchar  bool    // refuse noncharacters (Options.RefuseNoncharacters)
 	stack    []bool  // per open container: is it an object (else an array)
 	objs     []frame // per open object
 	members  []member
@@ -54,6 +55,7 @@ func getState(o Options) *state {
 		s.maxDepth = DefaultMaxDepth
 	}
 	s.exact = o.ExactNumbers
+	s.nonchar = o.RefuseNoncharacters
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -142,8 +143,8 @@ func TestTransformRefusals(t *testing.T) {
 		{"after member", `{"a":1`, ErrUnexpectedEnd, 6},
 		{"cut escape", `"\`, ErrUnexpectedEnd, 2},
 		{"cut unicode escape", `"\u12`, ErrUnexpectedEnd, 5},
-		{"too deep", strings.Repeat("[", 1001) + strings.Repeat("]", 1001), ErrTooDeep, 1000},
-		{"too deep objects", strings.Repeat(`{"a":`, 1001) + "1" + strings.Repeat("}", 1001), ErrTooDeep, 5000},
+		{"too deep", strings.Repeat("[", 10_001) + strings.Repeat("]", 10_001), ErrTooDeep, 10_000},
+		{"too deep objects", strings.Repeat(`{"a":`, 10_001) + "1" + strings.Repeat("}", 10_001), ErrTooDeep, 50_000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,37 +176,78 @@ func TestSyntaxErrorMessage(t *testing.T) {
 	}
 }
 
+// TestMaxDepth checks both edges of the default limit, 10,000 levels (as in
+// encoding/json and jsontext), for arrays, objects and both interleaved,
+// and of limits set in Options.
 func TestMaxDepth(t *testing.T) {
-	at := func(n int) []byte { return []byte(strings.Repeat("[", n) + strings.Repeat("]", n)) }
-	if _, err := Transform(at(DefaultMaxDepth)); err != nil {
-		t.Errorf("depth %d: %v", DefaultMaxDepth, err)
+	arrays := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	objects := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
+	// mixed nests n levels, arrays at even depths and objects with members
+	// out of order at odd ones: in is the input, canon its canonical form.
+	mixed := func(n int) (in, canon string) {
+		var open, shut, copen, cshut []string
+		for i := 0; i < n; i++ {
+			if i%2 == 0 {
+				open, shut = append(open, "[ "), append(shut, "]")
+				copen, cshut = append(copen, "["), append(cshut, "]")
+			} else {
+				open, shut = append(open, `{"b":0,"a":`), append(shut, "}")
+				copen, cshut = append(copen, `{"a":`), append(cshut, `,"b":0}`)
+			}
+		}
+		slices.Reverse(shut)
+		slices.Reverse(cshut)
+		return strings.Join(open, "") + "1" + strings.Join(shut, ""), strings.Join(copen, "") + "1" + strings.Join(cshut, "")
 	}
-	if _, err := (Options{MaxDepth: 2}).Transform([]byte(`[[1]]`)); err != nil {
-		t.Errorf("MaxDepth 2, [[1]]: %v", err)
+	mixedIn := func(n int) string { in, _ := mixed(n); return in }
+	mixedCanon := func(n int) string { _, c := mixed(n); return c }
+	tests := []struct {
+		name   string
+		o      Options
+		in     string
+		want   string // canonical form, if accepted
+		offset int64  // of ErrTooDeep, if refused
+	}{
+		{"10000 arrays", Options{}, arrays(10_000), arrays(10_000), 0},
+		{"10001 arrays", Options{}, arrays(10_001), "", 10_000},
+		{"10000 objects", Options{}, objects(10_000), objects(10_000), 0},
+		{"10001 objects", Options{}, objects(10_001), "", 50_000},
+		{"10000 mixed", Options{}, mixedIn(10_000), mixedCanon(10_000), 0},
+		{"10001 mixed", Options{}, mixedIn(10_001), "", 5000 * int64(len("[ ")+len(`{"b":0,"a":`))},
+		{"10001 arrays, MaxDepth -1 (the default)", Options{MaxDepth: -1}, arrays(10_001), "", 10_000},
+		{"2 arrays, MaxDepth 2", Options{MaxDepth: 2}, `[[1]]`, `[[1]]`, 0},
+		{"3 arrays, MaxDepth 2", Options{MaxDepth: 2}, `[[[1]]]`, "", 2},
+		{"20000 arrays, MaxDepth 20000", Options{MaxDepth: 20_000}, arrays(20_000), arrays(20_000), 0},
+		{"20001 arrays, MaxDepth 20000", Options{MaxDepth: 20_000}, arrays(20_001), "", 20_000},
 	}
-	_, err := (Options{MaxDepth: 2}).Transform([]byte(`[[[1]]]`))
-	var se *SyntaxError
-	if !errors.Is(err, ErrTooDeep) || !errors.As(err, &se) || se.Offset != 2 {
-		t.Errorf("MaxDepth 2, [[[1]]]: %v", err)
-	}
-	if _, err := (Options{MaxDepth: 5000}).Transform(at(5000)); err != nil {
-		t.Errorf("MaxDepth 5000: %v", err)
-	}
-	if _, err := (Options{MaxDepth: -1}).Transform(at(DefaultMaxDepth + 1)); !errors.Is(err, ErrTooDeep) {
-		t.Errorf("negative MaxDepth should mean the default: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.o.Transform([]byte(tt.in))
+			if tt.want != "" {
+				if err != nil || string(got) != tt.want {
+					t.Fatalf("Transform = %.40q…, %v; want %.40q…", got, err, tt.want)
+				}
+				return
+			}
+			var se *SyntaxError
+			if !errors.Is(err, ErrTooDeep) || !errors.As(err, &se) || se.Offset != tt.offset || got != nil {
+				t.Fatalf("Transform = %.40q, %v; want ErrTooDeep at %d", got, err, tt.offset)
+			}
+		})
 	}
 }
 
-// TestHugeNesting feeds five million '[': the default limit refuses it
-// early, and even a limit above its depth ends in an error, not a crash,
-// because the scanner's stack lives on the heap.
+// TestHugeNesting feeds five million '[': the default limit refuses it at
+// the 10,001st, and even a limit above its depth ends in an error, not a
+// crash, because the scanner's stack lives on the heap.
 func TestHugeNesting(t *testing.T) {
 	src := bytes.Repeat([]byte("["), 5_000_000)
-	if _, err := Transform(src); !errors.Is(err, ErrTooDeep) {
-		t.Errorf("default limit: %v, want ErrTooDeep", err)
-	}
-	_, err := (Options{MaxDepth: 10_000_000}).Transform(src)
+	_, err := Transform(src)
 	var se *SyntaxError
+	if !errors.Is(err, ErrTooDeep) || !errors.As(err, &se) || se.Offset != 10_000 {
+		t.Errorf("default limit: %v, want ErrTooDeep at 10000", err)
+	}
+	_, err = (Options{MaxDepth: 10_000_000}).Transform(src)
 	if !errors.Is(err, ErrUnexpectedEnd) || !errors.As(err, &se) || se.Offset != 5_000_000 {
 		t.Errorf("limit 10M: %v, want ErrUnexpectedEnd at 5000000", err)
 	}

@@ -3,7 +3,7 @@
 // Usage:
 //
 //	idemledger demo    [-db FILE] [-n N] [-ttl DURATION]
-//	idemledger canon   [-check] [-exact] [FILE]
+//	idemledger canon   [-check] [-exact] [-strict] [FILE]
 //	idemledger hash    [-request METHOD TARGET] [-type CONTENT-TYPE] [FILE]
 //	idemledger migrate -db DSN [-force] [up|down|version]
 //	idemledger purge   -db DSN [-batch N] [-timeout D] [-q]
