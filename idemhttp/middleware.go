@@ -3,7 +3,6 @@ package idemhttp
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -59,29 +58,28 @@ import (
 // ledger.ErrLeaseLost, logged). Choose ledger.Config.Lease longer than the
 // store outages the service must ride out.
 //
-// On SQLite, build l with ledger.Config{DB: db}: the ledger then prepares
-// its statements once on db instead of parsing them at every request.
+// The claims run on the ledger's own database (its driver's pool), the
+// longest key accepted is the ledger's Config.MaxKeyLength.
 //
-// Middleware panics when l or db is nil, or when opts.Scope is nil. The
+// Middleware panics when l is nil, or when opts.Scope is nil. The
 // returned function and the handlers it makes are safe for concurrent use.
-func Middleware(l *ledger.Ledger, db *sql.DB, opts Options) func(http.Handler) http.Handler {
-	if l == nil || db == nil {
-		panic("idemhttp: Middleware needs a ledger and a database")
+func Middleware[TTx any](l *ledger.Ledger[TTx], opts Options) func(http.Handler) http.Handler {
+	if l == nil {
+		panic("idemhttp: Middleware needs a ledger")
 	}
-	cfg := newConfig(opts)
+	cfg := newConfig(opts, l.MaxKeyLength())
 	return func(next http.Handler) http.Handler {
-		return &middleware{cfg: cfg, l: l, db: db, next: next}
+		return &middleware[TTx]{cfg: cfg, l: l, next: next}
 	}
 }
 
-type middleware struct {
+type middleware[TTx any] struct {
 	cfg  *config
-	l    *ledger.Ledger
-	db   *sql.DB
+	l    *ledger.Ledger[TTx]
 	next http.Handler
 }
 
-func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p, ok := m.cfg.prepare(w, r)
 	if !ok {
 		return
@@ -92,7 +90,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := m.cfg
 
-	claim, err := m.l.Claim(r.Context(), m.db, p.req)
+	claim, err := m.l.Claim(r.Context(), p.req)
 	if err != nil {
 		if cfg.refuseLedger(w, p, err, m.l.Lease()) {
 			return
@@ -133,7 +131,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out := ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}
 		ctx, cancel := m.detached(p.r)
 		defer cancel()
-		if err := m.l.Complete(ctx, m.db, claim, out); err != nil {
+		if err := m.l.Complete(ctx, claim, out); err != nil {
 			cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: completion failed",
 				slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
 				slog.Int("status", cw.status), slog.Duration("took", cfg.now().Sub(start)),
@@ -145,14 +143,14 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // detached returns a context that outlives the client's disconnect but not
 // the lease: past it, another request may own the key, and the ledger would
 // refuse the write anyway.
-func (m *middleware) detached(r *http.Request) (context.Context, context.CancelFunc) {
+func (m *middleware[TTx]) detached(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(r.Context()), max(m.l.Lease(), time.Second))
 }
 
-func (m *middleware) release(p *prepared, c *ledger.Claim, why string) {
+func (m *middleware[TTx]) release(p *prepared, c *ledger.Claim, why string) {
 	ctx, cancel := m.detached(p.r)
 	defer cancel()
-	if err := m.l.Release(ctx, m.db, c); err != nil {
+	if err := m.l.Release(ctx, c); err != nil {
 		m.cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: release failed",
 			slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
 			slog.String("reason", why), slog.String("error", p.redact(err)))

@@ -26,20 +26,20 @@ type heldKey struct{}
 
 // held is the key a Middleware holds for the request it serves.
 type held struct {
-	l   *ledger.Ledger
+	l   any // the *ledger.Ledger[TTx]
 	req ledger.Request
 }
 
 // withHeld marks r as served under the claim of l on req.
-func withHeld(r *http.Request, l *ledger.Ledger, req ledger.Request) *http.Request {
+func withHeld[TTx any](r *http.Request, l *ledger.Ledger[TTx], req ledger.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), heldKey{}, held{l: l, req: req}))
 }
 
 // underMiddleware reports whether a Middleware of l holds req's scope and
 // key for r.
-func underMiddleware(r *http.Request, l *ledger.Ledger, req ledger.Request) bool {
+func underMiddleware[TTx any](r *http.Request, l *ledger.Ledger[TTx], req ledger.Request) bool {
 	h, ok := r.Context().Value(heldKey{}).(held)
-	return ok && h.l == l && h.req.Scope == req.Scope && h.req.Key == req.Key
+	return ok && h.l == any(l) && h.req.Scope == req.Scope && h.req.Key == req.Key
 }
 
 // nestedPrefix begins the keys that a TxHandler under a Middleware records
