@@ -17,8 +17,8 @@ import (
 
 	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/postgres"
+	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
 

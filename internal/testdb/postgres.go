@@ -54,6 +54,12 @@ func PgxDB(t testing.TB) *DB[pgx.Tx] {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(pool.Close) // runs before the schema is dropped
+	return WrapPgx(pool, db, dsn)
+}
+
+// WrapPgx returns the DB of an open pgx pool through the pgxv5 driver; db
+// reaches the same database through database/sql.
+func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 	return &DB[pgx.Tx]{
 		Name: PgxV5, Engine: "postgres", Driver: pgxv5.New(pool), SQL: db, Source: dsn,
 		exec: func(ctx context.Context, tx pgx.Tx, query string, args ...any) error {

@@ -16,6 +16,8 @@ import (
 	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
+
+	"github.com/idemledger/idemledger/postgres"
 )
 
 // The drivers under test.
@@ -164,4 +166,21 @@ func Rebind(engine, query string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// SQLitePool returns a fresh SQLite database (see SQLiteFile) as a *sql.DB.
+func SQLitePool(t testing.TB) *sql.DB {
+	t.Helper()
+	db, _ := SQLiteFile(t)
+	return db
+}
+
+// WrapSQL returns the DB of an open database/sql pool through the driver
+// named name (SQLite or Postgres), for tests that open a database of their
+// own (another process's view of a file, a pool of another size).
+func WrapSQL(name string, db *sql.DB, source string) *DB[*sql.Tx] {
+	if name == Postgres {
+		return sqlDB(Postgres, "postgres", postgres.New(db), db, source)
+	}
+	return sqlDB(SQLite, "sqlite", sqlite.New(db), db, source)
 }
