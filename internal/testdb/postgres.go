@@ -62,6 +62,7 @@ func PgxDB(t testing.TB) *DB[pgx.Tx] {
 func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 	return &DB[pgx.Tx]{
 		Name: PgxV5, Engine: "postgres", Driver: pgxv5.New(pool), SQL: db, Source: dsn,
+		closeDB: pool.Close,
 		exec: func(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
 			_, err := tx.Exec(ctx, query, args...)
 			return err

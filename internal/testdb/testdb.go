@@ -45,9 +45,15 @@ type DB[TTx any] struct {
 	// string (with the test's schema on its search_path).
 	Source string
 
-	exec  func(ctx context.Context, tx TTx, query string, args ...any) error
-	query func(ctx context.Context, tx TTx, query string, args ...any) (int64, error)
+	closeDB func()
+	exec    func(ctx context.Context, tx TTx, query string, args ...any) error
+	query   func(ctx context.Context, tx TTx, query string, args ...any) (int64, error)
 }
+
+// CloseDriverDB closes the database handle the driver holds (the *sql.DB,
+// or the *pgxpool.Pool), as a store that goes away: every later operation
+// of the driver fails.
+func (d *DB[TTx]) CloseDriverDB() { d.closeDB() }
 
 // Exec runs query, a statement of the test's own (a business write), in
 // tx. Placeholders are $1, $2, ... on every engine (SQLite reads them too).
@@ -117,6 +123,7 @@ func SQLiteDB(t testing.TB, opts ...sqlite.Option) *DB[*sql.Tx] {
 func sqlDB(name, engine string, d driver.Driver[*sql.Tx], db *sql.DB, source string) *DB[*sql.Tx] {
 	return &DB[*sql.Tx]{
 		Name: name, Engine: engine, Driver: d, SQL: db, Source: source,
+		closeDB: func() { db.Close() },
 		exec: func(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
 			_, err := tx.ExecContext(ctx, query, args...)
 			return err
