@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -22,7 +23,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		"the empty migrations table, "+schema.MigrationsTable+", in a database that lacks it.\n"+
 		"Only the ledger's own table and that migrations table are touched. down refuses a ledger\n"+
 		"that holds records unless -force is given.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
+	dsn := dbFlag(fs)
 	force := fs.Bool("force", false, "let down drop a ledger that holds records (live leases included)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -79,11 +80,14 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 }
 
 func runPurge(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-q]\n\n"+
-		"Deletes expired records in batches and prints how many went; suitable for cron.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
+	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-timeout D] [-q]\n\n"+
+		"Deletes expired records in batches and prints how many went; suitable for cron.\n"+
+		"With -timeout, stops after D (the batch under way is rolled back), prints the count so far\n"+
+		"and exits with 1, so that a cron job never runs into the next one.")
+	dsn := dbFlag(fs)
 	batch := fs.Int("batch", 1000, "rows deleted per batch (each batch is its own short transaction)")
 	quiet := fs.Bool("q", false, "no progress on stderr")
+	timeout := fs.Duration("timeout", 0, "stop after this `duration` (0: no limit)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -93,9 +97,28 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	if *batch < 1 {
 		return usagef("-batch must be at least 1, got %d", *batch)
 	}
+	if *timeout < 0 {
+		return usagef("-timeout must not be negative, got %v", *timeout)
+	}
+	if *timeout > 0 {
+		// The deadline covers opening the database too: a cron job must
+		// end in time even when the server does not answer.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	// stopped reports a purge that -timeout ended, with the count so far
+	// on stdout as after a complete run.
+	stopped := func(n int64, err error) error {
+		if *timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			fmt.Fprintln(e.stdout, n)
+			return fmt.Errorf("stopped by -timeout %v after %d records", *timeout, n)
+		}
+		return err
+	}
 	db, l, err := openLedger(ctx, *dsn)
 	if err != nil {
-		return err
+		return stopped(0, err)
 	}
 	defer db.Close()
 	opts := ledger.PurgeOptions{BatchSize: *batch}
@@ -107,23 +130,28 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		if b := int64(*batch); b <= math.MaxInt64/10 {
 			every = 10 * b
 		}
+		// Progress comes after every batch, the last (short or empty)
+		// one included, so a total already shown is not shown again.
+		var shown int64
 		opts.Progress = func(deleted int64) {
-			if deleted > 0 && deleted%every == 0 {
+			if deleted > shown && deleted%every == 0 {
 				fmt.Fprintf(e.stderr, "purged %d records so far\n", deleted)
+				shown = deleted
 			}
 		}
 	}
 	n, err := l.Purge(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("after %d records: %w", n, err)
+		return stopped(n, fmt.Errorf("after %d records: %w", n, err))
 	}
 	fmt.Fprintln(e.stdout, n)
 	return nil
 }
 
 func runStats(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "stats", "-db DSN\n\nCounts records by state, with the oldest and newest, and those expired awaiting purge.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
+	fs := newFlagSet(e, "stats", "-db DSN [-json]\n\nCounts records by state, with the oldest and newest, and those expired awaiting purge.")
+	dsn := dbFlag(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object (times as RFC 3339 strings, null when the table is empty)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -139,6 +167,12 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		return writeJSON(e.stdout, statsJSON{
+			InFlight: s.InFlight, Completed: s.Completed, Expired: s.Expired,
+			Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
+		})
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "in flight\t%d\n", s.InFlight)
 	fmt.Fprintf(tw, "completed\t%d\n", s.Completed)
@@ -149,8 +183,9 @@ func runStats(ctx context.Context, e *env, args []string) error {
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "inspect", "-db DSN [-scope S] -key K\n\nShows one record: scope, key and header values quoted as Go strings,\nthe body as text when it is printable UTF-8.")
-	dsn := fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL")
+	fs := newFlagSet(e, "inspect", "-db DSN [-scope S] -key K [-json]\n\nShows one record: scope, key and header values quoted as Go strings,\nthe body as text when it is printable UTF-8. With -json, one JSON object\n(the body as a JSON string when it is UTF-8, else base64 in body_base64).")
+	dsn := dbFlag(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object")
 	scope := fs.String("scope", "", "the record's scope (empty, the default, is the scope of records stored without one)")
 	key := fs.String("key", "", "the record's idempotency key")
 	if err := parseFlags(fs, args); err != nil {
@@ -171,6 +206,9 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		return writeJSON(e.stdout, newRecordJSON(r))
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scope\t%q\n", r.Scope)
 	fmt.Fprintf(tw, "key\t%q\n", r.Key)
@@ -180,6 +218,9 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(tw, "created\t%s\n", formatTime(r.CreatedAt))
 	if r.State == ledger.StateInFlight {
 		fmt.Fprintf(tw, "lease expires\t%s\n", formatTime(r.LeaseExpiresAt))
+		// An in-flight record expires too (claim time plus the TTL, once
+		// its lease has also run out): Purge deletes it then.
+		fmt.Fprintf(tw, "expires\t%s\n", formatTime(r.ExpiresAt))
 	} else {
 		fmt.Fprintf(tw, "completed\t%s\n", formatTime(r.CompletedAt))
 		fmt.Fprintf(tw, "expires\t%s\n", formatTime(r.ExpiresAt))
@@ -211,11 +252,16 @@ func sortedKeys(h map[string][]string) []string {
 	return keys
 }
 
+// timeLayout is RFC 3339 with milliseconds, the ledger's resolution,
+// always three digits so that times line up and compare as text
+// (time.RFC3339Nano drops trailing zeros).
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
 func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format(time.RFC3339Nano)
+	return t.UTC().Format(timeLayout)
 }
 
 // formatBody shows a body as text when every rune is printable (or common

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -112,7 +113,10 @@ func sqlitePath(dsn string) (string, error) {
 // database as it was.
 func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	if dsn == "" {
-		return nil, usagef("-db is required")
+		dsn = os.Getenv(dbEnv)
+	}
+	if dsn == "" {
+		return nil, usagef("-db is required (or set %s)", dbEnv)
 	}
 	if isKeyValue(dsn) {
 		return nil, usagef("-db %q is a key=value PostgreSQL connection string; give a postgres:// URL", redactDSN(dsn))
@@ -217,11 +221,28 @@ func noSchemaError(dsn string) error {
 	return fmt.Errorf("%s has no idemledger schema (apply it with: %s)", redactDSN(dsn), migrateCommand(dsn))
 }
 
-// migrateCommand is the command that migrates the database dsn names,
-// quoted for a POSIX shell; a password in dsn shows as xxxxx, to be put
-// back by hand.
+// dbEnv names the environment variable that gives the database when -db
+// is not: a URL there stays out of argv, ps and crontabs.
+const dbEnv = "IDEMLEDGER_DB"
+
+// dbFlag defines the -db flag. Its default is empty, never the value of
+// dbEnv, so that -h cannot print a password; openDB falls back to dbEnv.
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL (default $"+dbEnv+")")
+}
+
+// migrateCommand is a command that migrates the database dsn names, one
+// that can be pasted into a POSIX shell as it is: without -db when dsn is
+// the one in dbEnv, and never with a password, which would show as
+// xxxxx; such a database is named through dbEnv instead.
 func migrateCommand(dsn string) string {
-	return "idemledger migrate -db " + shellQuote(redactDSN(dsn))
+	switch {
+	case dsn == os.Getenv(dbEnv):
+		return "idemledger migrate"
+	case redactDSN(dsn) != dsn:
+		return "idemledger migrate, with " + dbEnv + " set to the database URL (its password is not shown here)"
+	}
+	return "idemledger migrate -db " + shellQuote(dsn)
 }
 
 // sqliteHasLedger reports whether the SQLite file at path holds the

@@ -6,11 +6,14 @@
 //	idemledger canon   [-check] [-exact] [FILE]
 //	idemledger hash    [-request METHOD TARGET] [-type CONTENT-TYPE] [FILE]
 //	idemledger migrate -db DSN [-force] [up|down|version]
-//	idemledger purge   -db DSN [-batch N] [-q]
-//	idemledger stats   -db DSN
-//	idemledger inspect -db DSN [-scope S] -key K
+//	idemledger purge   -db DSN [-batch N] [-timeout D] [-q]
+//	idemledger stats   -db DSN [-json]
+//	idemledger inspect -db DSN [-scope S] -key K [-json]
+//	idemledger version
 //
-// Every subcommand takes -h ("idemledger help CMD" says the same). A DSN
+// Every subcommand takes -h ("idemledger help CMD" says the same). Without
+// -db, the database is read from the environment variable IDEMLEDGER_DB,
+// which keeps a password out of argv, ps and crontabs. A DSN
 // is an SQLite file path or a file: URI, or a postgres:// (postgresql://,
 // in any case) URL, which selects the PostgreSQL engine; the tables live
 // in the first existing schema of the URL's search_path (PostgreSQL's
@@ -83,6 +86,7 @@ func commands() []command {
 		{"purge", "delete expired records in batches", runPurge},
 		{"stats", "count records by state", runStats},
 		{"inspect", "show one record", runInspect},
+		{"version", "print the build's version and the schema version it knows", runVersion},
 	}
 }
 

@@ -43,11 +43,10 @@ func TestUsageLinesListEveryFlag(t *testing.T) {
 			var defined []string
 			fs.VisitAll(func(f *flag.Flag) { defined = append(defined, f.Name) })
 			slices.Sort(defined)
-			if len(defined) == 0 {
-				t.Fatalf("%s defines no flags", c.name)
-			}
-
 			line, _, _ := strings.Cut(usage, "\n")
+			if len(defined) == 0 && line != "" {
+				t.Fatalf("%s defines no flags, but its usage line is %q", c.name, line)
+			}
 			for _, where := range []struct{ name, line string }{
 				{"-h", line},
 				{"the package documentation", docLines[c.name]},

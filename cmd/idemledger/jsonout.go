@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// The -json output of stats and inspect. Field names are snake_case and
+// stable: scripts and monitoring read them. Times are RFC 3339 strings
+// with milliseconds in UTC, or null where the text output shows "-".
+
+type statsJSON struct {
+	InFlight  int64   `json:"in_flight"`
+	Completed int64   `json:"completed"`
+	Expired   int64   `json:"expired"`
+	Oldest    *string `json:"oldest_created"`
+	Newest    *string `json:"newest_created"`
+}
+
+type recordJSON struct {
+	Scope          string           `json:"scope"`
+	Key            string           `json:"key"`
+	State          string           `json:"state"`
+	Fingerprint    string           `json:"fingerprint"`
+	Fence          int64            `json:"fence"`
+	CreatedAt      *string          `json:"created_at"`
+	LeaseExpiresAt *string          `json:"lease_expires_at"`
+	CompletedAt    *string          `json:"completed_at"`
+	ExpiresAt      *string          `json:"expires_at"`
+	Status         *int             `json:"status"`
+	Header         map[string][]any `json:"header,omitempty"`
+	Body           *string          `json:"body,omitempty"`
+	BodyBase64     *string          `json:"body_base64,omitempty"`
+}
+
+func jsonTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := formatTime(t)
+	return &s
+}
+
+func newRecordJSON(r *ledger.Record) recordJSON {
+	j := recordJSON{
+		Scope: r.Scope, Key: r.Key, State: r.State.String(),
+		Fingerprint: r.Fingerprint.String(), Fence: r.Fence,
+		CreatedAt: jsonTime(r.CreatedAt), LeaseExpiresAt: jsonTime(r.LeaseExpiresAt),
+		CompletedAt: jsonTime(r.CompletedAt), ExpiresAt: jsonTime(r.ExpiresAt),
+	}
+	if r.State == ledger.StateInFlight {
+		return j
+	}
+	status := r.Outcome.Status
+	j.Status = &status
+	if len(r.Outcome.Header) > 0 {
+		j.Header = make(map[string][]any, len(r.Outcome.Header))
+		for name, vs := range r.Outcome.Header {
+			for _, v := range vs {
+				j.Header[name] = append(j.Header[name], headerValueJSON(v))
+			}
+		}
+	}
+	if utf8.Valid(r.Outcome.Body) {
+		// encoding/json would turn bytes that are not UTF-8 into U+FFFD,
+		// so such a body is not shown as a string.
+		b := string(r.Outcome.Body)
+		j.Body = &b
+	} else {
+		b := base64.StdEncoding.EncodeToString(r.Outcome.Body)
+		j.BodyBase64 = &b
+	}
+	return j
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// headerValueJSON is a header value as a JSON string, or, when it is not
+// UTF-8 (obs-text, RFC 9110 Section 5.5), as {"base64": "..."}: as a
+// string, encoding/json would replace its bytes with U+FFFD.
+func headerValueJSON(v string) any {
+	if utf8.ValidString(v) {
+		return v
+	}
+	return map[string]string{"base64": base64.StdEncoding.EncodeToString([]byte(v))}
+}

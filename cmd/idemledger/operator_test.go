@@ -1,0 +1,300 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+// operatorDB returns a migrated ledger database of engine e, its DSN, and a
+// pool on it for writing rows by hand.
+func operatorDB(t *testing.T, e testdb.Engine) (dsn string, db *sql.DB) {
+	t.Helper()
+	if e == testdb.EnginePostgres {
+		db, dsn = testdb.PostgresDSN(t)
+		return dsn, db
+	}
+	dsn = filepath.Join(t.TempDir(), "ops.db")
+	idemledger(t, "", "migrate", "-db", dsn).want(t, 0)
+	db, err := sqlite.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dsn, db
+}
+
+// Fixed rows: times chosen so that their milliseconds end in zeros, which
+// the output must keep (".100Z", ".000Z").
+const (
+	created   = 1700000000000 // 2023-11-14T22:13:20.000Z
+	completed = 1700000000100 // 2023-11-14T22:13:20.100Z
+	far       = 4102444800000 // 2100-01-01T00:00:00.000Z
+)
+
+func insertOperatorRows(t *testing.T, e testdb.Engine, db *sql.DB) {
+	t.Helper()
+	fp := strings.Repeat("\xab", 32)
+	rows := []struct {
+		q    string
+		args []any
+	}{
+		{`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, headers, body, created_at, completed_at, expires_at)
+			VALUES ('tenant-1', 'order-17', ?, 'completed', 2, 201, ?, ?, ?, ?, ?)`,
+			[]any{[]byte(fp), []byte(`{"Content-Type":["application/json"]}`), []byte(`{"id":7}`), created, completed, far}},
+		{`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, lease_token, lease_expires_at, created_at, expires_at)
+			VALUES ('tenant-1', 'order-18', ?, 'in_flight', 1, 'tok', ?, ?, ?)`,
+			[]any{[]byte(fp), far, created, far + 100}},
+	}
+	for _, r := range rows {
+		if _, err := db.Exec(testdb.Rebind(e, r.q), r.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOperatorOutput: stats and inspect, as text and as -json, show times
+// with their trailing zeros, and inspect shows an in-flight record's
+// expiry; on both engines.
+func TestOperatorOutput(t *testing.T) {
+	fp := strings.Repeat("ab", 32)
+	for _, e := range testdb.Engines() {
+		t.Run(string(e), func(t *testing.T) {
+			dsn, db := operatorDB(t, e)
+			insertOperatorRows(t, e, db)
+			cases := []struct {
+				args []string
+				want string
+			}{
+				{[]string{"stats"}, "in flight 1\ncompleted 1\nexpired, awaiting purge 0\n" +
+					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\n"},
+				{[]string{"stats", "-json"}, `{
+  "in_flight": 1,
+  "completed": 1,
+  "expired": 0,
+  "oldest_created": "2023-11-14T22:13:20.000Z",
+  "newest_created": "2023-11-14T22:13:20.000Z"
+}
+`},
+				{[]string{"inspect", "-scope", "tenant-1", "-key", "order-17"}, `scope "tenant-1"
+key "order-17"
+state completed
+fingerprint ` + fp + `
+fence 2
+created 2023-11-14T22:13:20.000Z
+completed 2023-11-14T22:13:20.100Z
+expires 2100-01-01T00:00:00.000Z
+status 201
+header Content-Type: "application/json"
+body
+(8 bytes)
+{"id":7}
+`},
+				{[]string{"inspect", "-scope", "tenant-1", "-key", "order-18"}, `scope "tenant-1"
+key "order-18"
+state in_flight
+fingerprint ` + fp + `
+fence 1
+created 2023-11-14T22:13:20.000Z
+lease expires 2100-01-01T00:00:00.000Z
+expires 2100-01-01T00:00:00.100Z
+`},
+				{[]string{"inspect", "-json", "-scope", "tenant-1", "-key", "order-17"}, `{
+  "scope": "tenant-1",
+  "key": "order-17",
+  "state": "completed",
+  "fingerprint": "` + fp + `",
+  "fence": 2,
+  "created_at": "2023-11-14T22:13:20.000Z",
+  "lease_expires_at": null,
+  "completed_at": "2023-11-14T22:13:20.100Z",
+  "expires_at": "2100-01-01T00:00:00.000Z",
+  "status": 201,
+  "header": {
+    "Content-Type": [
+      "application/json"
+    ]
+  },
+  "body": "{\"id\":7}"
+}
+`},
+				{[]string{"inspect", "-json", "-scope", "tenant-1", "-key", "order-18"}, `{
+  "scope": "tenant-1",
+  "key": "order-18",
+  "state": "in_flight",
+  "fingerprint": "` + fp + `",
+  "fence": 1,
+  "created_at": "2023-11-14T22:13:20.000Z",
+  "lease_expires_at": "2100-01-01T00:00:00.000Z",
+  "completed_at": null,
+  "expires_at": "2100-01-01T00:00:00.100Z",
+  "status": null
+}
+`},
+			}
+			for _, c := range cases {
+				r := idemledger(t, "", append(c.args, "-db", dsn)...)
+				r.want(t, 0)
+				got := r.stdout
+				if !strings.Contains(strings.Join(c.args, " "), "-json") {
+					got = squeeze(got)
+				}
+				if got != c.want {
+					t.Errorf("%v:\n got %q\nwant %q", c.args, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// idemledgerEnv runs the binary with extra environment variables.
+func idemledgerEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return exited(t, args, cmd.Run(), stdout.String(), stderr.String())
+}
+
+// TestDatabaseFromEnvironment: without -db the database comes from
+// IDEMLEDGER_DB, and a suggested command can be pasted as it is: it never
+// holds the redacted password.
+func TestDatabaseFromEnvironment(t *testing.T) {
+	for _, e := range testdb.Engines() {
+		t.Run(string(e), func(t *testing.T) {
+			dsn, db := operatorDB(t, e)
+			insertOperatorRows(t, e, db)
+			r := idemledgerEnv(t, []string{dbEnv + "=" + dsn}, "stats", "-json")
+			r.want(t, 0)
+			if !strings.Contains(r.stdout, `"in_flight": 1,`) {
+				t.Errorf("stats from %s: %q", dbEnv, r.stdout)
+			}
+			// -db wins over the environment.
+			other := filepath.Join(t.TempDir(), "missing.db")
+			r = idemledgerEnv(t, []string{dbEnv + "=" + dsn}, "stats", "-db", other)
+			r.want(t, 1)
+		})
+	}
+
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string // the suggestion, after "apply it with: " or "create it with: "
+	}{
+		{"file named by -db", nil, []string{"stats", "-db", empty}, "idemledger migrate -db " + shellQuote(empty)},
+		{"file named by the environment", []string{dbEnv + "=" + empty}, []string{"stats"}, "idemledger migrate"},
+		{"missing file by the environment", []string{dbEnv + "=" + filepath.Join(dir, "none.db")}, []string{"stats"}, "idemledger migrate"},
+		{"password in -db", nil, []string{"stats", "-db", "postgres://u:s3cret@127.0.0.1:1/x?connect_timeout=1"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := idemledgerEnv(t, c.env, c.args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0: %q", r.stdout)
+			}
+			if strings.Contains(r.stderr, "xxxxx -") || strings.Contains(r.stderr, "s3cret") {
+				t.Errorf("stderr suggests a command with a password: %q", r.stderr)
+			}
+			if c.want == "" {
+				return
+			}
+			m := regexp.MustCompile(`(?:apply|create) it with: (.*)\)\n$`).FindStringSubmatch(r.stderr)
+			if m == nil || m[1] != c.want {
+				t.Errorf("stderr %q: want the suggestion %q", r.stderr, c.want)
+			}
+		})
+	}
+	if got := migrateCommand("postgres://u:s3cret@h/db"); got != "idemledger migrate, with "+dbEnv+" set to the database URL (its password is not shown here)" {
+		t.Errorf("migrateCommand with a password = %q", got)
+	}
+}
+
+// TestPurgeProgressOnce: when the count reaches a multiple of the progress
+// step exactly, the last (empty) batch does not print the line again.
+func TestPurgeProgressOnce(t *testing.T) {
+	dsn, db := operatorDB(t, testdb.EngineSQLite)
+	for i := range 20 {
+		if _, err := db.Exec(`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, created_at, completed_at, expires_at)
+			VALUES ('s', ?, randomblob(32), 'completed', 1, 200, 1, 1, 2)`, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := idemledger(t, "", "purge", "-db", dsn, "-batch", "2")
+	p.want(t, 0)
+	if p.stdout != "20\n" || p.stderr != "purged 20 records so far\n" {
+		t.Errorf("purge: stdout %q, stderr %q", p.stdout, p.stderr)
+	}
+}
+
+// TestPurgeTimeout: -timeout stops a purge, exits 1, and the count it
+// prints is exactly what was deleted; on both engines.
+func TestPurgeTimeout(t *testing.T) {
+	for _, e := range testdb.Engines() {
+		t.Run(string(e), func(t *testing.T) {
+			dsn, db := operatorDB(t, e)
+			const total = 20000
+			if _, err := db.Exec(testdb.Rebind(e, `INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, created_at, completed_at, expires_at)
+				SELECT 's', 'k' || n, ?, 'completed', 1, 200, 1, 1, 2 FROM (`+series(e, total)+`) AS g`), []byte(strings.Repeat("\x01", 32))); err != nil {
+				t.Fatal(err)
+			}
+			p := idemledger(t, "", "purge", "-db", dsn, "-batch", "1", "-timeout", "300ms", "-q")
+			p.want(t, 1)
+			var n int
+			if _, err := fmt.Sscanf(p.stdout, "%d\n", &n); err != nil {
+				t.Fatalf("stdout %q: %v", p.stdout, err)
+			}
+			if want := fmt.Sprintf("idemledger purge: stopped by -timeout 300ms after %d records\n", n); p.stderr != want {
+				t.Errorf("stderr %q, want %q", p.stderr, want)
+			}
+			var left int
+			if err := db.QueryRow(`SELECT count(*) FROM idempotency_ledger`).Scan(&left); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 || n == total || left != total-n {
+				t.Errorf("purge reported %d of %d, %d left", n, total, left)
+			}
+
+			// A deadline that passes before the database is open: the
+			// same report, with nothing deleted.
+			p = idemledger(t, "", "purge", "-db", dsn, "-timeout", "1ns")
+			p.want(t, 1)
+			if p.stdout != "0\n" || p.stderr != "idemledger purge: stopped by -timeout 1ns after 0 records\n" {
+				t.Errorf("-timeout 1ns: stdout %q, stderr %q", p.stdout, p.stderr)
+			}
+		})
+	}
+}
+
+// series is a subquery of the integers 1..n, column n.
+func series(e testdb.Engine, n int) string {
+	if e == testdb.EnginePostgres {
+		return fmt.Sprintf("SELECT generate_series(1, %d) AS n", n)
+	}
+	return fmt.Sprintf("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < %d) SELECT n FROM c", n)
+}
+
+// TestVersion: the version command names the build and the schema.
+func TestVersion(t *testing.T) {
+	r := idemledger(t, "", "version")
+	r.want(t, 0)
+	if !regexp.MustCompile(`^idemledger \S+ go1\.\d+\S*( [0-9a-f]{40} \S+( \+dirty)?)?\nschema 1\n$`).MatchString(r.stdout) {
+		t.Errorf("version = %q", r.stdout)
+	}
+	r = idemledger(t, "", "version", "extra")
+	r.want(t, 2)
+}
