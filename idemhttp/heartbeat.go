@@ -2,7 +2,6 @@ package idemhttp
 
 import (
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -49,14 +48,10 @@ func (m *middleware[TTx]) startHeartbeat(p *prepared, c *ledger.Claim) *heartbea
 			hb.timer.Reset(max(every-time.Since(start), 0))
 		case errors.Is(err, ledger.ErrLeaseLost):
 			// Taken over (or purged): the completion will say so too.
-			m.cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: lease lost while the handler runs",
-				slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
-				slog.String("error", p.redact(err)))
+			m.cfg.emit(p.r, p, event{kind: evLeaseLost, err: err})
 		default:
 			retry := every / 3
-			m.cfg.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: lease extension failed",
-				slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
-				slog.String("error", p.redact(err)), slog.Duration("retry_in", retry))
+			m.cfg.emit(p.r, p, event{kind: evExtendFailed, retryIn: retry, err: err})
 			hb.timer.Reset(retry)
 		}
 	}

@@ -37,10 +37,11 @@ type KeyRules struct {
 // draft-ietf-httpapi-idempotency-key-header-06 Section 2.1 says. Parameters
 // on the item (`"k";v=1`) are ignored. Unless rules.Strict is set, a bare
 // unquoted key (`Idempotency-Key: 8e03978e-...`) is accepted as well and
-// names the same key as its quoted form. A bare key is the whole field value
-// (trimmed of spaces and tabs) made of visible ASCII without commas; when the
-// whole value parses as an RFC 9651 Item of another type (a Token such as
-// `abc;v=1`, an Integer...), its parameters are dropped in the same way.
+// names the same key as its quoted form. A bare key is the whole field value,
+// trimmed of spaces and tabs, made of visible ASCII without commas: it is
+// never read as an RFC 9651 Token with parameters, so `batch;x` and
+// `batch;y` are two keys, and bare `a;b` names the same key as quoted
+// `"a;b"`. A value that begins with '"' must be a valid sf-string.
 //
 // Errors: ErrMissingKey when h has no Idempotency-Key field; an error
 // wrapping ErrInvalidKey when the field appears on more than one line, or the
@@ -77,29 +78,35 @@ func parseKeyValue(raw string, max int, strict bool) (string, error) {
 		return "", fmt.Errorf("%w: %w", ErrInvalidKey, ErrKeyTooLong)
 	}
 
-	item, err := httpsfv.UnmarshalItem([]string{v})
-	var key string
-	switch {
-	case err == nil && isString(item.Value):
-		key = item.Value.(string)
-		if key == "" {
-			return "", fmt.Errorf("%w: empty", ErrInvalidKey)
+	if v[0] != '"' {
+		if strict {
+			return "", fmt.Errorf("%w: not an RFC 9651 sf-string", ErrInvalidKey)
 		}
-	case strict:
-		return "", fmt.Errorf("%w: not an RFC 9651 sf-string", ErrInvalidKey)
-	case v[0] == '"':
-		// It looks quoted but is not a valid sf-string (an unknown escape,
-		// a control character, a missing closing quote): a bare reading
-		// would keep the quotes and name another key.
-		return "", fmt.Errorf("%w: malformed sf-string", ErrInvalidKey)
-	case err == nil:
-		// Another bare item type (Token, Integer, Decimal...): its text,
-		// without parameters, is the key.
-		key = cutParams(v)
-	default:
-		key = v
+		// A bare key is the whole value, never parsed as a Token with
+		// parameters: cutting `batch;x` and `batch;y` at ';' would make two
+		// operations share one record, and the second would be answered
+		// with the first one's outcome.
+		return checkKey(v, false, max)
 	}
-	if err := checkBareOrQuoted(key, err == nil && isString(item.Value)); err != nil {
+	item, err := httpsfv.UnmarshalItem([]string{v})
+	if err != nil || !isString(item.Value) {
+		// It looks quoted but is not a valid sf-string (an unknown escape,
+		// a control character, a missing closing quote, text after it): a
+		// bare reading would keep the quotes and name another key.
+		return "", fmt.Errorf("%w: malformed sf-string", ErrInvalidKey)
+	}
+	// Parameters after the closing quote (`"k";v=1`) are ignored, as the
+	// draft says.
+	return checkKey(item.Value.(string), true, max)
+}
+
+// checkKey returns key when it is non-empty, within max bytes and of the
+// characters its form allows.
+func checkKey(key string, quoted bool, max int) (string, error) {
+	if key == "" {
+		return "", fmt.Errorf("%w: empty", ErrInvalidKey)
+	}
+	if err := checkBareOrQuoted(key, quoted); err != nil {
 		return "", err
 	}
 	if len(key) > max {
@@ -111,28 +118,6 @@ func parseKeyValue(raw string, max int, strict bool) (string, error) {
 func isString(v any) bool {
 	_, ok := v.(string)
 	return ok
-}
-
-// cutParams returns v up to its first ';' outside a quoted section: the bare
-// item of an RFC 9651 Item that httpsfv accepted. Only a Display String
-// (`%"..."`) can hold a quoted ';'.
-func cutParams(v string) string {
-	quoted := false
-	for i := 0; i < len(v); i++ {
-		switch v[i] {
-		case '\\':
-			if quoted {
-				i++
-			}
-		case '"':
-			quoted = !quoted
-		case ';':
-			if !quoted {
-				return strings.TrimRight(v[:i], " \t")
-			}
-		}
-	}
-	return v
 }
 
 // checkBareOrQuoted enforces the character set of a key. A quoted key may

@@ -25,9 +25,15 @@ func TestParseKey(t *testing.T) {
 		{"outer whitespace trimmed", []string{" \t\"k\" \t"}, KeyRules{}, "k", nil},
 		{"params on string ignored", []string{`"k";v=1`}, KeyRules{}, "k", nil},
 		{"params on string ignored, strict", []string{`"k";v=1;w`}, KeyRules{Strict: true}, "k", nil},
-		{"params on token ignored", []string{`k;v=1`}, KeyRules{}, "k", nil},
-		{"params on integer ignored", []string{`123; v=2`}, KeyRules{}, "123", nil},
+		{"bare key is the whole value", []string{`k;v=1`}, KeyRules{}, "k;v=1", nil},
+		{"bare batch;x", []string{`batch;x`}, KeyRules{}, "batch;x", nil},
+		{"bare order-17;attempt=1", []string{`order-17;attempt=1`}, KeyRules{}, "order-17;attempt=1", nil},
+		{"bare x;y=?1", []string{`x;y=?1`}, KeyRules{}, "x;y=?1", nil},
+		{"bare a;b", []string{`a;b`}, KeyRules{}, "a;b", nil},
+		{"quoted a;b, same key", []string{`"a;b"`}, KeyRules{}, "a;b", nil},
 		{"semicolon not a parameter", []string{`a;1`}, KeyRules{}, "a;1", nil},
+		{"bare display string kept whole", []string{`%"x;y"`}, KeyRules{}, `%"x;y"`, nil},
+		{"bare byte sequence kept whole", []string{`:YWJj:;p`}, KeyRules{}, ":YWJj:;p", nil},
 		{"escapes decoded", []string{`"a\"b\\c"`}, KeyRules{}, `a"b\c`, nil},
 		{"space inside quotes", []string{`"a b"`}, KeyRules{}, "a b", nil},
 		{"bare with quote char", []string{`a"b`}, KeyRules{}, `a"b`, nil},
@@ -58,6 +64,8 @@ func TestParseKey(t *testing.T) {
 		{"bare in strict", []string{`abc`}, KeyRules{Strict: true}, "", ErrInvalidKey},
 		{"integer in strict", []string{`123`}, KeyRules{Strict: true}, "", ErrInvalidKey},
 		{"garbage after string", []string{`"a"b`}, KeyRules{}, "", ErrInvalidKey},
+		{"bare with a space after ;", []string{`123; v=2`}, KeyRules{}, "", ErrInvalidKey},
+		{"token with params in strict", []string{`k;v=1`}, KeyRules{Strict: true}, "", ErrInvalidKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

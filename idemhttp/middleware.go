@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,13 +25,15 @@ import (
 //
 //	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
 //	no key, opts.Required                              400 (CodeKeyMissing)
-//	Scope fails, or returns what the ledger refuses    400 (CodeScope)
+//	Scope fails, or returns what the ledger refuses    400, or a *ScopeError's status (CodeScope)
 //	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
 //	first request with the key                         the handler's answer, stored if ShouldStore
 //	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
 //	same key and fingerprint, completed                the stored answer, plus ReplayHeader: true
 //	  ... stored by ledger.Mutate, not an HTTP answer  500 (CodeStoredOutcome)
+//	  ... an answer too large to keep (a marker)       410 (CodeOutcomeNotStored), plus ReplayHeader: true
 //	same key, other method, target or body             422 (CodeKeyReused)
+//	store busy (SQLite's lock held past busy_timeout)  503 with Retry-After (CodeBusy)
 //	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
 //
 // A request without a key and without Required, or with another method,
@@ -42,9 +43,14 @@ import (
 // The handler's answer is sent to the client as it is written, and a copy
 // is kept. The claim is released, so a retry runs the handler again, when
 // the handler panics (the panic goes on), when ShouldStore rejects the
-// status, when the body is longer than MaxBodyBytes (the client still gets
-// all of it), and when the handler flushes, hijacks the connection or
-// announces trailers. Completion and release use a context that the
+// status, and when the handler flushes, hijacks the connection or
+// announces trailers; each release is logged at Warn with its reason. An
+// answer longer than MaxBodyBytes reaches the client whole but is not
+// stored: a marker keeps the key (retries get 410, CodeOutcomeNotStored),
+// unless ReleaseOversized is set. A handler whose effect cannot be undone
+// marks its commit point with Commit once the effect is made: from then on
+// none of these endings releases the key, and retries replay what was
+// stored (a panic as a 500 problem document). Completion and release use a context that the
 // client's disconnect does not cancel (context.WithoutCancel), bounded by
 // the ledger's lease, so a client that hangs up does not lose its outcome.
 // While the handler runs, its lease is extended every third of the lease
@@ -60,6 +66,17 @@ import (
 //
 // The claims run on the ledger's own database (its driver's pool), the
 // longest key accepted is the ledger's Config.MaxKeyLength.
+//
+// The handler reads the key, the scope and the fence from its request's
+// context with ClaimFrom.
+//
+// Put http.TimeoutHandler outside the middleware, never inside it:
+// http.TimeoutHandler(Middleware(...)(h), d). Outside, the client gets the
+// timeout's 503 while the handler goes on under its claim, and retries get
+// 409 in flight and then the stored answer. Inside, the middleware sees the
+// timeout's 503 as the handler's answer and releases the key while the
+// handler still runs, so a retry runs it a second time; a commit point
+// cannot help, as the release comes first.
 //
 // Middleware panics when l is nil, or when opts.Scope is nil. The
 // returned function and the handlers it makes are safe for concurrent use.
@@ -106,37 +123,85 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	start := cfg.now()
 	cw := newCapture(w, cfg.allow, cfg.maxBody)
+	h := &held{l: m.l, req: p.req, fence: claim.Fence, lease: true}
 	hb := m.startHeartbeat(p, claim)
 	finished := false
 	defer func() {
 		if finished {
 			return
 		}
-		// The handler panicked (or called runtime.Goexit): give the key
-		// back so that a retry can run, and let the panic go on.
+		// The handler panicked (or called runtime.Goexit). Before the
+		// commit point the key is given back so that a retry can run;
+		// after it, a 500 is stored so that a retry cannot repeat the
+		// effect. The panic goes on either way.
 		hb.stop()
-		m.release(p, claim, "handler panicked")
+		if h.committed.Load() {
+			m.complete(p, claim, cfg.failure(p.r), reasonPanic, start)
+			return
+		}
+		m.release(p, claim, reasonPanic)
 	}()
-	m.next.ServeHTTP(cw, withHeld(p.r, m.l, p.req))
+	m.next.ServeHTTP(cw, withHeld(p.r, h))
 	finished = true
 	hb.stop()
 	cw.finish()
 
+	out, why, keep := m.outcome(p.r, cw, h.committed.Load())
+	if !keep {
+		m.release(p, claim, why)
+		return
+	}
+	m.complete(p, claim, out, why, start)
+}
+
+// outcome decides what becomes of the handler's answer: the Outcome to
+// store, or keep false to release the key. why is the reason the answer is
+// not stored as the handler gave it (empty when it is).
+func (m *middleware[TTx]) outcome(r *http.Request, cw *capture, committed bool) (out ledger.Outcome, why reason, keep bool) {
+	cfg := m.cfg
 	switch {
-	case !cw.storable():
-		m.release(p, claim, "response not storable")
+	case cw.hijacked || cw.status < 200:
+		why = reasonHijack
+	case cw.overflow:
+		why = reasonOversized
+	case cw.flushed:
+		why = reasonFlush
+	case cw.trailers:
+		why = reasonTrailers
 	case !cfg.shouldStore(cw.status):
-		m.release(p, claim, "status not stored")
+		why = reasonStatus
 	default:
-		out := ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}
-		ctx, cancel := m.detached(p.r)
-		defer cancel()
-		if err := m.l.Complete(ctx, claim, out); err != nil {
-			cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: completion failed",
-				slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
-				slog.Int("status", cw.status), slog.Duration("took", cfg.now().Sub(start)),
-				slog.String("error", p.redact(err)))
+		return ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}, "", true
+	}
+	switch {
+	case why == reasonHijack || why == reasonOversized:
+		// Nothing replayable was kept. By default an oversized answer
+		// still keeps the key, as a marker: the operation completed, and
+		// a second run would repeat it.
+		if committed || why == reasonOversized && !cfg.releaseOversized {
+			return notStoredMarker(cw.status, why), why, true
 		}
+	case committed:
+		return ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}, why, true
+	}
+	return ledger.Outcome{}, why, false
+}
+
+// complete stores out; why, when not empty, says why out is not the
+// handler's answer as given, and is logged at Warn.
+func (m *middleware[TTx]) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, why reason, start time.Time) {
+	cfg := m.cfg
+	switch {
+	case why == "":
+	case isNotStoredMarker(out):
+		cfg.emit(p.r, p, event{kind: evNotStored, reason: why, status: out.Status, limit: cfg.maxBody})
+	default:
+		cfg.emit(p.r, p, event{kind: evKept, reason: why, status: out.Status})
+	}
+	ctx, cancel := m.detached(p.r)
+	defer cancel()
+	if err := m.l.Complete(ctx, c, out); err != nil {
+		cfg.emit(p.r, p, event{kind: evCompleteFailed, reason: why, status: out.Status, took: cfg.now().Sub(start), err: err})
 	}
 }
 
@@ -147,13 +212,12 @@ func (m *middleware[TTx]) detached(r *http.Request) (context.Context, context.Ca
 	return context.WithTimeout(context.WithoutCancel(r.Context()), max(m.l.Lease(), time.Second))
 }
 
-func (m *middleware[TTx]) release(p *prepared, c *ledger.Claim, why string) {
+func (m *middleware[TTx]) release(p *prepared, c *ledger.Claim, why reason) {
+	m.cfg.emit(p.r, p, event{kind: evReleased, reason: why})
 	ctx, cancel := m.detached(p.r)
 	defer cancel()
 	if err := m.l.Release(ctx, c); err != nil {
-		m.cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: release failed",
-			slog.String("method", p.r.Method), slog.String("path", p.r.URL.Path),
-			slog.String("reason", why), slog.String("error", p.redact(err)))
+		m.cfg.emit(p.r, p, event{kind: evReleaseFailed, reason: why, err: err})
 	}
 }
 
@@ -229,8 +293,21 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request) (*prepared, b
 	}
 	scope, err := cfg.scope(r)
 	if err != nil {
-		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeScope,
-			Detail: "the request's owner could not be determined", Err: err})
+		ref := Refusal{Status: http.StatusBadRequest, Code: CodeScope,
+			Detail: "the request's owner could not be determined", Err: err}
+		var se *ScopeError
+		if errors.As(err, &se) {
+			if se.Status >= 400 && se.Status <= 599 {
+				ref.Status = se.Status
+			}
+			if se.Detail != "" {
+				ref.Detail = se.Detail
+			}
+			for name, values := range se.Header {
+				w.Header()[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
+			}
+		}
+		cfg.refuse(w, r, ref)
 		return nil, false
 	}
 	if err := ledger.CheckScope(scope); err != nil {
@@ -297,20 +374,17 @@ func keyProblem(err error, max int) string {
 // to run unprotected instead (FailOpen and the ledger unreachable).
 func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, lease time.Duration) bool {
 	r := p.r
-	ctx := r.Context()
 	var inFlight *ledger.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
 		secs := retryAfterSeconds(inFlight.RetryAfter, min(lease, cfg.retryAfter))
-		cfg.log.LogAttrs(ctx, slog.LevelInfo, "idempotency: in flight",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int64("retry_after_s", secs))
+		cfg.emit(r, p, event{kind: evInFlight, retryAfter: secs})
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		cfg.refuse(w, r, Refusal{Status: http.StatusConflict, Code: CodeInFlight,
 			Detail: "a request with this idempotency key is in flight", RetryAfter: time.Duration(secs) * time.Second, Err: err})
 		return true
 	case errors.Is(err, ledger.ErrKeyReused):
-		cfg.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: reused",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path))
+		cfg.emit(r, p, event{kind: evKeyReused})
 		cfg.refuse(w, r, Refusal{Status: http.StatusUnprocessableEntity, Code: CodeKeyReused,
 			Detail: "this idempotency key was used with another request", Err: err})
 		return true
@@ -319,15 +393,20 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 			Detail: "the idempotency key is not accepted by the ledger", Err: err})
 		return true
 	}
-	if ctx.Err() == nil {
-		// (A cancelled request context means the client left while the
-		// claim ran: nothing is unavailable, and nobody reads the answer.)
-		cfg.log.LogAttrs(ctx, slog.LevelError, "idempotency: store unavailable",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Bool("fail_open", cfg.policy == FailOpen), slog.String("error", p.redact(err)))
-		if cfg.policy == FailOpen {
-			return false
-		}
+	if r.Context().Err() != nil {
+		// The client left while the claim ran: nothing is unavailable,
+		// and nobody reads the answer.
+		cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Detail: "the idempotency store is unavailable; retry later", Err: err})
+		return true
+	}
+	if busy(err) {
+		cfg.refuseBusy(w, r, p, err)
+		return true
+	}
+	cfg.emit(r, p, event{kind: evStoreUnavailable, failOpen: cfg.policy == FailOpen, err: err})
+	if cfg.policy == FailOpen {
+		return false
 	}
 	cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 		Detail: "the idempotency store is unavailable; retry later", Err: err})
@@ -337,11 +416,15 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 // replay writes a stored outcome: its header lines exactly as stored, the
 // replay marker, its status and its body. An outcome with no HTTP status
 // (ledger.Mutate stores 0) cannot be answered: it is refused, since
-// net/http would panic on the status.
+// net/http would panic on the status. A marker of an answer that was not
+// kept is answered with refuseNotStored.
 func (cfg *config) replay(w http.ResponseWriter, r *http.Request, out ledger.Outcome) {
+	if isNotStoredMarker(out) {
+		cfg.refuseNotStored(w, r, out)
+		return
+	}
 	if out.Status < 100 || out.Status > 999 {
-		cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: stored outcome is no HTTP answer",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", out.Status))
+		cfg.emit(r, nil, event{kind: evStoredNotHTTP, status: out.Status})
 		cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeStoredOutcome,
 			Detail: "the answer stored for this idempotency key cannot be replayed over HTTP"})
 		return
@@ -356,8 +439,7 @@ func (cfg *config) replay(w http.ResponseWriter, r *http.Request, out ledger.Out
 		h["Content-Type"] = nil
 	}
 	h.Set(cfg.replayHeader, "true")
-	cfg.log.LogAttrs(r.Context(), slog.LevelInfo, "idempotency: replayed",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", out.Status))
+	cfg.emit(r, nil, event{kind: evReplayed, status: out.Status})
 	w.WriteHeader(out.Status)
 	if len(out.Body) > 0 {
 		_, _ = w.Write(out.Body)

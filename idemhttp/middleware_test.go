@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -327,6 +329,41 @@ func TestReusedKey(t *testing.T) {
 	})
 }
 
+// TestBareKeyWholeValue: a bare key is the whole field value, so two keys
+// that differ after a ';' are two operations and the second runs the
+// handler, whereas bare and quoted spellings of one key share its record.
+func TestBareKeyWholeValue(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e string) {
+		tests := []struct {
+			name          string
+			first, second string
+			calls         int64 // handler runs after both requests
+			replayed      string
+		}{
+			{"batch;x then batch;y", `batch;x`, `batch;y`, 2, ""},
+			{"order-17;attempt=1 then =2", `order-17;attempt=1`, `order-17;attempt=2`, 2, ""},
+			{"x;y=?1 then x", `x;y=?1`, `x`, 2, ""},
+			{"bare a;b then quoted", `a;b`, `"a;b"`, 1, "true"},
+			{"quoted with parameters then bare", `"k";v=1`, `k`, 1, "true"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := setup(t, e, Options{}, ledger.Config{}, created)
+				if a := b.do(t, "POST", "/orders", `{"amount":100}`, tt.first); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
+					t.Fatalf("first: %+v", a)
+				}
+				a := b.do(t, "POST", "/orders", `{"amount":100}`, tt.second)
+				if a.status != 201 || a.header.Get(DefaultReplayHeader) != tt.replayed {
+					t.Fatalf("second: %d, %s %q; want 201, %q", a.status, DefaultReplayHeader, a.header.Get(DefaultReplayHeader), tt.replayed)
+				}
+				if n := b.calls.Load(); n != tt.calls {
+					t.Fatalf("handler ran %d times, want %d", n, tt.calls)
+				}
+			})
+		}
+	})
+}
+
 func TestKeyRefusals(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		b := setup(t, e, Options{}, ledger.Config{}, created)
@@ -498,12 +535,40 @@ func TestStoreUnavailable(t *testing.T) {
 	})
 }
 
+// TestScopeError: a Scope error refuses with 400, or with the status,
+// detail and header lines of a *ScopeError in its chain.
 func TestScopeError(t *testing.T) {
+	problem := func(status int, detail string) string {
+		return `{"type":"about:blank","title":"` + http.StatusText(status) + `","status":` + strconv.Itoa(status) +
+			`,"detail":"` + detail + `","code":"scope"}` + "\n"
+	}
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return "", errors.New("no tenant") }}, ledger.Config{}, created)
-		a := b.do(t, "POST", "/orders", `{}`, "k")
-		if a.status != 400 || !strings.Contains(a.body, `"code":"scope"`) || b.calls.Load() != 0 {
-			t.Fatalf("scope error: %+v", a)
+		tests := []struct {
+			name    string
+			err     error
+			status  int
+			body    string
+			wwwAuth string
+		}{
+			{"plain error", errors.New("no tenant"), 400, problem(400, "the request's owner could not be determined"), ""},
+			{"401 with a challenge", &ScopeError{Status: 401, Detail: "an API key is required",
+				Header: http.Header{"www-authenticate": {`Bearer realm="api"`}}}, 401, problem(401, "an API key is required"), `Bearer realm="api"`},
+			{"wrapped 403", fmt.Errorf("lookup: %w", &ScopeError{Status: 403, Err: errors.New("revoked")}), 403,
+				problem(403, "the request's owner could not be determined"), ""},
+			{"status out of range", &ScopeError{Status: 200, Detail: "no"}, 400, problem(400, "no"), ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return "", tt.err }}, ledger.Config{}, created)
+				a := b.do(t, "POST", "/orders", `{}`, "k")
+				if a.status != tt.status || a.body != tt.body || a.header.Get("WWW-Authenticate") != tt.wwwAuth || b.calls.Load() != 0 {
+					t.Fatalf("got %d %q WWW-Authenticate %q, handler runs %d; want %d %q %q, 0",
+						a.status, a.body, a.header.Get("WWW-Authenticate"), b.calls.Load(), tt.status, tt.body, tt.wwwAuth)
+				}
+				if rec := b.record(t, "k"); rec != nil {
+					t.Fatalf("a scope refusal left a record: %+v", rec)
+				}
+			})
 		}
 	})
 }
@@ -534,39 +599,40 @@ func TestReleasedOutcomes(t *testing.T) {
 			opts    Options
 			handler http.HandlerFunc
 			stored  bool
+			reason  string // logged with the release
 		}{
-			{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false},
-			{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false},
-			{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false},
-			{"404 stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, true},
-			{"500 stored Stripe-style", Options{ShouldStore: StoreServerErrors}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, true},
-			{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false},
+			{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false, "status"},
+			{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false, "status"},
+			{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false, "status"},
+			{"404 stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, true, ""},
+			{"500 stored Stripe-style", Options{ShouldStore: StoreServerErrors}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, true, ""},
+			{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false, "status"},
 			{"flushed", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "part")
 				w.(http.Flusher).Flush()
-			}, false},
+			}, false, "flush"},
 			{"flushed via ResponseController", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "part")
 				if err := http.NewResponseController(w).Flush(); err != nil {
 					panic(err)
 				}
-			}, false},
+			}, false, "flush"},
 			{"trailers", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Trailer", "X-Sum")
 				io.WriteString(w, "data")
 				w.Header().Set("X-Sum", "1")
-			}, false},
+			}, false, "trailers"},
 			{"undeclared trailer", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "data")
 				w.Header().Set(http.TrailerPrefix+"X-Sum", "1")
-			}, false},
+			}, false, "trailers"},
 			{"body at limit", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "01234567")
-			}, true},
-			{"body one byte over", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
+			}, true, ""},
+			{"body one byte over, ReleaseOversized", Options{MaxBodyBytes: 8, ReleaseOversized: true}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "0123")
 				io.WriteString(w, "45678")
-			}, false},
+			}, false, "oversized"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -590,12 +656,17 @@ func TestReleasedOutcomes(t *testing.T) {
 				if second.status != first.status || second.body != first.body {
 					t.Fatalf("second answer %+v differs from first %+v", second, first)
 				}
+				released := `"msg":"idempotency: released","method":"POST","path":"/","reason":"` + tt.reason + `"`
+				if n := strings.Count(b.logs.String(), released); tt.stored && n != 0 || !tt.stored && n != 2 {
+					t.Fatalf("%d release records %s in the logs, want %d:\n%s", n, released, wantCalls, b.logs.String())
+				}
 			})
 		}
 	})
 }
 
-// The client receives an unstored over-long body in full.
+// The client receives an over-long body in full; the ledger keeps a
+// marker, not the body.
 func TestOverLimitResponseSentWhole(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		body := strings.Repeat("z", 100)
@@ -605,8 +676,8 @@ func TestOverLimitResponseSentWhole(t *testing.T) {
 		if a := b.do(t, "POST", "/", "", "k"); a.status != 200 || a.body != body {
 			t.Fatalf("got %d, %d bytes", a.status, len(a.body))
 		}
-		if b.record(t, "k") != nil {
-			t.Fatal("over-long response stored")
+		if rec := b.record(t, "k"); rec == nil || rec.Outcome.Status != 200 || len(rec.Outcome.Body) != 0 || !isNotStoredMarker(rec.Outcome) {
+			t.Fatalf("over-long response: record %+v, want a marker of status 200", rec)
 		}
 	})
 }

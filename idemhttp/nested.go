@@ -1,7 +1,6 @@
 package idemhttp
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
@@ -21,25 +20,11 @@ import (
 // out) reaches the TxHandler, which replays its own record instead of
 // running the handler a second time.
 
-// heldKey is the context key of the claim a Middleware holds.
-type heldKey struct{}
-
-// held is the key a Middleware holds for the request it serves.
-type held struct {
-	l   any // the *ledger.Ledger[TTx]
-	req ledger.Request
-}
-
-// withHeld marks r as served under the claim of l on req.
-func withHeld[TTx any](r *http.Request, l *ledger.Ledger[TTx], req ledger.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), heldKey{}, held{l: l, req: req}))
-}
-
 // underMiddleware reports whether a Middleware of l holds req's scope and
 // key for r.
 func underMiddleware[TTx any](r *http.Request, l *ledger.Ledger[TTx], req ledger.Request) bool {
-	h, ok := r.Context().Value(heldKey{}).(held)
-	return ok && h.l == any(l) && h.req.Scope == req.Scope && h.req.Key == req.Key
+	h := heldFrom(r.Context())
+	return h != nil && h.lease && h.l == any(l) && h.req.Scope == req.Scope && h.req.Key == req.Key
 }
 
 // nestedPrefix begins the keys that a TxHandler under a Middleware records

@@ -36,6 +36,7 @@ var neverStored = map[string]bool{
 	"Connection": true, "Keep-Alive": true,
 	"Proxy-Connection": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Trailer": true, "Te": true, "Content-Length": true,
+	notStoredHeader: true, // the middleware's own marker (notstored.go)
 }
 
 // FailurePolicy says what the middleware does when the ledger cannot be
@@ -60,8 +61,10 @@ type Options struct {
 	// Scope returns the owner of the request's keys (a user, tenant or API
 	// key ID); keys of two scopes never meet. It is called only for a
 	// request that the middleware protects. An error refuses the request
-	// with 400 (CodeScope), and so does a scope the ledger refuses
-	// (ledger.CheckScope). Required: Middleware panics when it is nil.
+	// with CodeScope: 400, or the status of a *ScopeError in the error's
+	// chain (401 for a missing API key, say); a scope the ledger refuses
+	// (ledger.CheckScope) is 400 too. Required: Middleware panics when it
+	// is nil.
 	Scope func(*http.Request) (string, error)
 
 	// Required refuses a protected method without a key with 400
@@ -80,13 +83,24 @@ type Options struct {
 	// MaxBodyBytes bounds, in bytes, both the request body read to take the
 	// fingerprint (a longer one is refused with 413, CodeBodyTooLarge) and
 	// the response body stored. A longer response is still sent to the
-	// client in full, but not stored, and the key is released: a retry runs
-	// the handler again. Default DefaultMaxBodyBytes (1 MiB).
+	// client in full, but cannot be stored: the ledger keeps a marker
+	// instead, so the handler does not run again for the key, and retries
+	// get 410 (CodeOutcomeNotStored), logged at Warn as "answer not
+	// stored". Default DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
+
+	// ReleaseOversized releases the key, instead of keeping a marker, when
+	// a response is longer than MaxBodyBytes: a retry then runs the handler
+	// again. Only for handlers that are safe to run twice; past the commit
+	// point (Commit) the marker is kept all the same. It does not apply to
+	// TxHandler, which rolls such a response back (CodeResponseTooLarge).
+	ReleaseOversized bool
 
 	// ShouldStore reports whether a response with this final status is
 	// stored and replayed. When it reports false the key is released, so a
-	// retry runs the handler again. Default StoreDefault.
+	// retry runs the handler again, unless the handler passed its commit
+	// point (Commit): then the answer is stored whatever its status.
+	// Default StoreDefault.
 	ShouldStore func(status int) bool
 
 	// ReplayHeaders adds names to DefaultReplayHeaders, the allowlist of
@@ -114,21 +128,31 @@ type Options struct {
 	ReplayHeader string
 
 	// Logger receives one record per event: replayed (Info), in flight
-	// (Info), reused (Warn), store unavailable (Error), and a failed
-	// completion or release (Error). Records carry the method, the path and
-	// the status, never the key or the scope. Default: no logging.
+	// (Info), reused (Warn), released (Warn, with the reason: panic,
+	// status, oversized, flush, trailers, hijack), answer not stored (Warn:
+	// a marker was kept instead), stored after the commit point (Warn, with
+	// the reason), store busy (Warn), lease extension failed (Warn), store
+	// unavailable (Error), lease lost (Error), a stored outcome that is no
+	// HTTP answer (Error), and a failed completion or release (Error).
+	// Records carry the method, the path and, where it applies, the status
+	// and the reason, never the key or the scope. Default: no logging.
 	Logger *slog.Logger
 
-	// InFlightRetryAfter caps the Retry-After sent with a 409 in flight.
-	// The field says when a takeover becomes possible (the rest of the
-	// first request's lease) only in the worst case: most handlers finish
-	// long before their lease runs out, and the lease is extended while
-	// they run, so a retry after the full remainder (up to the whole lease)
-	// would wait far longer than needed, and a client whose retry budget is
-	// shorter than the lease (Transport's is 1 minute, like the default
-	// lease) would give up instead. The field is the lease remainder capped
-	// at this value, in whole seconds, at least 1 (RFC 9110 Section
-	// 10.2.3). Default DefaultInFlightRetryAfter (1 s).
+	// InFlightRetryAfter caps the Retry-After sent with a 409 in flight,
+	// and is the Retry-After of a 503 busy (CodeBusy). The field says when
+	// a takeover becomes possible (the rest of the first request's lease)
+	// only in the worst case: most handlers finish long before their lease
+	// runs out, and the lease is extended while they run, so a retry after
+	// the full remainder (up to the whole lease) would wait far longer than
+	// needed, and a client would give up first. The field is the lease
+	// remainder capped at this value, in whole seconds, at least 1 (RFC
+	// 9110 Section 10.2.3). Default DefaultInFlightRetryAfter (1 s).
+	//
+	// A client's budget counts attempts as well as time: Transport's
+	// defaults (MaxAttempts 5) give up after about 4 s against
+	// Retry-After: 1, with the 409 as its answer, however long MaxElapsed
+	// is. For handlers slower than that, raise Transport.MaxAttempts (or
+	// this cap) so that the client outlasts the handler.
 	InFlightRetryAfter time.Duration
 
 	// Now is the clock used to time handlers in log records. Default
@@ -179,20 +203,21 @@ func StoreSuccess(status int) bool {
 // config is Options with the defaults filled in and the lists made into
 // sets.
 type config struct {
-	scope        func(*http.Request) (string, error)
-	required     bool
-	methods      map[string]bool
-	keyRules     KeyRules
-	maxBody      int64
-	shouldStore  func(int) bool
-	allow        map[string]bool
-	policy       FailurePolicy
-	fingerprint  func(*http.Request, []byte) (hash.Digest, error)
-	refuse       RefuseFunc
-	replayHeader string
-	retryAfter   time.Duration
-	log          *slog.Logger
-	now          func() time.Time
+	scope            func(*http.Request) (string, error)
+	required         bool
+	methods          map[string]bool
+	keyRules         KeyRules
+	maxBody          int64
+	shouldStore      func(int) bool
+	releaseOversized bool
+	allow            map[string]bool
+	policy           FailurePolicy
+	fingerprint      func(*http.Request, []byte) (hash.Digest, error)
+	refuse           RefuseFunc
+	replayHeader     string
+	retryAfter       time.Duration
+	log              *slog.Logger
+	now              func() time.Time
 }
 
 func newConfig(o Options, maxKey int) *config {
@@ -200,20 +225,21 @@ func newConfig(o Options, maxKey int) *config {
 		panic("idemhttp: Options.Scope is required")
 	}
 	c := &config{
-		scope:        o.Scope,
-		required:     o.Required,
-		methods:      make(map[string]bool),
-		keyRules:     KeyRules{MaxLength: maxKey, Strict: o.StrictKey},
-		maxBody:      o.MaxBodyBytes,
-		shouldStore:  o.ShouldStore,
-		allow:        make(map[string]bool),
-		policy:       o.FailurePolicy,
-		fingerprint:  o.Fingerprint,
-		refuse:       o.Refuse,
-		replayHeader: http.CanonicalHeaderKey(o.ReplayHeader),
-		retryAfter:   o.InFlightRetryAfter,
-		log:          o.Logger,
-		now:          o.Now,
+		scope:            o.Scope,
+		required:         o.Required,
+		methods:          make(map[string]bool),
+		keyRules:         KeyRules{MaxLength: maxKey, Strict: o.StrictKey},
+		maxBody:          o.MaxBodyBytes,
+		shouldStore:      o.ShouldStore,
+		releaseOversized: o.ReleaseOversized,
+		allow:            make(map[string]bool),
+		policy:           o.FailurePolicy,
+		fingerprint:      o.Fingerprint,
+		refuse:           o.Refuse,
+		replayHeader:     http.CanonicalHeaderKey(o.ReplayHeader),
+		retryAfter:       o.InFlightRetryAfter,
+		log:              o.Logger,
+		now:              o.Now,
 	}
 	methods := o.Methods
 	if len(methods) == 0 {

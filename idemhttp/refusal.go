@@ -22,7 +22,8 @@ const (
 	CodeKeyInvalid Code = "key-invalid"
 	// CodeScope: Options.Scope returned an error, or a scope the ledger
 	// refuses (ledger.CheckScope: over ledger.MaxScopeLength bytes, not
-	// UTF-8, or with a control character). 400.
+	// UTF-8, or with a control character). 400, or the status of a
+	// *ScopeError that Scope returned (401, say).
 	CodeScope Code = "scope"
 	// CodeBodyTooLarge: the request body is longer than
 	// Options.MaxBodyBytes, so it cannot be fingerprinted. 413.
@@ -44,6 +45,28 @@ const (
 	// was used, with the same fingerprint, by an operation that is not an
 	// HTTP handler. The server's fault, logged as an error. 500.
 	CodeStoredOutcome Code = "stored-outcome"
+	// CodeBusy: the store is up but its lock was not free in time: on
+	// SQLite, another connection (of any process sharing the file) held the
+	// write lock past busy_timeout, as a long TxHandler run does
+	// (ledger.ErrBusy). 503, with Retry-After (Options.InFlightRetryAfter,
+	// in whole seconds) and Refusal.RetryAfter set; logged at Warn, not as
+	// an outage. FailurePolicy does not apply.
+	CodeBusy Code = "busy"
+	// CodeOutcomeNotStored: the request with this key completed, but its
+	// answer could not be kept (longer than Options.MaxBodyBytes, or sent
+	// over a hijacked connection after the commit point), so the ledger
+	// keeps a marker instead and the handler never runs again for the key.
+	// 410 Gone: the answer is permanently unavailable, which is what the
+	// client must learn. Clients never retry a 410 (Transport neither), so
+	// it cannot loop, and it differs from 409 in flight (which asks for a
+	// retry), from 422 key reused (a client bug) and from any 5xx (which
+	// invites a retry, and to a caller that gives up, a new key and a
+	// second run). The replay header is set on it.
+	CodeOutcomeNotStored Code = "outcome-not-stored"
+	// CodeHandlerPanicked: the handler panicked after its commit point
+	// (Commit). Its answer is lost, but its effect was made, so this 500 is
+	// stored and replayed in its place. 500.
+	CodeHandlerPanicked Code = "handler-panicked"
 	// CodeResponseTooLarge: a TxHandler handler answered with a body longer
 	// than Options.MaxBodyBytes, which could not be stored, so its writes
 	// were rolled back. 500.
@@ -62,8 +85,9 @@ type Refusal struct {
 	// scope.
 	Detail string
 	// RetryAfter is how long until the running request's lease ends, for
-	// CodeInFlight; zero otherwise. The middleware has already written it to
-	// the Retry-After field, in whole seconds, before Refuse is called.
+	// CodeInFlight, or until the store is worth trying again, for CodeBusy;
+	// zero otherwise. The middleware has already written it to the
+	// Retry-After field, in whole seconds, before Refuse is called.
 	RetryAfter time.Duration
 	// Err is the underlying error, when there is one (a ParseKey error, the
 	// Scope error, a ledger error). It is for logs and branching, not for

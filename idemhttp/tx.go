@@ -3,7 +3,6 @@ package idemhttp
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -36,6 +35,10 @@ type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 // fn's response is buffered and sent only after the commit, so a client
 // never sees an answer whose effects were then lost. Flush and Hijack are
 // not supported (http.ResponseController reports http.ErrNotSupported).
+// fn reads the key and the scope with ClaimFrom (Fence 0: the transaction
+// guards fn's writes). Commit does not change TxHandler's own record, whose
+// writes commit or vanish with the transaction; under a Middleware it marks
+// the Middleware's claim.
 // The key, the scope, the fingerprint and the refusals are as for
 // Middleware, with these differences:
 //
@@ -50,7 +53,14 @@ type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 //   - A concurrent duplicate waits for the first transaction (SQLite's write
 //     lock; immediate transactions) and then replays, rather than answering
 //     409; 409 remains for a key held by a lease-mode claim. A duplicate
-//     that waits longer than the database's busy timeout gets 503.
+//     that waits longer than the database's busy timeout gets 503 busy
+//     (CodeBusy, with Retry-After).
+//   - On SQLite, fn's whole run holds the database's write lock, for every
+//     process that opens the file: every other TxHandler request, every
+//     Middleware claim and completion, and every other writer wait for it,
+//     and those that wait past busy_timeout get 503 busy. Keep fn short
+//     (no calls to other services inside it), or use PostgreSQL, whose
+//     locks are per row.
 //   - FailurePolicy does not apply: the ledger and fn's effects live in the
 //     same database, so when one is unreachable so is the other, and the
 //     answer is 503. A failed commit is 503 too.
@@ -110,12 +120,17 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	req := p.req
+	fr := p.r
 	if underMiddleware(r, h.l, req) {
 		req.Key = nestedKey(req.Key) // see nested.go
+	} else {
+		// ClaimFrom gives the handler the client's key; under a
+		// Middleware it gives the Middleware's claim, already in r.
+		fr = withHeld(p.r, &held{l: h.l, req: p.req})
 	}
 	var first *buffer
 	res, err := ledger.MutateOutcome(ctx, h.l, tx, req, func(context.Context) (ledger.Outcome, error) {
-		first = h.run(w, p.r, tx)
+		first = h.run(w, fr, tx)
 		if first.tooLarge() || !cfg.shouldStore(first.status) {
 			return ledger.Outcome{}, &errNotStored{first}
 		}
@@ -159,9 +174,7 @@ func (h *txHandler[TTx]) run(w http.ResponseWriter, r *http.Request, tx TTx) *bu
 
 func (h *txHandler[TTx]) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
 	if buf.tooLarge() {
-		h.cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: response too large to store",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int64("limit", h.cfg.maxBody))
+		h.cfg.emit(r, nil, event{kind: evTxTooLarge, limit: h.cfg.maxBody})
 		h.cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeResponseTooLarge,
 			Detail: "the response is longer than " + strconv.FormatInt(h.cfg.maxBody, 10) + " bytes and could not be stored"})
 		return
@@ -170,12 +183,11 @@ func (h *txHandler[TTx]) send(w http.ResponseWriter, r *http.Request, buf *buffe
 }
 
 func (h *txHandler[TTx]) unavailable(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
-	msg := err.Error()
-	if p != nil {
-		msg = p.redact(err)
+	if busy(err) {
+		h.cfg.refuseBusy(w, r, p, err)
+		return
 	}
-	h.cfg.log.LogAttrs(r.Context(), slog.LevelError, "idempotency: store unavailable",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", msg))
+	h.cfg.emit(r, p, event{kind: evStoreUnavailable, err: err})
 	h.cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 		Detail: "the idempotency store is unavailable; retry later", Err: err})
 }

@@ -111,6 +111,13 @@ func wrapOp(op string, err error) error {
 // modernc.org/sqlite's *sqlite.Error).
 var ErrRetryable = errors.New("ledger: retryable")
 
+// ErrBusy is matched (errors.Is), together with ErrRetryable, by the errors
+// of SQLite lock failures (SQLITE_BUSY, SQLITE_LOCKED): another connection,
+// often of another process, held the database's write lock past
+// busy_timeout. The store is working but contended, not down: HTTP servers
+// answer 503 with Retry-After rather than report an outage.
+var ErrBusy = errors.New("ledger: busy")
+
 // Retryable SQLSTATEs (PostgreSQL documentation, Appendix A, class 40,
 // "Transaction Rollback"; and 13.2.2 and 13.2.3 on the repeatable read and
 // serializable levels): the transaction lost a race that a new attempt of
@@ -147,15 +154,21 @@ func classify(err error) error {
 	var coded driver.CodeError
 	if errors.As(err, &coded) {
 		if c := coded.Code() & 0xff; c == sqliteBusy || c == sqliteLocked {
-			return &retryableError{err: err}
+			return &retryableError{err: err, busy: true}
 		}
 	}
 	return err
 }
 
-// retryableError marks err as matching ErrRetryable.
-type retryableError struct{ err error }
+// retryableError marks err as matching ErrRetryable, and ErrBusy too when
+// busy is set.
+type retryableError struct {
+	err  error
+	busy bool
+}
 
-func (e *retryableError) Error() string        { return "ledger: retryable: " + e.err.Error() }
-func (e *retryableError) Unwrap() error        { return e.err }
-func (e *retryableError) Is(target error) bool { return target == ErrRetryable }
+func (e *retryableError) Error() string { return "ledger: retryable: " + e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
+func (e *retryableError) Is(target error) bool {
+	return target == ErrRetryable || e.busy && target == ErrBusy
+}

@@ -43,6 +43,10 @@ var savepoints atomic.Uint64
 // wrapping sql.ErrTxDone when fn ended tx; database errors, wrapped with
 // "ledger: mutate:". Whenever Mutate returns an error, nothing of it is
 // left in tx, unless the error says "ledger: mutate: rollback:".
+//
+// A replay loses what JSON does not carry: unexported fields, and a
+// time.Time's location name and monotonic reading (its instant and UTC
+// offset stay).
 func Mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx TTx, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
 	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
 		return Result[T]{}, err

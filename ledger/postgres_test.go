@@ -68,7 +68,7 @@ func TestMutateDuplicateIsolation(t *testing.T) {
 				}
 			} else {
 				var pg *pgconn.PgError
-				if !errors.Is(err, ledger.ErrRetryable) || !errors.As(err, &pg) || pg.Code != "40001" {
+				if !errors.Is(err, ledger.ErrRetryable) || errors.Is(err, ledger.ErrBusy) || !errors.As(err, &pg) || pg.Code != "40001" {
 					t.Fatalf("duplicate = %+v, %v; want ErrRetryable with SQLSTATE 40001", res, err)
 				}
 				b.l.Driver().Rollback(b.ctx, tx)

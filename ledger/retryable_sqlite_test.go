@@ -13,7 +13,7 @@ import (
 
 // TestSQLiteBusyIsRetryable: a claim that cannot get SQLite's write lock
 // within busy_timeout (another connection holds it) fails with an error
-// that matches ErrRetryable, keeps the driver's error reachable, and writes
+// that matches ErrRetryable and ErrBusy, keeps the driver's error reachable, and writes
 // nothing; once the lock is free, the same claim succeeds.
 func TestSQLiteBusyIsRetryable(t *testing.T) {
 	holder, path := testdb.SQLiteFile(t)
@@ -35,8 +35,8 @@ func TestSQLiteBusyIsRetryable(t *testing.T) {
 	}
 	_, err = l.Claim(ctx, req("k", "p"))
 	var coded interface{ Code() int }
-	if !errors.Is(err, ledger.ErrRetryable) || !errors.As(err, &coded) || coded.Code()&0xff != 5 {
-		t.Fatalf("Claim while another connection writes: %v; want ErrRetryable over SQLITE_BUSY (5)", err)
+	if !errors.Is(err, ledger.ErrRetryable) || !errors.Is(err, ledger.ErrBusy) || !errors.As(err, &coded) || coded.Code()&0xff != 5 {
+		t.Fatalf("Claim while another connection writes: %v; want ErrRetryable and ErrBusy over SQLITE_BUSY (5)", err)
 	}
 	if want := "ledger: claim: retryable: " + coded.(error).Error(); err.Error() != want {
 		t.Errorf("Claim's error reads %q, want %q", err, want)

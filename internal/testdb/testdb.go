@@ -155,11 +155,12 @@ func SQLiteFile(t testing.TB, opts ...sqlite.Option) (db *sql.DB, path string) {
 	return db, path
 }
 
-// Rebind rewrites the ? placeholders of query for engine ("sqlite" or
-// "postgres"): $1, $2, ... on PostgreSQL, unchanged on SQLite. It does not
-// look inside string literals: keep question marks out of them.
+// Rebind rewrites the ? placeholders of query for an engine or driver name
+// ("sqlite"; "postgres" or "pgxv5"): $1, $2, ... on PostgreSQL, unchanged
+// on SQLite. It does not look inside string literals: keep question marks
+// out of them.
 func Rebind(engine, query string) string {
-	if engine != "postgres" || !strings.Contains(query, "?") {
+	if engine == "sqlite" || !strings.Contains(query, "?") {
 		return query
 	}
 	var b strings.Builder

@@ -1,0 +1,128 @@
+package idemgin_test
+
+// The one file of this module's tests that calls the ledger and idemhttp's
+// constructors: fresh databases on every engine, and the middleware on
+// them. When idemhttp.Middleware takes only the ledger, the database
+// argument goes.
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/idemledger/idemledger/idemhttp"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+// postgresEnv points the PostgreSQL half of the tests at a server, as in
+// the main module; without it that half is skipped.
+const postgresEnv = "IDEMLEDGER_TEST_POSTGRES"
+
+var engines = []string{"sqlite", "postgres"}
+
+// eachEngine runs f once per engine, as subtests named after them.
+func eachEngine(t *testing.T, f func(t *testing.T, engine string)) {
+	for _, e := range engines {
+		t.Run(e, func(t *testing.T) { f(t, e) })
+	}
+}
+
+// middleware returns idemhttp.Middleware with opts on a fresh ledger of
+// the engine, and the database.
+func middleware(t testing.TB, engine string, opts idemhttp.Options) (func(http.Handler) http.Handler, *sql.DB) {
+	t.Helper()
+	var db *sql.DB
+	var cfg ledger.Config
+	switch engine {
+	case "sqlite":
+		db = openSQLite(t)
+		cfg.DB = db
+	case "postgres":
+		db = openPostgres(t)
+		cfg.Engine = ledger.Postgres
+	default:
+		t.Fatalf("unknown engine %q", engine)
+	}
+	l, err := ledger.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return idemhttp.Middleware(l, db, opts), db
+}
+
+// openSQLite opens a fresh SQLite file with package sqlite's defaults (WAL,
+// busy_timeout, immediate transactions) and migrates it.
+func openSQLite(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := schema.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// openPostgres opens a pool on a fresh schema of the database named by
+// postgresEnv, alone on the search_path of every connection, migrates it,
+// and drops it when the test ends. It skips the test when postgresEnv is
+// unset.
+func openPostgres(t testing.TB) *sql.DB {
+	t.Helper()
+	base := os.Getenv(postgresEnv)
+	if base == "" {
+		t.Skip("PostgreSQL tests skipped: set " + postgresEnv + " (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	name := "idemgin_test_" + hex.EncodeToString(b[:])
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("CREATE SCHEMA " + name); err != nil {
+		t.Fatalf("%s: %v", postgresEnv, err)
+	}
+	t.Cleanup(func() {
+		admin, err := sql.Open("pgx", base)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer admin.Close()
+		if _, err := admin.Exec("DROP SCHEMA " + name + " CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", postgresEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(8)
+	t.Cleanup(func() { db.Close() }) // before the schema is dropped
+	if err := schema.MigratePostgres(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}

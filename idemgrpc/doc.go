@@ -1,0 +1,119 @@
+// Package idemgrpc makes unary gRPC calls run at most once per idempotency
+// key, with a server interceptor that claims the key in an idemledger
+// ledger and replays the first outcome, and a client interceptor that gives
+// calls a key and retries them with it.
+//
+// It is a Go module of its own (github.com/idemledger/idemledger/idemgrpc),
+// so that google.golang.org/grpc stays out of the main module's go.mod.
+//
+// # Server
+//
+// UnaryServerInterceptor reads the key from the "idempotency-key" metadata
+// (MetadataKey): the whole value, as sent, 1 to 255 bytes of printable
+// ASCII. The fingerprint (see Fingerprint) covers the full method name and
+// the request message's deterministic protobuf encoding, so a retry must
+// call the same method with the same message. It works in the ledger's
+// lease mode: claim, run the handler, then store the outcome (Complete) or
+// give the key back (Release). The outcome stored is the response message
+// (its type and its bytes) or the status (code, message and details); a
+// replay answers the same message or the same status, and sets the header
+// metadata "idempotent-replayed: true" (ReplayedKey).
+//
+// The answers, with the codes chosen and why:
+//
+//	situation                                 code                 ErrorInfo reason
+//	no key                                    handler unprotected  -
+//	no key, ServerOptions.Required            INVALID_ARGUMENT     IDEMPOTENCY_KEY_MISSING
+//	empty, over-long, non-ASCII or repeated   INVALID_ARGUMENT     IDEMPOTENCY_KEY_INVALID
+//	Scope fails                               its status, else     IDEMPOTENCY_SCOPE
+//	                                          INVALID_ARGUMENT
+//	first call with the key                   the handler's answer, stored when ShouldStore
+//	same key while the first runs             UNAVAILABLE          IDEMPOTENCY_KEY_IN_FLIGHT, RetryInfo
+//	same key and request, completed           the stored answer, and idempotent-replayed: true
+//	same key, other method or message         FAILED_PRECONDITION  IDEMPOTENCY_KEY_REUSED
+//	store busy (SQLite lock, serialization)   UNAVAILABLE          IDEMPOTENCY_STORE_BUSY, RetryInfo
+//	store unreachable                         UNAVAILABLE          IDEMPOTENCY_STORE_UNAVAILABLE
+//	                                          (or the handler unprotected with FailOpen)
+//	stored outcome is not a gRPC answer       INTERNAL             IDEMPOTENCY_STORED_OUTCOME
+//	answer too large to store (replays)       DATA_LOSS            IDEMPOTENCY_OUTCOME_TOO_LARGE
+//
+// Every refusal carries a google.rpc.ErrorInfo detail with the reason
+// above and the domain ErrorDomain, so that clients branch on the reason,
+// not on the message. Refusals never create or complete a record.
+//
+// Why these codes. gRPC's status code guide gives a litmus test: use
+// UNAVAILABLE when the client can retry just the failing call, ABORTED when
+// it should retry at a higher level (restart a read-modify-write), and
+// FAILED_PRECONDITION when it should not retry until the system's state is
+// fixed; INVALID_ARGUMENT is for arguments that are wrong whatever the
+// state of the system.
+//
+//   - In flight: the same call, unchanged and with the same key, is exactly
+//     what should be retried once the first finishes, and it will then be
+//     answered from the record: UNAVAILABLE, with a RetryInfo delay. It is
+//     also the code that gRPC's own retry policy (retryableStatusCodes)
+//     and most client middleware retry by default, and retrying it is safe
+//     precisely because the key is sent again. ABORTED (HTTP's 409, which
+//     package idemhttp answers) would tell the client to restart a larger
+//     sequence, which is not needed, and is retried by nothing by default.
+//   - Key reused: the key's record exists with another request. The same
+//     call retried will fail the same way until the record expires, so
+//     it is not retryable; it depends on the system's state (the same
+//     message with a fresh key succeeds), so it is not INVALID_ARGUMENT:
+//     FAILED_PRECONDITION. ALREADY_EXISTS would wrongly say the resource
+//     the client wanted exists.
+//   - Malformed or missing key: wrong whatever the state: INVALID_ARGUMENT.
+//   - Store busy or unreachable: a transient failure of a dependency, and
+//     the call may be retried as it is (nothing ran): UNAVAILABLE.
+//   - A stored outcome that cannot be decoded (another kind of record
+//     under the same key, or a response type the server no longer knows):
+//     a broken invariant of the server: INTERNAL.
+//   - An answer too large to store: the handler ran and its effect
+//     happened, but its answer is lost for retries. Running it again could
+//     repeat the effect, so a marker is stored instead and retries get
+//     DATA_LOSS ("unrecoverable data loss"), which no client retries.
+//
+// Google's AIP-155 asks that a duplicate request return the response of
+// the earlier successful one, since the client most likely did not receive
+// it; that is the replay above. AIP-155 carries the request ID in a
+// request_id field of the message; here the key travels in metadata, so the
+// interceptor serves every method without changing its messages.
+//
+// What is stored: by default (StoreDefault) OK and the answers that a
+// retry would only repeat (INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
+// PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED,
+// UNAUTHENTICATED); the transient ones (CANCELLED, UNKNOWN,
+// DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE,
+// DATA_LOSS) release the key, so that a retry runs the handler again. This
+// mirrors idemhttp's default, which stores statuses under 500 except 408,
+// 409, 425 and 429. A handler that panics releases its key too, and the
+// panic goes on: put a recovery interceptor outside this one, since
+// grpc-go does not recover panics.
+//
+// A handler that has made its irreversible effect (charged the card) calls
+// Commit(ctx): from then on its failure is stored and replayed whatever
+// ShouldStore says, and a panic is stored as INTERNAL, so that a retrying
+// client cannot run the effect twice.
+//
+// While the handler runs, its lease is extended every third of the lease
+// (the ledger's Extend), so a handler slower than the lease keeps its key.
+// The outcome is written with a context that the client's cancellation does
+// not end.
+//
+// # Client
+//
+// UnaryClientInterceptor gives each call a fresh key (a random UUID) when
+// its outgoing metadata has none, and retries a call that failed with
+// UNAVAILABLE with the same key and the same message: after the RetryInfo
+// delay when the server sent one, otherwise a capped exponential backoff
+// with jitter, within ClientOptions' bounds and the call's deadline. Any
+// other code is final. A failed call returns a *CallError, which holds the
+// key (to retry later, or to look the record up) and keeps the last
+// attempt's status reachable with status.FromError and status.Code.
+//
+// # Ledger
+//
+// The interceptor talks to the ledger through the small Ledger interface
+// (Claim, Complete, Release, Extend, Lease), whose methods take no
+// database: a ledger that holds its database satisfies it directly.
+package idemgrpc

@@ -1,0 +1,46 @@
+package idemhttp
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// SQLite's primary result codes for a lock it could not get in time
+// (https://sqlite.org/rescode.html).
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
+
+// busy reports whether err says that the store's lock was not free within
+// its busy timeout: ledger.ErrBusy for the ledger's statements, or the
+// SQLite driver's code, read through a Code method so that this package
+// links no driver, for TxHandler's own BEGIN and COMMIT.
+func busy(err error) bool {
+	if errors.Is(err, ledger.ErrBusy) {
+		return true
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		c := coded.Code() & 0xff
+		return c == sqliteBusy || c == sqliteLocked
+	}
+	return false
+}
+
+// refuseBusy answers 503 with Retry-After (CodeBusy): the store works, but
+// another writer held its lock past the busy timeout, so a retry a little
+// later may well succeed. FailurePolicy does not apply: the store is not
+// down, and running the handler unprotected would give up the guarantee
+// for a moment's contention.
+func (cfg *config) refuseBusy(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
+	secs := retryAfterSeconds(cfg.retryAfter, cfg.retryAfter)
+	cfg.emit(r, p, event{kind: evStoreBusy, retryAfter: secs, err: err})
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeBusy,
+		Detail: "the idempotency store is busy; retry later", RetryAfter: time.Duration(secs) * time.Second, Err: err})
+}

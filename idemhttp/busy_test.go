@@ -1,0 +1,108 @@
+package idemhttp
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+// TestSQLiteBusyAnswer: while another connection (a long TxHandler run in
+// another process, say) holds SQLite's write lock past busy_timeout, both
+// forms answer 503 busy with Retry-After, logged at Warn, not as an outage;
+// once the lock is free, the same request runs. SQLite only: PostgreSQL
+// has no database-wide write lock.
+func TestSQLiteBusyAnswer(t *testing.T) {
+	const want = `{"type":"about:blank","title":"Service Unavailable","status":503,` +
+		`"detail":"the idempotency store is busy; retry later","code":"busy"}` + "\n"
+	forms := []struct {
+		name string
+		make func(l *ledger.Ledger[*sql.Tx], opts Options) http.Handler
+	}{
+		{"Middleware", func(l *ledger.Ledger[*sql.Tx], opts Options) http.Handler {
+			return Middleware(l, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) }))
+		}},
+		{"TxHandler", func(l *ledger.Ledger[*sql.Tx], opts Options) http.Handler {
+			return TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) { w.WriteHeader(201) })
+		}},
+	}
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			holder, path := testdb.SQLiteFile(t)
+			impatient, err := sqlite.Open(path, sqlite.WithBusyTimeout(time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer impatient.Close()
+			l := newLedger(t, sqlite.New(impatient), ledger.Config{})
+			logs := &syncBuffer{}
+			srv := serve(t, f.make(l, Options{
+				Scope:  func(*http.Request) (string, error) { return testScope, nil },
+				Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+			}))
+			hold, err := holder.BeginTx(context.Background(), nil) // BEGIN IMMEDIATE
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := send(t, srv, "POST", "/pay", `{}`, http.Header{HeaderName: {"k"}})
+			if a.status != 503 || a.body != want || a.header.Get("Retry-After") != "1" {
+				t.Fatalf("while the lock is held: %d %q Retry-After %q", a.status, a.body, a.header.Get("Retry-After"))
+			}
+			if out := logs.String(); !strings.Contains(out, `"level":"WARN","msg":"idempotency: store busy"`) || strings.Contains(out, "store unavailable") {
+				t.Fatalf("logs:\n%s", out)
+			}
+			if err := hold.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if a := send(t, srv, "POST", "/pay", `{}`, http.Header{HeaderName: {"k"}}); a.status != 201 {
+				t.Fatalf("after the lock was freed: %d %q", a.status, a.body)
+			}
+		})
+	}
+}
+
+// TestClaimFrom: the handler reads the key (as the client sent it,
+// decoded), the scope and the fence from its request's context, under
+// either form; an unprotected request has none.
+func TestClaimFrom(t *testing.T) {
+	show := func(r *http.Request) string {
+		c, ok := ClaimFrom(r.Context())
+		if !ok {
+			return "none"
+		}
+		return c.Scope + " " + c.Key + " " + strconv.FormatInt(c.Fence, 10)
+	}
+	eachEngine(t, func(t *testing.T, e string) {
+		mw := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, show(r))
+		})
+		tx := txSetup(t, e, Options{}, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) {
+			io.WriteString(w, show(r))
+		})
+		tests := []struct {
+			name string
+			b    *bundle
+			keys []string
+			want string
+		}{
+			{"Middleware, quoted key", mw, []string{`"order-17;a"`}, testScope + " order-17;a 1"},
+			{"Middleware, no key", mw, nil, "none"},
+			{"TxHandler", tx, []string{`order-18`}, testScope + " order-18 0"},
+			{"TxHandler, no key", tx, nil, "none"},
+		}
+		for _, tt := range tests {
+			if a := tt.b.do(t, "POST", "/", `{}`, tt.keys...); a.status != 200 || a.body != tt.want {
+				t.Errorf("%s: %d %q, want 200 %q", tt.name, a.status, a.body, tt.want)
+			}
+		}
+	})
+}
