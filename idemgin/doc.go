@@ -12,7 +12,7 @@
 // of the key when a handler panics or answers a status that is not stored.
 // See package idemhttp for all of it.
 //
-//	mw := idemhttp.Middleware(l, db, idemhttp.Options{
+//	mw := idemhttp.Middleware(l, idemhttp.Options{
 //		Scope: func(r *http.Request) (string, error) {
 //			c, _ := idemgin.Context(r)
 //			return c.GetString("tenant"), nil
