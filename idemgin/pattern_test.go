@@ -15,7 +15,8 @@ import (
 // TestWrapPattern: the request the middleware gets carries the Gin route
 // as its Pattern, "METHOD /path/:param" as net/http writes patterns, and
 // so does the request the handlers after Wrap see; a pattern set before
-// Gin (a ServeMux in front) is kept; a request no route matched has none.
+// Gin (a ServeMux in front) is kept; a request no route matched has none,
+// and gets Gin's 404 or 405.
 func TestWrapPattern(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string // the middleware's r.Pattern, then the handler's, per request
@@ -31,6 +32,7 @@ func TestWrapPattern(t *testing.T) {
 		})
 	}
 	r := gin.New()
+	r.HandleMethodNotAllowed = true
 	r.Use(idemgin.Wrap(mw))
 	handler := func(c *gin.Context) {
 		record(c.Request.Pattern)
@@ -58,6 +60,7 @@ func TestWrapPattern(t *testing.T) {
 		{direct, "PUT", "/v1/orders", 204, []string{"PUT /v1/orders", "PUT /v1/orders"}},
 		{mounted, "POST", "/mounted/7", 204, []string{"POST /mounted/{id}", "POST /mounted/{id}"}},
 		{direct, "POST", "/nowhere", 404, []string{""}},
+		{direct, "DELETE", "/payments/42", 405, []string{""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
