@@ -29,6 +29,13 @@
 // *gin.Context, so the scope can come from what an earlier middleware put
 // there with c.Set.
 //
+// Gin leaves http.Request.Pattern empty; Wrap sets it, on the request the
+// middleware and the handlers after it see, to the Gin route the request
+// matched, as net/http writes a pattern: "POST /payments/:id" (Pattern).
+// The middleware's observers (ledger.Observer) then report a route with
+// few values instead of the raw path. A pattern set before Gin, by a
+// ServeMux in front of the engine, is kept.
+//
 // Put gin.Recovery before Wrap: a handler's panic releases the key and
 // goes on, and Recovery answers it.
 package idemgin
