@@ -12,7 +12,7 @@
 // of the key when a handler panics or answers a status that is not stored.
 // See package idemhttp for all of it.
 //
-//	mw := idemhttp.Middleware(l, db, idemhttp.Options{
+//	mw := idemhttp.Middleware(l, idemhttp.Options{
 //		Scope: func(r *http.Request) (string, error) {
 //			c, _ := idemgin.Context(r)
 //			return c.GetString("tenant"), nil
@@ -28,6 +28,13 @@
 // chain is aborted. Context gives the Options.Scope function the
 // *gin.Context, so the scope can come from what an earlier middleware put
 // there with c.Set.
+//
+// Gin leaves http.Request.Pattern empty; Wrap sets it, on the request the
+// middleware and the handlers after it see, to the Gin route the request
+// matched, as net/http writes a pattern: "POST /payments/:id" (Pattern).
+// The middleware's observers (ledger.Observer) then report a route with
+// few values instead of the raw path. A pattern set before Gin, by a
+// ServeMux in front of the engine, is kept.
 //
 // Put gin.Recovery before Wrap: a handler's panic releases the key and
 // goes on, and Recovery answers it.

@@ -29,16 +29,17 @@ func ExampleWrap() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	d := sqlite.New(db)
+	if err := schema.Migrate(context.Background(), d); err != nil {
 		panic(err)
 	}
-	l, err := ledger.New(ledger.Config{DB: db})
+	l, err := ledger.New(d, ledger.Config{})
 	if err != nil {
 		panic(err)
 	}
 	defer l.Close()
 
-	mw := idemhttp.Middleware(l, db, idemhttp.Options{
+	mw := idemhttp.Middleware(l, idemhttp.Options{
 		// The scope comes from what the authentication middleware found.
 		Scope: func(r *http.Request) (string, error) {
 			c, _ := idemgin.Context(r)

@@ -16,10 +16,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
@@ -41,24 +41,26 @@ func eachEngine(t *testing.T, f func(t *testing.T, engine string)) {
 // the engine, and the database.
 func middleware(t testing.TB, engine string, opts idemhttp.Options) (func(http.Handler) http.Handler, *sql.DB) {
 	t.Helper()
-	var db *sql.DB
-	var cfg ledger.Config
+	var (
+		db  *sql.DB
+		drv driver.Driver[*sql.Tx]
+	)
 	switch engine {
 	case "sqlite":
 		db = openSQLite(t)
-		cfg.DB = db
+		drv = sqlite.New(db)
 	case "postgres":
 		db = openPostgres(t)
-		cfg.Engine = ledger.Postgres
+		drv = postgres.New(db)
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
-	l, err := ledger.New(cfg)
+	l, err := ledger.New(drv, ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return idemhttp.Middleware(l, db, opts), db
+	return idemhttp.Middleware(l, opts), db
 }
 
 // openSQLite opens a fresh SQLite file with package sqlite's defaults (WAL,
@@ -70,7 +72,7 @@ func openSQLite(t testing.TB) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -121,7 +123,7 @@ func openPostgres(t testing.TB) *sql.DB {
 	}
 	db.SetMaxOpenConns(8)
 	t.Cleanup(func() { db.Close() }) // before the schema is dropped
-	if err := schema.MigratePostgres(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	return db

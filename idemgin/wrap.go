@@ -22,9 +22,10 @@ func Context(r *http.Request) (*gin.Context, bool) {
 // Wrap returns a Gin handler that runs mw, a net/http middleware such as
 // idemhttp.Middleware's result, around the rest of the Gin chain. When mw
 // calls its next handler, the rest of the chain runs with mw's request and
-// response writer; when it answers by itself, the chain is aborted. Wrap
-// panics when mw is nil. The handler is safe for concurrent use when mw's
-// handlers are.
+// response writer; when it answers by itself, the chain is aborted. The
+// request mw gets has the Gin route as its Pattern (see [Pattern]) unless
+// it has one already. Wrap panics when mw is nil. The handler is safe for
+// concurrent use when mw's handlers are.
 func Wrap(mw func(http.Handler) http.Handler) gin.HandlerFunc {
 	if mw == nil {
 		panic("idemgin: Wrap needs a middleware")
@@ -34,7 +35,10 @@ func Wrap(mw func(http.Handler) http.Handler) gin.HandlerFunc {
 		next := false
 		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next = true
-			inner := &writer{ResponseWriter: w, status: http.StatusOK, size: unwritten}
+			// The status Gin has set so far: 200, or 404 and 405 for the
+			// chain it runs when no route matched, which a handler-less
+			// chain would otherwise answer 200.
+			inner := &writer{ResponseWriter: w, status: outer.Status(), size: unwritten}
 			c.Writer, c.Request = inner, r
 			// Restored even when a handler panics, so that gin.Recovery
 			// answers on the real writer.
@@ -44,9 +48,27 @@ func Wrap(mw func(http.Handler) http.Handler) gin.HandlerFunc {
 			// the whole chain has returned, too late for mw to see it.
 			inner.WriteHeaderNow()
 		}))
-		h.ServeHTTP(outer, req.WithContext(context.WithValue(req.Context(), ginKey{}, c)))
+		r := req.WithContext(context.WithValue(req.Context(), ginKey{}, c))
+		if r.Pattern == "" {
+			r.Pattern = Pattern(c)
+		}
+		h.ServeHTTP(outer, r)
 		if !next {
 			c.Abort()
 		}
 	}
+}
+
+// Pattern returns the route that matched c's request, written as net/http
+// writes a ServeMux pattern: the method, a space and Gin's route path
+// (c.FullPath()), for example "POST /payments/:id". It returns "" when no
+// route matched (Gin's 404 and 405 handlers). Wrap puts it in
+// http.Request.Pattern, which Gin leaves empty, so that the middleware's
+// observers get a route with few values rather than the raw path.
+func Pattern(c *gin.Context) string {
+	path := c.FullPath()
+	if path == "" {
+		return ""
+	}
+	return c.Request.Method + " " + path
 }

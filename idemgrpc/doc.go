@@ -100,6 +100,64 @@
 // The outcome is written with a context that the client's cancellation does
 // not end.
 //
+// # Events
+//
+// ServerOptions.Observer (a ledger.Observer; nil, the default, reports
+// nothing) receives the events of protected calls, the hook that
+// idemledger's protection layers share: ledger.LogObserver writes them with
+// slog, package idemotel (a module of its own) records them as
+// OpenTelemetry metrics, and ledger.Observers feeds several. Every event
+// has Method and Route set to the full method name
+// ("/package.Service/Method"), and Duration, the time since the
+// interceptor began its work on the call. Status is the gRPC code, as an
+// int, of the answer the call gets; 0 is OK, and it is also 0 where the
+// event comes before any answer (claimed, a failed extension, fail open)
+// and after a panic before the commit point. The events, in the order a
+// call reports them:
+//
+//	event              Reason or Op             Status               when
+//	claimed            -                        0                    the claim won: the handler runs
+//	stored             -                        the answer's         the answer was stored
+//	stored             panic                    INTERNAL             a panic after the commit point, stored
+//	stored             error or status (1)      the answer's         a code ShouldStore refuses, stored after the commit point
+//	stored             oversized                the answer's         over MaxOutcomeBytes: a DATA_LOSS marker stored
+//	stored             error                    OK                   the response is no protobuf message: a DATA_LOSS marker stored
+//	released           panic                    0                    a panic before the commit point
+//	released           error or status (1)      the answer's         a code ShouldStore refuses
+//	replayed           -                        the stored answer's  answered from the record
+//	in_flight          -                        UNAVAILABLE          the key's first call still runs
+//	key_reused         -                        FAILED_PRECONDITION  the key came with another call
+//	lease_lost         Op extend or complete    the answer's (2)     another call took the key over
+//	store_busy         Op claim, complete,      the answer's (2)     the store stayed locked (ledger.ErrRetryable)
+//	                   release or extend
+//	store_unavailable  Op claim, complete,      the answer's (2)     the store failed otherwise
+//	                   release or extend
+//
+// (1) Reason error when the handler returned an error, status when it
+// returned OK and ShouldStore refuses OK. (2) A failed claim is answered
+// UNAVAILABLE, or runs the handler unprotected with FailOpen (Status 0);
+// a failed extension has no answer yet (Status 0). A Release that finds
+// its lease lost reports lease_lost with Op "release".
+//
+// A failed Complete or Release reports its failure instead of stored or
+// released. The heartbeat goes on after a failed extension unless the
+// lease is lost. Refusals of the key or the scope, and a stored record
+// that is not a gRPC answer, report nothing.
+//
+// The failures (lease_lost, store_busy, store_unavailable, and stored for
+// a response that is no protobuf message) carry Err, the cause, with every
+// whole-word occurrence of the key and of the scope in its text, whatever
+// their length, replaced by "[redacted]": the ledger never quotes them,
+// but a database driver's message may. errors.Is still matches the
+// cause's chain (ledger.ErrLeaseLost, ledger.ErrRetryable); errors.As
+// and Unwrap do not reach it, since a driver's typed error may hold the
+// key in a field. Other events have no Err. The key and the scope are in
+// no event.
+//
+// Observe is called synchronously, on the call's goroutine (the
+// heartbeat's for a failed extension), before the answer is sent: it must
+// be quick.
+//
 // # Client
 //
 // UnaryClientInterceptor gives each call a fresh key (a random UUID) when

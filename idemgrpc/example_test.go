@@ -29,10 +29,11 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	d := sqlite.New(db)
+	if err := schema.Migrate(context.Background(), d); err != nil {
 		panic(err)
 	}
-	l, err := ledger.New(ledger.Config{DB: db})
+	l, err := ledger.New(d, ledger.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -46,8 +47,7 @@ func Example() {
 	}}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(
 		recoverPanics,
-		// (dbLedger binds today's ledger to its database: see ledger_test.go.)
-		idemgrpc.UnaryServerInterceptor(dbLedger{l, db}, idemgrpc.ServerOptions{
+		idemgrpc.UnaryServerInterceptor(l, idemgrpc.ServerOptions{
 			Scope: func(ctx context.Context, _ string) (string, error) { return "tenant-1", nil },
 		})))
 	srv.RegisterService(&paymentsDesc, p)

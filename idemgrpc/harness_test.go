@@ -24,10 +24,13 @@ const (
 	methodRefund = "/" + serviceName + "/Refund"
 )
 
-// payments serves both methods with handle, and counts the runs.
+// payments serves both methods with handle, and counts the runs. conn,
+// when set, is a connection to the server, for a handler that sends a
+// duplicate of its own call.
 type payments struct {
 	runs   atomic.Int64
 	handle func(ctx context.Context, method string, in *structpb.Struct) (*structpb.Struct, error)
+	conn   *grpc.ClientConn
 }
 
 func unaryMethod(name string) grpc.MethodDesc {

@@ -3,7 +3,6 @@ package idemgrpc
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -16,14 +15,15 @@ import (
 // handler again). It runs on a timer, so a fast handler costs one timer
 // and no extension. Only ledger.ErrLeaseLost ends it; any other failure is
 // tried again after a ninth of the lease, since a lease that ran out
-// without a takeover is still its holder's to extend.
+// without a takeover is still its holder's to extend. Each failure is
+// reported as an event with Op "extend".
 type heartbeat struct {
 	mu      sync.Mutex
 	stopped bool
 	timer   *time.Timer
 }
 
-func (s *server) startHeartbeat(ctx context.Context, method string, c *ledger.Claim) *heartbeat {
+func (s *server) startHeartbeat(ctx context.Context, c *call, claim *ledger.Claim) *heartbeat {
 	hb := &heartbeat{}
 	every := s.l.Lease() / 3
 	tick := func() {
@@ -34,17 +34,16 @@ func (s *server) startHeartbeat(ctx context.Context, method string, c *ledger.Cl
 		}
 		start := time.Now()
 		dctx, cancel := s.detached(ctx)
-		err := s.l.Extend(dctx, c)
+		err := s.l.Extend(dctx, claim)
 		cancel()
-		switch {
-		case err == nil:
+		if err == nil {
 			hb.timer.Reset(max(every-time.Since(start), 0))
-		case errors.Is(err, ledger.ErrLeaseLost):
-			s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "idempotency: lease lost while the handler runs",
-				slog.String("method", method))
-		default:
-			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "idempotency: lease extension failed",
-				slog.String("method", method), slog.String("error", err.Error()))
+			return
+		}
+		// Reported under the lock, so that a failed extension's event
+		// comes before the call's last event (stop waits for it).
+		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "extend", Err: err})
+		if !errors.Is(err, ledger.ErrLeaseLost) {
 			hb.timer.Reset(every / 3)
 		}
 	}

@@ -1,10 +1,8 @@
 package idemgrpc_test
 
 // The one file of this module's tests that calls the ledger package's
-// constructors and methods: fresh databases on every engine, and the
-// adapter that binds today's ledger (whose methods take the database) to
-// the idemgrpc.Ledger interface. When the ledger holds its database, the
-// adapter goes and the ledger is passed as it is.
+// constructors: fresh databases on every engine, and ledgers on them. A
+// *ledger.Ledger[TTx] of any driver is an idemgrpc.Ledger as it is.
 
 import (
 	"context"
@@ -17,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/idemgrpc"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
@@ -38,50 +36,32 @@ func eachEngine(t *testing.T, f func(t *testing.T, engine string)) {
 	}
 }
 
-// dbLedger binds a ledger to its database: the shape of idemgrpc.Ledger.
-type dbLedger struct {
-	l  *ledger.Ledger
-	db *sql.DB
-}
-
-func (d dbLedger) Claim(ctx context.Context, req ledger.Request) (*ledger.Claim, error) {
-	return d.l.Claim(ctx, d.db, req)
-}
-func (d dbLedger) Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error {
-	return d.l.Complete(ctx, d.db, c, out)
-}
-func (d dbLedger) Release(ctx context.Context, c *ledger.Claim) error {
-	return d.l.Release(ctx, d.db, c)
-}
-func (d dbLedger) Extend(ctx context.Context, c *ledger.Claim) error {
-	return d.l.Extend(ctx, d.db, c)
-}
-func (d dbLedger) Lease() time.Duration { return d.l.Lease() }
-
-var _ idemgrpc.Ledger = dbLedger{}
+var _ idemgrpc.Ledger = (*ledger.Ledger[*sql.Tx])(nil)
 
 // newLedger returns a ledger on a fresh, migrated database of the engine,
 // with the given lease (0: the default), and the database.
-func newLedger(t testing.TB, engine string, lease time.Duration) (dbLedger, *sql.DB) {
+func newLedger(t testing.TB, engine string, lease time.Duration) (*ledger.Ledger[*sql.Tx], *sql.DB) {
 	t.Helper()
-	var db *sql.DB
-	cfg := ledger.Config{Lease: lease}
+	var (
+		db  *sql.DB
+		drv driver.Driver[*sql.Tx]
+	)
 	switch engine {
 	case "sqlite":
 		db = openSQLite(t)
-		cfg.DB = db
+		drv = sqlite.New(db)
 	case "postgres":
 		db = openPostgres(t)
-		cfg.Engine = ledger.Postgres
+		drv = postgres.New(db)
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
-	l, err := ledger.New(cfg)
+	l, err := ledger.New(drv, ledger.Config{Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return dbLedger{l: l, db: db}, db
+	return l, db
 }
 
 // openSQLite opens a fresh SQLite file with package sqlite's defaults (WAL,
@@ -93,7 +73,7 @@ func openSQLite(t testing.TB) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -144,7 +124,7 @@ func openPostgres(t testing.TB) *sql.DB {
 	}
 	db.SetMaxOpenConns(8)
 	t.Cleanup(func() { db.Close() }) // before the schema is dropped
-	if err := schema.MigratePostgres(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	return db

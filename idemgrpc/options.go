@@ -2,7 +2,6 @@ package idemgrpc
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -39,7 +38,7 @@ const (
 	// default.
 	FailClosed FailurePolicy = iota
 	// FailOpen runs the handler without protection: a retry may run it
-	// again. Each such call is logged at Error.
+	// again. Each such call is reported as a store unavailable event.
 	FailOpen
 )
 
@@ -98,11 +97,14 @@ type ServerOptions struct {
 	// DefaultInFlightRetryAfter (1 s).
 	InFlightRetryAfter time.Duration
 
-	// Logger receives one record per event: replayed (Info), in flight
-	// (Info), reused (Warn), store unavailable, failed completion or
-	// release, lost lease (Error). Records carry the method and the code,
-	// never the key or the scope. Default: no logging.
-	Logger *slog.Logger
+	// Observer receives the events of protected calls (claimed, stored,
+	// replayed, in flight, key reused, released, lease lost, store busy,
+	// store unavailable), synchronously, on the call's goroutine or the
+	// heartbeat's; the package doc says which event comes when and with
+	// what. Events never hold the key or the scope. ledger.LogObserver
+	// logs them with slog; ledger.Observers feeds several observers.
+	// Default nil: no events.
+	Observer ledger.Observer
 }
 
 // StoreDefault is the default ServerOptions.ShouldStore: it stores OK and
@@ -144,9 +146,6 @@ func newServerConfig(o ServerOptions) *serverConfig {
 	}
 	if c.InFlightRetryAfter <= 0 {
 		c.InFlightRetryAfter = DefaultInFlightRetryAfter
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package idemgrpc_test
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -86,12 +87,12 @@ func TestStoredOutcomeNotGRPC(t *testing.T) {
 
 // extendCounter counts the heartbeat's extensions.
 type extendCounter struct {
-	dbLedger
+	*ledger.Ledger[*sql.Tx]
 	extended chan struct{}
 }
 
 func (e extendCounter) Extend(ctx context.Context, c *ledger.Claim) error {
-	err := e.dbLedger.Extend(ctx, c)
+	err := e.Ledger.Extend(ctx, c)
 	if err == nil {
 		select {
 		case e.extended <- struct{}{}:
@@ -108,7 +109,7 @@ func TestHeartbeat(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	eachEngine(t, func(t *testing.T, engine string) {
 		l, _ := newLedger(t, engine, lease)
-		counter := extendCounter{dbLedger: l, extended: make(chan struct{}, 16)}
+		counter := extendCounter{Ledger: l, extended: make(chan struct{}, 16)}
 		dup := make(chan result)
 		var conn *grpc.ClientConn
 		in := mustStruct(t, map[string]any{"amount": 1})

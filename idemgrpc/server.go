@@ -3,8 +3,6 @@ package idemgrpc
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -41,6 +39,7 @@ type server struct {
 // call is a protected call on its way to the ledger.
 type call struct {
 	method string
+	start  time.Time // when the interceptor began its work on the call
 	req    ledger.Request
 }
 
@@ -48,7 +47,8 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	if !s.cfg.Methods(info.FullMethod) {
 		return next(ctx, req)
 	}
-	c, err := s.prepare(ctx, req, info.FullMethod)
+	start := time.Now()
+	c, err := s.prepare(ctx, req, info.FullMethod, start)
 	if err != nil {
 		return nil, err
 	}
@@ -66,9 +66,10 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	if claim.Replayed() {
 		return s.replay(ctx, c, claim.Replay.Outcome)
 	}
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventClaimed})
 
 	hctx, committed := withCommit(ctx)
-	hb := s.startHeartbeat(ctx, c.method, claim)
+	hb := s.startHeartbeat(ctx, c, claim)
 	finished := false
 	defer func() {
 		if finished {
@@ -81,10 +82,10 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		hb.stop()
 		if committed.Load() {
 			st := status.New(codes.Internal, "the handler failed after its commit point")
-			s.complete(ctx, c, claim, nil, st)
+			s.complete(ctx, c, claim, nil, st, ledger.ReasonPanic)
 			return
 		}
-		s.release(ctx, c, claim, "handler panicked")
+		s.release(ctx, c, claim, ledger.ReasonPanic, 0)
 	}()
 	resp, herr := next(hctx, req)
 	finished = true
@@ -96,18 +97,27 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	if !ok {
 		st = status.FromContextError(herr)
 	}
-	if !committed.Load() && !s.cfg.ShouldStore(st.Code()) {
-		s.release(ctx, c, claim, "code not stored")
-		return resp, herr
+	// Why the answer is not one ShouldStore keeps: the handler failed, or
+	// (with a ShouldStore that refuses OK) its code.
+	why := ledger.ReasonStatus
+	if herr != nil {
+		why = ledger.ReasonError
 	}
-	s.complete(ctx, c, claim, resp, st)
+	switch {
+	case s.cfg.ShouldStore(st.Code()):
+		s.complete(ctx, c, claim, resp, st, "")
+	case committed.Load():
+		s.complete(ctx, c, claim, resp, st, why) // stored only because of the commit point
+	default:
+		s.release(ctx, c, claim, why, st.Code())
+	}
 	return resp, herr
 }
 
 // prepare reads the key and the scope and takes the fingerprint. It
 // returns (nil, nil) for a call to run unprotected, and a status error for
 // a refusal.
-func (s *server) prepare(ctx context.Context, req any, method string) (*call, error) {
+func (s *server) prepare(ctx context.Context, req any, method string, start time.Time) (*call, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	keys := md.Get(MetadataKey)
 	switch {
@@ -138,11 +148,10 @@ func (s *server) prepare(ctx context.Context, req any, method string) (*call, er
 	}
 	fp, err := Fingerprint(method, req)
 	if err != nil {
-		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "idempotency: request cannot be fingerprinted",
-			slog.String("method", method), slog.String("error", err.Error()))
+		// A server whose codec is not protobuf: a refusal, no event.
 		return nil, refusal(codes.Internal, ReasonNotProto, "the request could not be fingerprinted", 0)
 	}
-	return &call{method: method, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}}, nil
+	return &call{method: method, start: start, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}}, nil
 }
 
 // keyProblem says what is wrong with a key, without quoting it, or returns
@@ -165,83 +174,113 @@ func keyProblem(key string, maxLen int) string {
 // refuseLedger answers a Claim error with a status error, or returns nil
 // when the call is to run unprotected (FailOpen, the ledger unreachable).
 func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
-	log := s.cfg.Logger
 	var inFlight *ledger.InFlightError
+	var refused error
 	switch {
 	case errors.As(err, &inFlight):
 		wait := min(max(inFlight.RetryAfter, time.Millisecond), s.cfg.InFlightRetryAfter)
-		log.LogAttrs(ctx, slog.LevelInfo, "idempotency: in flight",
-			slog.String("method", c.method), slog.Duration("retry_after", wait))
-		return refusal(codes.Unavailable, ReasonInFlight, "a call with this idempotency key is in flight", wait)
+		refused = refusal(codes.Unavailable, ReasonInFlight, "a call with this idempotency key is in flight", wait)
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventInFlight, Status: int(codes.Unavailable)})
 	case errors.Is(err, ledger.ErrKeyReused):
-		log.LogAttrs(ctx, slog.LevelWarn, "idempotency: reused", slog.String("method", c.method))
-		return refusal(codes.FailedPrecondition, ReasonKeyReused, "this idempotency key was used with another call", 0)
+		refused = refusal(codes.FailedPrecondition, ReasonKeyReused, "this idempotency key was used with another call", 0)
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventKeyReused, Status: int(codes.FailedPrecondition)})
 	case errors.Is(err, ledger.ErrInvalidRequest):
-		return refusal(codes.InvalidArgument, ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
+		// A refusal of the key, before any record: no event.
+		refused = refusal(codes.InvalidArgument, ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
 	case ctx.Err() != nil:
 		// The client left while the claim ran: nothing is unavailable.
-		return status.FromContextError(ctx.Err()).Err()
+		refused = status.FromContextError(ctx.Err()).Err()
 	case errors.Is(err, ledger.ErrRetryable):
-		log.LogAttrs(ctx, slog.LevelWarn, "idempotency: store busy",
-			slog.String("method", c.method), slog.String("error", c.redact(err)))
-		return refusal(codes.Unavailable, ReasonStoreBusy, "the idempotency store is busy; retry shortly", time.Second)
+		refused = refusal(codes.Unavailable, ReasonStoreBusy, "the idempotency store is busy; retry shortly", time.Second)
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreBusy, Op: "claim", Status: int(codes.Unavailable), Err: err})
+	case s.cfg.FailurePolicy == FailOpen:
+		// The handler runs unprotected: its answer is not known yet.
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Err: err})
+	default:
+		refused = refusal(codes.Unavailable, ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Status: int(codes.Unavailable), Err: err})
 	}
-	log.LogAttrs(ctx, slog.LevelError, "idempotency: store unavailable",
-		slog.String("method", c.method), slog.Bool("fail_open", s.cfg.FailurePolicy == FailOpen),
-		slog.String("error", c.redact(err)))
-	if s.cfg.FailurePolicy == FailOpen {
-		return nil
-	}
-	return refusal(codes.Unavailable, ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
+	return refused
 }
 
 // replay answers a stored outcome, marked with ReplayedKey.
 func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (any, error) {
 	resp, err := decodeOutcome(out, s.cfg.Types)
 	if errors.Is(err, errStoredOutcome) {
-		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "idempotency: stored outcome is no gRPC answer",
-			slog.String("method", c.method), slog.String("error", err.Error()))
+		// Another kind of record under the key, or a response type the
+		// server no longer knows: not a replay, and no event names it.
 		return nil, refusal(codes.Internal, ReasonStoredOutcome, "the answer stored for this idempotency key cannot be replayed", 0)
 	}
 	// SetHeader fails only outside a server call or after the header was
 	// sent, neither of which can be the case here.
 	_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedKey, "true"))
-	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "idempotency: replayed",
-		slog.String("method", c.method), slog.String("code", status.Code(err).String()))
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(status.Code(err))})
 	return resp, err
 }
 
-// complete stores the handler's answer, or a marker when it cannot be
-// stored: retries then learn that it is lost instead of running again.
-func (s *server) complete(ctx context.Context, c *call, claim *ledger.Claim, resp any, st *status.Status) {
+// complete stores the handler's answer (resp or st), or a marker when it
+// cannot be stored: retries then learn that it is lost instead of running
+// again. why is the Reason of the stored event when the answer is stored
+// only because of the commit point ("" otherwise).
+func (s *server) complete(ctx context.Context, c *call, claim *ledger.Claim, resp any, st *status.Status, why ledger.Reason) {
 	out, err := encodeOutcome(resp, st)
+	var cause error
 	switch {
 	case err != nil:
-		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "idempotency: answer cannot be stored",
-			slog.String("method", c.method), slog.String("error", err.Error()))
+		// A response that is not a protobuf message: the handler's bug.
+		why, cause = ledger.ReasonError, err
 		out, _ = encodeOutcome(nil, status.New(codes.DataLoss, "the answer to this call could not be stored"))
 	case len(out.Body) > s.cfg.MaxOutcomeBytes:
-		s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "idempotency: answer too large to store",
-			slog.String("method", c.method), slog.Int("bytes", len(out.Body)))
+		why = ledger.ReasonOversized
 		out, _ = encodeOutcome(nil, status.Convert(refusal(codes.DataLoss, ReasonOutcomeTooLarge,
 			"the answer to this call was too large to keep for retries", 0)))
 	}
 	dctx, cancel := s.detached(ctx)
 	defer cancel()
 	if err := s.l.Complete(dctx, claim, out); err != nil {
-		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "idempotency: completion failed",
-			slog.String("method", c.method), slog.String("code", st.Code().String()),
-			slog.String("error", c.redact(err)))
+		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "complete", Status: int(st.Code()), Err: err})
+		return
 	}
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventStored, Reason: why, Status: int(st.Code()), Err: cause})
 }
 
-func (s *server) release(ctx context.Context, c *call, claim *ledger.Claim, why string) {
+// release gives the key back. code is the answer's code (0 after a panic,
+// which has no answer of this interceptor's).
+func (s *server) release(ctx context.Context, c *call, claim *ledger.Claim, why ledger.Reason, code codes.Code) {
 	dctx, cancel := s.detached(ctx)
 	defer cancel()
 	if err := s.l.Release(dctx, claim); err != nil {
-		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "idempotency: release failed",
-			slog.String("method", c.method), slog.String("reason", why), slog.String("error", c.redact(err)))
+		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "release", Status: int(code), Err: err})
+		return
 	}
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReleased, Reason: why, Status: int(code)})
+}
+
+// failureKind returns the event of a failed Complete, Release or Extend.
+func failureKind(err error) ledger.EventKind {
+	switch {
+	case errors.Is(err, ledger.ErrLeaseLost):
+		return ledger.EventLeaseLost
+	case errors.Is(err, ledger.ErrRetryable):
+		return ledger.EventStoreBusy
+	}
+	return ledger.EventStoreUnavailable
+}
+
+// emit reports an event of the call c to ServerOptions.Observer: every
+// event goes through it. It sets Method and Route to the full method name
+// and Duration to the time since the call's start, and blots the key and
+// the scope out of Err.
+func (s *server) emit(ctx context.Context, c *call, e ledger.Event) {
+	if s.cfg.Observer == nil {
+		return
+	}
+	e.Method, e.Route = c.method, c.method
+	e.Duration = time.Since(c.start)
+	if e.Err != nil {
+		e.Err = redact(e.Err, c.req.Key, c.req.Scope)
+	}
+	s.cfg.Observer.Observe(ctx, e)
 }
 
 // detached returns a context that outlives the client's cancellation but
@@ -249,17 +288,4 @@ func (s *server) release(ctx context.Context, c *call, claim *ledger.Claim, why 
 // refuse the write anyway.
 func (s *server) detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), max(s.l.Lease(), time.Second))
-}
-
-// redact returns err's text with the key and the scope blotted out: the
-// ledger never quotes them, but a database driver's message may, and logs
-// must not carry them.
-func (c *call) redact(err error) string {
-	msg := err.Error()
-	for _, secret := range []string{c.req.Key, c.req.Scope} {
-		if len(secret) >= 4 { // shorter ones would garble the message more than they hide
-			msg = strings.ReplaceAll(msg, secret, "[redacted]")
-		}
-	}
-	return msg
 }

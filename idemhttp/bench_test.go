@@ -34,7 +34,7 @@ const benchBody = `{"amount":1250,"currency":"EUR","customer":"cus_42"}`
 
 type benchEnv struct {
 	db  *sql.DB
-	l   *ledger.Ledger
+	l   *ledger.Ledger[*sql.Tx]
 	ins *sql.Stmt
 }
 
@@ -43,7 +43,7 @@ func newBenchEnv(b *testing.B, sync sqlite.Synchronous) *benchEnv {
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
-	l, err := ledger.New(ledger.Config{DB: db})
+	l, err := ledger.New(sqlite.New(db), ledger.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func (e *benchEnv) handler() http.Handler {
 }
 
 func (e *benchEnv) txHandler() http.Handler {
-	return TxHandler(e.l, e.db, benchOptions(), func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+	return TxHandler(e.l, benchOptions(), func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 		in, _ := io.ReadAll(r.Body)
 		res, err := tx.ExecContext(r.Context(), `INSERT INTO orders (body) VALUES (?)`, string(in))
 		if err != nil {
@@ -162,8 +162,8 @@ func BenchmarkMiddleware(b *testing.B) {
 				replay bool
 			}{
 				{"bare", func(e *benchEnv) http.Handler { return e.handler() }, false, false},
-				{"first", func(e *benchEnv) http.Handler { return Middleware(e.l, e.db, benchOptions())(e.handler()) }, true, false},
-				{"replay", func(e *benchEnv) http.Handler { return Middleware(e.l, e.db, benchOptions())(e.handler()) }, true, true},
+				{"first", func(e *benchEnv) http.Handler { return Middleware(e.l, benchOptions())(e.handler()) }, true, false},
+				{"replay", func(e *benchEnv) http.Handler { return Middleware(e.l, benchOptions())(e.handler()) }, true, true},
 				{"bare-tx", func(e *benchEnv) http.Handler { return e.bareTx() }, false, false},
 				{"tx-first", func(e *benchEnv) http.Handler { return e.txHandler() }, true, false},
 				{"tx-replay", func(e *benchEnv) http.Handler { return e.txHandler() }, true, true},

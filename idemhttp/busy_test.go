@@ -26,13 +26,13 @@ func TestSQLiteBusyAnswer(t *testing.T) {
 		`"detail":"the idempotency store is busy; retry later","code":"busy"}` + "\n"
 	forms := []struct {
 		name string
-		make func(l *ledger.Ledger, db *sql.DB, opts Options) http.Handler
+		make func(l *ledger.Ledger[*sql.Tx], opts Options) http.Handler
 	}{
-		{"Middleware", func(l *ledger.Ledger, db *sql.DB, opts Options) http.Handler {
-			return Middleware(l, db, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) }))
+		{"Middleware", func(l *ledger.Ledger[*sql.Tx], opts Options) http.Handler {
+			return Middleware(l, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) }))
 		}},
-		{"TxHandler", func(l *ledger.Ledger, db *sql.DB, opts Options) http.Handler {
-			return TxHandler(l, db, opts, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) { w.WriteHeader(201) })
+		{"TxHandler", func(l *ledger.Ledger[*sql.Tx], opts Options) http.Handler {
+			return TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) { w.WriteHeader(201) })
 		}},
 	}
 	for _, f := range forms {
@@ -43,12 +43,9 @@ func TestSQLiteBusyAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer impatient.Close()
-			l, err := ledger.New(ledger.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := newLedger(t, sqlite.New(impatient), ledger.Config{})
 			logs := &syncBuffer{}
-			srv := serve(t, f.make(l, impatient, Options{
+			srv := serve(t, f.make(l, Options{
 				Scope:  func(*http.Request) (string, error) { return testScope, nil },
 				Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 			}))
@@ -84,7 +81,7 @@ func TestClaimFrom(t *testing.T) {
 		}
 		return c.Scope + " " + c.Key + " " + strconv.FormatInt(c.Fence, 10)
 	}
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		mw := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, show(r))
 		})

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/idemledger/idemledger/hash"
-	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -37,7 +36,7 @@ func TestFingerprintCanonicalBodies(t *testing.T) {
 		{"10001 levels, respaced (control: raw bytes)", nest(10_001, ""), nest(10_001, " "),
 			"", 422},
 	}
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				b := setup(t, e, Options{}, ledger.Config{}, created)

@@ -29,7 +29,7 @@ type ctxKey struct{}
 
 // held is the claim under which a request is served.
 type held struct {
-	l     *ledger.Ledger
+	l     any // the *ledger.Ledger[TTx] that holds the claim
 	req   ledger.Request
 	fence int64
 	// lease is true for a Middleware's lease-mode claim, the only kind a

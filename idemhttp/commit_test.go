@@ -1,6 +1,7 @@
 package idemhttp
 
 import (
+	"database/sql"
 	"errors"
 	"io"
 	"net/http"
@@ -12,11 +13,12 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/jackc/pgx/v5"
 )
 
 // payments is a table of the test database standing for an irreversible
 // effect: each handler run that pays inserts one row.
-func payments(t *testing.T, e testdb.Engine, b *bundle) (pay func(), count func() int) {
+func payments(t *testing.T, e string, b *bundle) (pay func(), count func() int) {
 	t.Helper()
 	if _, err := b.db.Exec("CREATE TABLE payments (n INTEGER)"); err != nil {
 		t.Fatal(err)
@@ -113,7 +115,7 @@ func TestCommitPoint(t *testing.T) {
 		}, answerWant{200, "sixteen bytes...", ""}, 1, answerWant{200, "sixteen bytes...", ""}, 2,
 			`"msg":"idempotency: released","method":"POST","path":"/pay","reason":"oversized"`},
 	}
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				var pay func()
@@ -174,7 +176,7 @@ func TestCommitPoint(t *testing.T) {
 // payment) and gets 410 saying why.
 func TestOversizedAnswerKeepsKey(t *testing.T) {
 	big := strings.Repeat("p", 2<<20)
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		var pay func()
 		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
 			pay()
@@ -215,14 +217,9 @@ func TestOversizedAnswerKeepsKey(t *testing.T) {
 // timeout's 503, the retries 409 in flight while the handler still runs,
 // then the stored 201.
 func TestTimeoutHandlerOutside(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := &bundle{db: testdb.Open(t, e), logs: &syncBuffer{}}
-		l, err := ledger.New(ledger.Config{Engine: engines[e]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.l = l
-		pay, paid := payments(t, e, b)
+	eachEngine(t, func(t *testing.T, e string) {
+		b := &bundle{logs: &syncBuffer{}, e: e}
+		var pay func()
 		gate := make(chan struct{})
 		slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			pay()
@@ -230,8 +227,14 @@ func TestTimeoutHandlerOutside(t *testing.T) {
 			w.WriteHeader(201)
 			io.WriteString(w, "paid")
 		})
-		mw := Middleware(l, b.db, Options{Scope: func(*http.Request) (string, error) { return testScope, nil }})
-		b.srv = serve(t, http.TimeoutHandler(mw(slow), 250*time.Millisecond, "timeout"))
+		opts := Options{Scope: func(*http.Request) (string, error) { return testScope, nil }}
+		timeout := func(h http.Handler) http.Handler { return http.TimeoutHandler(h, 250*time.Millisecond, "timeout") }
+		sv := serveOn(t, e, ledger.Config{},
+			func(l *ledger.Ledger[*sql.Tx]) http.Handler { return timeout(Middleware(l, opts)(slow)) },
+			func(l *ledger.Ledger[pgx.Tx]) http.Handler { return timeout(Middleware(l, opts)(slow)) })
+		b.l, b.db = sv.l, sv.db
+		pay, paid := payments(t, e, b)
+		b.srv = serve(t, sv.handler)
 
 		var once sync.Once
 		var statuses []int

@@ -14,20 +14,22 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // The whole point, end to end: the server runs the handler, the answer is
 // lost on the way back (the connection drops), and the Transport's retry
 // gets the stored answer without running the handler again.
 func TestTransportAndMiddlewareLostResponse(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		db := testdb.Open(t, e)
-		l, err := ledger.New(ledger.Config{Engine: engines[e]})
+	eachEngine(t, func(t *testing.T, e string) {
+		db := openSQL(t, e)
+		l, err := ledger.New(sqlDriver(e, db), ledger.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var runs, attempts atomic.Int32
-		protected := Middleware(l, db, Options{Scope: func(*http.Request) (string, error) { return "t", nil }})(
+		protected := Middleware(l, Options{Scope: func(*http.Request) (string, error) { return "t", nil }})(
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs.Add(1)
 				body, _ := io.ReadAll(r.Body)
@@ -70,17 +72,16 @@ func TestTransportAndMiddlewareLostResponse(t *testing.T) {
 }
 
 func TestConstructorsRefuseMissingParts(t *testing.T) {
-	db := testdb.SQLite(t)
-	l, _ := ledger.New(ledger.Config{})
+	db := testdb.SQLitePool(t)
+	l, _ := ledger.New(sqlite.New(db), ledger.Config{})
 	scope := func(*http.Request) (string, error) { return "", nil }
 	noop := func(http.ResponseWriter, *http.Request, *sql.Tx) {}
 	for name, f := range map[string]func(){
-		"nil scope":       func() { Middleware(l, db, Options{}) },
-		"nil ledger":      func() { Middleware(nil, db, Options{Scope: scope}) },
-		"nil db":          func() { Middleware(l, nil, Options{Scope: scope}) },
-		"tx nil scope":    func() { TxHandler(l, db, Options{}, noop) },
-		"tx nil function": func() { TxHandler(l, db, Options{Scope: scope}, nil) },
-		"tx nil ledger":   func() { TxHandler(nil, db, Options{Scope: scope}, noop) },
+		"nil scope":       func() { Middleware(l, Options{}) },
+		"nil ledger":      func() { Middleware[*sql.Tx](nil, Options{Scope: scope}) },
+		"tx nil scope":    func() { TxHandler(l, Options{}, noop) },
+		"tx nil function": func() { TxHandler(l, Options{Scope: scope}, nil) },
+		"tx nil ledger":   func() { TxHandler[*sql.Tx](nil, Options{Scope: scope}, noop) },
 	} {
 		func() {
 			defer func() {
@@ -98,7 +99,7 @@ func TestConstructorsRefuseMissingParts(t *testing.T) {
 // lease has a minute left), waits that second, and gets the replay: the
 // handler runs once and both callers see its answer.
 func TestTransportWaitsOutInFlight(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		started := make(chan struct{})
 		var once atomic.Bool
 		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {

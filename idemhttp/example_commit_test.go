@@ -15,11 +15,11 @@ import (
 // so a retry cannot charge again. Without the mark, the 503 would release
 // the key and every retry would charge once more.
 func ExampleCommit() {
-	l, db, cleanup := openLedger(ledger.Config{})
+	l, _, cleanup := openLedger(ledger.Config{})
 	defer cleanup()
 
 	var charges atomic.Int32
-	h := idemhttp.Middleware(l, db, idemhttp.Options{Scope: tenant})(http.HandlerFunc(
+	h := idemhttp.Middleware(l, idemhttp.Options{Scope: tenant})(http.HandlerFunc(
 		func(w http.ResponseWriter, r *http.Request) {
 			charges.Add(1) // the irreversible effect: a call to the payment provider
 			idemhttp.Commit(r.Context())
@@ -44,10 +44,10 @@ func ExampleCommit() {
 // to an upstream service that takes idempotency keys too, the scope, and
 // the fence, to store beside its own writes.
 func ExampleClaimFrom() {
-	l, db, cleanup := openLedger(ledger.Config{})
+	l, _, cleanup := openLedger(ledger.Config{})
 	defer cleanup()
 
-	h := idemhttp.Middleware(l, db, idemhttp.Options{Scope: tenant})(http.HandlerFunc(
+	h := idemhttp.Middleware(l, idemhttp.Options{Scope: tenant})(http.HandlerFunc(
 		func(w http.ResponseWriter, r *http.Request) {
 			c, ok := idemhttp.ClaimFrom(r.Context())
 			if !ok {

@@ -23,7 +23,7 @@ import (
 // openLedger opens a fresh, migrated SQLite database in a temporary
 // directory and a ledger on it with cfg, its statements prepared on the
 // database. cleanup closes both and removes the directory.
-func openLedger(cfg ledger.Config) (*ledger.Ledger, *sql.DB, func()) {
+func openLedger(cfg ledger.Config) (*ledger.Ledger[*sql.Tx], *sql.DB, func()) {
 	dir, err := os.MkdirTemp("", "idemhttp-example")
 	if err != nil {
 		panic(err)
@@ -32,11 +32,11 @@ func openLedger(cfg ledger.Config) (*ledger.Ledger, *sql.DB, func()) {
 	if err != nil {
 		panic(err)
 	}
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	d := sqlite.New(db)
+	if err := schema.Migrate(context.Background(), d); err != nil {
 		panic(err)
 	}
-	cfg.DB = db // statements prepared once on db, as Middleware's doc asks
-	l, err := ledger.New(cfg)
+	l, err := ledger.New(d, cfg)
 	if err != nil {
 		panic(err)
 	}
@@ -110,7 +110,7 @@ func createPayment(w http.ResponseWriter, r *http.Request) {
 // service's own JSON error vocabulary, with 409 for a reused key; replays
 // keep Location; records are kept for 24 hours.
 func Example_requiredKeyCustomErrors() {
-	l, db, cleanup := openLedger(ledger.Config{TTL: 24 * time.Hour})
+	l, _, cleanup := openLedger(ledger.Config{TTL: 24 * time.Hour})
 	defer cleanup()
 
 	refuse := func(w http.ResponseWriter, r *http.Request, ref idemhttp.Refusal) {
@@ -130,7 +130,7 @@ func Example_requiredKeyCustomErrors() {
 		json.NewEncoder(w).Encode(map[string]string{"error": code, "message": msg})
 	}
 	g := newGate()
-	mw := idemhttp.Middleware(l, db, idemhttp.Options{
+	mw := idemhttp.Middleware(l, idemhttp.Options{
 		Scope:    tenant,
 		Required: true,
 		Methods:  []string{http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete},
@@ -174,11 +174,11 @@ func Example_defaults() {
 		http.Error(w, fmt.Sprintf("failure %d", failures.Add(1)), http.StatusInternalServerError)
 	})
 	opts := idemhttp.Options{Scope: tenant}
-	srv := httptest.NewServer(idemhttp.Middleware(l, db, opts)(mux))
+	srv := httptest.NewServer(idemhttp.Middleware(l, opts)(mux))
 	defer srv.Close()
 	required := opts
 	required.Required = true
-	strictSrv := httptest.NewServer(idemhttp.Middleware(l, db, required)(mux))
+	strictSrv := httptest.NewServer(idemhttp.Middleware(l, required)(mux))
 	defer strictSrv.Close()
 
 	send(srv.URL+"/flaky", "POST", `{}`, "")                 // no key: unprotected
@@ -199,7 +199,7 @@ func Example_defaults() {
 	send(srv.URL+"/payments", "POST", `{}`, "k-4")
 	open := opts
 	open.FailurePolicy = idemhttp.FailOpen
-	openSrv := httptest.NewServer(idemhttp.Middleware(l, db, open)(mux))
+	openSrv := httptest.NewServer(idemhttp.Middleware(l, open)(mux))
 	defer openSrv.Close()
 	send(openSrv.URL+"/payments", "POST", `{}`, "k-4")
 	// Output:
@@ -219,7 +219,7 @@ func Example_defaults() {
 // Seed 3: replays are marked with X-Idempotent-Replay; only 2xx answers are
 // stored; keys over 255 characters are refused.
 func Example_successOnlyCustomMarker() {
-	l, db, cleanup := openLedger(ledger.Config{})
+	l, _, cleanup := openLedger(ledger.Config{MaxKeyLength: 255})
 	defer cleanup()
 
 	var notFound atomic.Int32
@@ -228,11 +228,10 @@ func Example_successOnlyCustomMarker() {
 	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not found %d", notFound.Add(1)), http.StatusNotFound)
 	})
-	mw := idemhttp.Middleware(l, db, idemhttp.Options{
+	mw := idemhttp.Middleware(l, idemhttp.Options{
 		Scope:        tenant,
 		ReplayHeader: "X-Idempotent-Replay",
 		ShouldStore:  idemhttp.StoreSuccess,
-		MaxKeyLength: 255,
 	})
 	srv := httptest.NewServer(mw(mux))
 	defer srv.Close()

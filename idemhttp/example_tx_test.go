@@ -21,7 +21,7 @@ func ExampleTxHandler() {
 		panic(err)
 	}
 
-	h := idemhttp.TxHandler(l, db, idemhttp.Options{Scope: tenant},
+	h := idemhttp.TxHandler(l, idemhttp.Options{Scope: tenant},
 		func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 			amount, _ := io.ReadAll(r.Body)
 			res, err := tx.ExecContext(r.Context(), `INSERT INTO transfers (amount) VALUES (?)`, string(amount))

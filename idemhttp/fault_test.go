@@ -17,6 +17,8 @@ import (
 	"github.com/idemledger/idemledger/internal/faultdb"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // faultClock is the ledger's clock in the fault tests, moved by hand to
@@ -41,7 +43,7 @@ func (c *faultClock) Advance(d time.Duration) {
 // faultSetup serves h behind Middleware (or fn behind TxHandler when fn is
 // not nil) on a pool that goes through faultdb, driven by the returned
 // plan; b.db is a plain pool on the same file, to inspect it.
-func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc) (*bundle, *faultdb.Plan, *faultClock) {
+func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc[*sql.Tx]) (*bundle, *faultdb.Plan, *faultClock) {
 	t.Helper()
 	db, path := testdb.SQLiteFile(t)
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`); err != nil {
@@ -55,19 +57,24 @@ func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc) (*bun
 	t.Cleanup(func() { fdb.Close() })
 	clk := &faultClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
 	b := &bundle{db: db, logs: &syncBuffer{}}
-	if b.l, err = ledger.New(ledger.Config{Lease: time.Minute, Now: clk.Now}); err != nil {
+	// The ledger runs on fdb, unprepared, so that faultdb sees (and
+	// counts) every statement.
+	l, err := ledger.New(sqlite.New(fdb), ledger.Config{Lease: time.Minute, Now: clk.Now})
+	if err != nil {
 		t.Fatal(err)
 	}
+	l.Close() // unprepared: faultdb does not see prepared statements
+	b.l = l
 	opts.Scope = func(*http.Request) (string, error) { return testScope, nil }
 	opts.Logger = slog.New(slog.NewJSONHandler(b.logs, nil))
 	var handler http.Handler
 	if fn != nil {
-		handler = TxHandler(b.l, fdb, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+		handler = TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 			b.calls.Add(1)
 			fn(w, r, tx)
 		})
 	} else {
-		handler = Middleware(b.l, fdb, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handler = Middleware(l, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b.calls.Add(1)
 			h(w, r)
 		}))

@@ -15,6 +15,8 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // fuzzStatuses are the handler's answers, chosen by the body's first byte.
@@ -50,8 +52,8 @@ const fuzzMaxOps = 12
 // stored one, sent after it completed, is a replay. Across the input, each
 // scope and key has at most one run with a stored status: exactly once.
 func FuzzMiddleware(f *testing.F) {
-	db := testdb.SQLite(f)
-	l, err := ledger.New(ledger.Config{})
+	db, _ := testdb.SQLiteFile(f)
+	l, err := ledger.New(sqlite.New(db), ledger.Config{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func FuzzMiddleware(f *testing.F) {
 		w.WriteHeader(status)
 		w.Write(body)
 	})
-	mw := Middleware(l, db, Options{
+	mw := Middleware(l, Options{
 		Scope:         func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
 		Methods:       []string{"POST", "PATCH", "PUT", "DELETE"},
 		MaxBodyBytes:  64,

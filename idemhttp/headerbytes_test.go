@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -22,9 +21,9 @@ func TestReplayKeepsHeaderBytes(t *testing.T) {
 	}
 	for _, pr := range protections {
 		t.Run(pr.name, func(t *testing.T) {
-			eachEngine(t, func(t *testing.T, e testdb.Engine) {
-				db := testdb.Open(t, e)
-				l, err := ledger.New(ledger.Config{Engine: engines[e]})
+			eachEngine(t, func(t *testing.T, e string) {
+				db := openSQL(t, e)
+				l, err := ledger.New(sqlDriver(e, db), ledger.Config{})
 				if err != nil {
 					t.Fatal(err)
 				}

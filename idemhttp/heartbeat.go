@@ -29,7 +29,7 @@ type heartbeat struct {
 	timer   *time.Timer
 }
 
-func (m *middleware) startHeartbeat(p *prepared, c *ledger.Claim) *heartbeat {
+func (m *middleware[TTx]) startHeartbeat(p *prepared, c *ledger.Claim) *heartbeat {
 	hb := &heartbeat{}
 	every := m.l.Lease() / 3
 	tick := func() {
@@ -40,7 +40,7 @@ func (m *middleware) startHeartbeat(p *prepared, c *ledger.Claim) *heartbeat {
 		}
 		start := time.Now()
 		ctx, cancel := m.detached(p.r)
-		err := m.l.Extend(ctx, m.db, c)
+		err := m.l.Extend(ctx, c)
 		cancel()
 		switch {
 		case err == nil:

@@ -17,6 +17,8 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // hostile is one server for the catalogue of bad input: the middleware over
@@ -26,7 +28,7 @@ type hostile struct {
 	srv  *http.Server
 	addr string
 	db   *sql.DB
-	l    *ledger.Ledger
+	l    *ledger.Ledger[*sql.Tx]
 	runs atomic.Int64
 }
 
@@ -40,8 +42,8 @@ func newHostile(t *testing.T, opts Options) *hostile {
 // net/http's default.
 func newHostileServer(t *testing.T, opts Options, headerValues int) *hostile {
 	t.Helper()
-	s := &hostile{db: testdb.SQLite(t)}
-	l, err := ledger.New(ledger.Config{})
+	s := &hostile{db: testdb.SQLitePool(t)}
+	l, err := ledger.New(sqlite.New(s.db), ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func newHostileServer(t *testing.T, opts Options, headerValues int) *hostile {
 		t.Fatal(err)
 	}
 	s.addr = ln.Addr().String()
-	s.srv = &http.Server{Handler: Middleware(l, s.db, opts)(h), ReadHeaderTimeout: 30 * time.Second}
+	s.srv = &http.Server{Handler: Middleware(l, opts)(h), ReadHeaderTimeout: 30 * time.Second}
 	if headerValues > 0 {
 		allowHeaderValues(s.srv, headerValues)
 	}
@@ -319,7 +321,7 @@ func TestHostileSQLMetacharacters(t *testing.T) {
 		t.Fatalf("%d records, want %d", n, len(keys))
 	}
 	for i := range keys {
-		rec, err := s.l.Get(context.Background(), s.db, scopes[i], keys[i])
+		rec, err := s.l.Get(context.Background(), scopes[i], keys[i])
 		if err != nil || rec.Key != keys[i] || rec.Scope != scopes[i] || rec.State != ledger.StateCompleted {
 			t.Fatalf("record %d: %+v, %v", i, rec, err)
 		}

@@ -23,6 +23,8 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // The load test's size. CI runs the default; the full run of RELIABILITY.md
@@ -93,12 +95,12 @@ func TestLoad(t *testing.T) {
 	dups := n / 10
 	originals := n - dups
 
-	db := testdb.SQLite(t)
+	db := testdb.SQLitePool(t)
 	if _, err := db.Exec(`CREATE TABLE load_orders (
 		id INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, key TEXT NOT NULL, body BLOB)`); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(ledger.Config{})
+	l, err := ledger.New(sqlite.New(db), ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestLoad(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"order":%d}`, id)
 	})
-	mw := Middleware(l, db, Options{
+	mw := Middleware(l, Options{
 		Scope: func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

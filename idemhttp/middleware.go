@@ -3,7 +3,6 @@ package idemhttp
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +64,9 @@ import (
 // ledger.ErrLeaseLost, logged). Choose ledger.Config.Lease longer than the
 // store outages the service must ride out.
 //
+// The claims run on the ledger's own database (its driver's pool), the
+// longest key accepted is the ledger's Config.MaxKeyLength.
+//
 // The handler reads the key, the scope and the fence from its request's
 // context with ClaimFrom.
 //
@@ -76,29 +78,25 @@ import (
 // handler still runs, so a retry runs it a second time; a commit point
 // cannot help, as the release comes first.
 //
-// On SQLite, build l with ledger.Config{DB: db}: the ledger then prepares
-// its statements once on db instead of parsing them at every request.
-//
-// Middleware panics when l or db is nil, or when opts.Scope is nil. The
+// Middleware panics when l is nil, or when opts.Scope is nil. The
 // returned function and the handlers it makes are safe for concurrent use.
-func Middleware(l *ledger.Ledger, db *sql.DB, opts Options) func(http.Handler) http.Handler {
-	if l == nil || db == nil {
-		panic("idemhttp: Middleware needs a ledger and a database")
+func Middleware[TTx any](l *ledger.Ledger[TTx], opts Options) func(http.Handler) http.Handler {
+	if l == nil {
+		panic("idemhttp: Middleware needs a ledger")
 	}
-	cfg := newConfig(opts)
+	cfg := newConfig(opts, l.MaxKeyLength())
 	return func(next http.Handler) http.Handler {
-		return &middleware{cfg: cfg, l: l, db: db, next: next}
+		return &middleware[TTx]{cfg: cfg, l: l, next: next}
 	}
 }
 
-type middleware struct {
+type middleware[TTx any] struct {
 	cfg  *config
-	l    *ledger.Ledger
-	db   *sql.DB
+	l    *ledger.Ledger[TTx]
 	next http.Handler
 }
 
-func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p, ok := m.cfg.prepare(w, r)
 	if !ok {
 		return
@@ -109,7 +107,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := m.cfg
 
-	claim, err := m.l.Claim(r.Context(), m.db, p.req)
+	claim, err := m.l.Claim(r.Context(), p.req)
 	if err != nil {
 		if cfg.refuseLedger(w, p, err, m.l.Lease()) {
 			return
@@ -159,7 +157,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // outcome decides what becomes of the handler's answer: the Outcome to
 // store, or keep false to release the key. why is the reason the answer is
 // not stored as the handler gave it (empty when it is).
-func (m *middleware) outcome(r *http.Request, cw *capture, committed bool) (out ledger.Outcome, why reason, keep bool) {
+func (m *middleware[TTx]) outcome(r *http.Request, cw *capture, committed bool) (out ledger.Outcome, why reason, keep bool) {
 	cfg := m.cfg
 	switch {
 	case cw.hijacked || cw.status < 200:
@@ -191,7 +189,7 @@ func (m *middleware) outcome(r *http.Request, cw *capture, committed bool) (out 
 
 // complete stores out; why, when not empty, says why out is not the
 // handler's answer as given, and is logged at Warn.
-func (m *middleware) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, why reason, start time.Time) {
+func (m *middleware[TTx]) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, why reason, start time.Time) {
 	cfg := m.cfg
 	switch {
 	case why == "":
@@ -202,7 +200,7 @@ func (m *middleware) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, 
 	}
 	ctx, cancel := m.detached(p.r)
 	defer cancel()
-	if err := m.l.Complete(ctx, m.db, c, out); err != nil {
+	if err := m.l.Complete(ctx, c, out); err != nil {
 		cfg.emit(p.r, p, event{kind: evCompleteFailed, reason: why, status: out.Status, took: cfg.now().Sub(start), err: err})
 	}
 }
@@ -210,15 +208,15 @@ func (m *middleware) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, 
 // detached returns a context that outlives the client's disconnect but not
 // the lease: past it, another request may own the key, and the ledger would
 // refuse the write anyway.
-func (m *middleware) detached(r *http.Request) (context.Context, context.CancelFunc) {
+func (m *middleware[TTx]) detached(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(r.Context()), max(m.l.Lease(), time.Second))
 }
 
-func (m *middleware) release(p *prepared, c *ledger.Claim, why reason) {
+func (m *middleware[TTx]) release(p *prepared, c *ledger.Claim, why reason) {
 	m.cfg.emit(p.r, p, event{kind: evReleased, reason: why})
 	ctx, cancel := m.detached(p.r)
 	defer cancel()
-	if err := m.l.Release(ctx, m.db, c); err != nil {
+	if err := m.l.Release(ctx, c); err != nil {
 		m.cfg.emit(p.r, p, event{kind: evReleaseFailed, reason: why, err: err})
 	}
 }

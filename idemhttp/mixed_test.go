@@ -23,16 +23,18 @@ import (
 // Middleware or TxHandler, whichever viaTx says at the time of the request,
 // as a rolling deployment that moves a route from one form to the other
 // would. Both handlers insert an order and answer 201 with its id.
-func mixedSetup(t *testing.T, e testdb.Engine) (b *bundle, viaTx *atomic.Bool) {
+func mixedSetup(t *testing.T, e string) (b *bundle, viaTx *atomic.Bool) {
 	t.Helper()
-	b = &bundle{db: testdb.Open(t, e), logs: &syncBuffer{}}
+	b = &bundle{db: openSQL(t, e), logs: &syncBuffer{}}
 	if _, err := b.db.Exec(ordersTable[e]); err != nil {
 		t.Fatal(err)
 	}
 	var err error
-	if b.l, err = ledger.New(ledger.Config{Engine: engines[e]}); err != nil {
+	l, err := ledger.New(sqlDriver(e, b.db), ledger.Config{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	b.l = l
 	opts := Options{Scope: func(*http.Request) (string, error) { return testScope, nil },
 		Logger: slog.New(slog.NewJSONHandler(b.logs, nil))}
 	answer := func(w http.ResponseWriter, id int64) {
@@ -42,7 +44,7 @@ func mixedSetup(t *testing.T, e testdb.Engine) (b *bundle, viaTx *atomic.Bool) {
 		fmt.Fprintf(w, `{"id":%d}`, id)
 	}
 	insert := testdb.Rebind(e, `INSERT INTO orders (amount) VALUES (?) RETURNING id`)
-	mw := Middleware(b.l, b.db, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw := Middleware(l, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.calls.Add(1)
 		var id int64
 		if err := b.db.QueryRowContext(r.Context(), insert, 1).Scan(&id); err != nil {
@@ -51,7 +53,7 @@ func mixedSetup(t *testing.T, e testdb.Engine) (b *bundle, viaTx *atomic.Bool) {
 		}
 		answer(w, id)
 	}))
-	tx := TxHandler(b.l, b.db, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+	tx := TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 		b.calls.Add(1)
 		var id int64
 		if err := tx.QueryRowContext(r.Context(), insert, 1).Scan(&id); err != nil {
@@ -78,7 +80,7 @@ func mixedSetup(t *testing.T, e testdb.Engine) (b *bundle, viaTx *atomic.Bool) {
 // is replayed by the other, both ways, with the stored status, header
 // lines and body, and the handler runs once per key.
 func TestMiddlewareAndTxHandlerShareRecords(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		b, viaTx := mixedSetup(t, e)
 		for _, first := range []string{"middleware", "txhandler"} {
 			key := "moved-from-" + first
@@ -106,14 +108,14 @@ func TestMiddlewareAndTxHandlerShareRecords(t *testing.T) {
 // by both forms, never replayed with status 0, which net/http would panic
 // on.
 func TestReplayOfMutateRecord(t *testing.T) {
-	b, viaTx := mixedSetup(t, testdb.EngineSQLite)
+	b, viaTx := mixedSetup(t, testdb.SQLite)
 	req := ledger.Request{Scope: testScope, Key: "mutate-made",
 		Fingerprint: hash.Request("POST", "/orders", "application/json", []byte(`{"amount":1}`))}
 	tx, err := b.db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.Mutate(context.Background(), b.l, tx, req, func(context.Context) (int, error) { return 7, nil }); err != nil {
+	if _, err := ledger.Mutate(context.Background(), b.l.(*ledger.Ledger[*sql.Tx]), tx, req, func(context.Context) (int, error) { return 7, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -137,21 +139,23 @@ func TestReplayOfMutateRecord(t *testing.T) {
 // completion is lost and its lease runs out, the retry reaches the
 // TxHandler, which replays its own record instead of inserting again.
 func TestTxHandlerUnderMiddleware(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := &bundle{db: testdb.Open(t, e), logs: &syncBuffer{}}
+	eachEngine(t, func(t *testing.T, e string) {
+		b := &bundle{db: openSQL(t, e), logs: &syncBuffer{}}
 		if _, err := b.db.Exec(ordersTable[e]); err != nil {
 			t.Fatal(err)
 		}
 		t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 		clk := &faultClock{now: t0}
 		var err error
-		if b.l, err = ledger.New(ledger.Config{Engine: engines[e], Lease: time.Minute, Now: clk.Now}); err != nil {
+		l, err := ledger.New(sqlDriver(e, b.db), ledger.Config{Lease: time.Minute, Now: clk.Now})
+		if err != nil {
 			t.Fatal(err)
 		}
+		b.l = l
 		opts := Options{Scope: func(*http.Request) (string, error) { return testScope, nil }}
 		insert := testdb.Rebind(e, `INSERT INTO orders (amount) VALUES (?) RETURNING id`)
 		mux := http.NewServeMux()
-		mux.Handle("POST /orders", TxHandler(b.l, b.db, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+		mux.Handle("POST /orders", TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 			b.calls.Add(1)
 			var id int64
 			if err := tx.QueryRowContext(r.Context(), insert, 1).Scan(&id); err != nil {
@@ -161,7 +165,7 @@ func TestTxHandlerUnderMiddleware(t *testing.T) {
 			w.WriteHeader(http.StatusCreated)
 			fmt.Fprintf(w, `{"id":%d}`, id)
 		}))
-		b.srv = httptest.NewServer(Middleware(b.l, b.db, opts)(mux))
+		b.srv = httptest.NewServer(Middleware(l, opts)(mux))
 		t.Cleanup(b.srv.Close)
 
 		a := b.do(t, "POST", "/orders", `{"amount":1}`, "k")

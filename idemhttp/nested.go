@@ -22,9 +22,9 @@ import (
 
 // underMiddleware reports whether a Middleware of l holds req's scope and
 // key for r.
-func underMiddleware(r *http.Request, l *ledger.Ledger, req ledger.Request) bool {
+func underMiddleware[TTx any](r *http.Request, l *ledger.Ledger[TTx], req ledger.Request) bool {
 	h := heldFrom(r.Context())
-	return h != nil && h.lease && h.l == l && h.req.Scope == req.Scope && h.req.Key == req.Key
+	return h != nil && h.lease && h.l == any(l) && h.req.Scope == req.Scope && h.req.Key == req.Key
 }
 
 // nestedPrefix begins the keys that a TxHandler under a Middleware records

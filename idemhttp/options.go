@@ -76,11 +76,6 @@ type Options struct {
 	// POST and PATCH. Other methods pass straight through, key or no key.
 	Methods []string
 
-	// MaxKeyLength is the longest key accepted, in bytes. Default
-	// DefaultMaxKeyLength (255). It should not exceed the ledger's
-	// Config.MaxKeyLength: the ledger's refusal also answers 400.
-	MaxKeyLength int
-
 	// StrictKey accepts only the quoted sf-string form of the key and
 	// refuses a bare token with 400 (see KeyRules.Strict).
 	StrictKey bool
@@ -225,7 +220,7 @@ type config struct {
 	now              func() time.Time
 }
 
-func newConfig(o Options) *config {
+func newConfig(o Options, maxKey int) *config {
 	if o.Scope == nil {
 		panic("idemhttp: Options.Scope is required")
 	}
@@ -233,7 +228,7 @@ func newConfig(o Options) *config {
 		scope:            o.Scope,
 		required:         o.Required,
 		methods:          make(map[string]bool),
-		keyRules:         KeyRules{MaxLength: o.MaxKeyLength, Strict: o.StrictKey},
+		keyRules:         KeyRules{MaxLength: maxKey, Strict: o.StrictKey},
 		maxBody:          o.MaxBodyBytes,
 		shouldStore:      o.ShouldStore,
 		releaseOversized: o.ReleaseOversized,

@@ -18,21 +18,23 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // protect is either form of the middleware over one database, for the
 // security tests that must hold for both.
 type protect struct {
 	name string
-	wrap func(l *ledger.Ledger, db *sql.DB, opts Options, h http.HandlerFunc) http.Handler
+	wrap func(l *ledger.Ledger[*sql.Tx], db *sql.DB, opts Options, h http.HandlerFunc) http.Handler
 }
 
 var protections = []protect{
-	{"Middleware", func(l *ledger.Ledger, db *sql.DB, opts Options, h http.HandlerFunc) http.Handler {
-		return Middleware(l, db, opts)(h)
+	{"Middleware", func(l *ledger.Ledger[*sql.Tx], db *sql.DB, opts Options, h http.HandlerFunc) http.Handler {
+		return Middleware(l, opts)(h)
 	}},
-	{"TxHandler", func(l *ledger.Ledger, db *sql.DB, opts Options, h http.HandlerFunc) http.Handler {
-		return TxHandler(l, db, opts, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) { h(w, r) })
+	{"TxHandler", func(l *ledger.Ledger[*sql.Tx], db *sql.DB, opts Options, h http.HandlerFunc) http.Handler {
+		return TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) { h(w, r) })
 	}},
 }
 
@@ -76,8 +78,8 @@ func send(t *testing.T, srv *httptest.Server, method, target, body string, h htt
 func TestScopeIsolation(t *testing.T) {
 	for _, pr := range protections {
 		t.Run(pr.name, func(t *testing.T) {
-			db := testdb.SQLite(t)
-			l, err := ledger.New(ledger.Config{})
+			db := testdb.SQLitePool(t)
+			l, err := ledger.New(sqlite.New(db), ledger.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +140,7 @@ func TestScopeIsolation(t *testing.T) {
 			for _, tenant := range []string{"alice", "bob", "carol"} {
 				// (TxHandler stores its outcome inside Mutate's value
 				// encoding: only the state is compared there.)
-				rec, err := l.Get(context.Background(), db, tenant, "shared-key")
+				rec, err := l.Get(context.Background(), tenant, "shared-key")
 				if err != nil || rec.State != ledger.StateCompleted ||
 					pr.name == "Middleware" && !strings.HasPrefix(string(rec.Outcome.Body), "for "+tenant+": ") {
 					t.Fatalf("%s's record: %+v, %v", tenant, rec, err)
@@ -160,7 +162,7 @@ func TestCredentialsNeverStored(t *testing.T) {
 	for _, pr := range protections {
 		t.Run(pr.name, func(t *testing.T) {
 			db, path := testdb.SQLiteFile(t)
-			l, err := ledger.New(ledger.Config{})
+			l, err := ledger.New(sqlite.New(db), ledger.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,8 +252,8 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 		Logger: logger,
 	}
 	h := http.Header{HeaderName: {key}, "Content-Type": {"application/json"}}
-	newLedger := func(lease time.Duration) *ledger.Ledger {
-		l, err := ledger.New(ledger.Config{Lease: lease})
+	newLedger := func(db *sql.DB, lease time.Duration) *ledger.Ledger[*sql.Tx] {
+		l, err := ledger.New(sqlite.New(db), ledger.Config{Lease: lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,10 +262,10 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 
 	// Replayed, in flight, reused, then store unavailable (fail closed).
 	{
-		db := testdb.SQLite(t)
+		db := testdb.SQLitePool(t)
 		started, release := make(chan struct{}), make(chan struct{})
 		var once sync.Once
-		srv := serve(t, Middleware(newLedger(0), db, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv := serve(t, Middleware(newLedger(db, 0), opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			once.Do(func() {
 				close(started)
 				<-release
@@ -286,18 +288,18 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 	}
 	// Store unavailable, fail open.
 	{
-		db := testdb.SQLite(t)
+		db := testdb.SQLitePool(t)
 		o := opts
 		o.FailurePolicy = FailOpen
-		srv := serve(t, Middleware(newLedger(0), db, o)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+		srv := serve(t, Middleware(newLedger(db, 0), o)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 		db.Close()
 		send(t, srv, "POST", "/p", `{}`, h)
 	}
 	// Lease extension failed, then completion failed: the handler outlives
 	// a third of its lease after the database went away.
 	{
-		db := testdb.SQLite(t)
-		srv := serve(t, Middleware(newLedger(60*time.Millisecond), db, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		db := testdb.SQLitePool(t)
+		srv := serve(t, Middleware(newLedger(db, 60*time.Millisecond), opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			db.Close()
 			time.Sleep(50 * time.Millisecond)
 			w.WriteHeader(201)
@@ -306,8 +308,8 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 	}
 	// Release failed: a 500 is not stored, and the database is gone.
 	{
-		db := testdb.SQLite(t)
-		srv := serve(t, Middleware(newLedger(0), db, opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		db := testdb.SQLitePool(t)
+		srv := serve(t, Middleware(newLedger(db, 0), opts)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			db.Close()
 			w.WriteHeader(500)
 		})))
@@ -315,10 +317,10 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 	}
 	// TxHandler: response too large, replayed, reused, store unavailable.
 	{
-		db := testdb.SQLite(t)
+		db := testdb.SQLitePool(t)
 		o := opts
 		o.MaxBodyBytes = 8
-		srv := serve(t, TxHandler(newLedger(0), db, o, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) {
+		srv := serve(t, TxHandler(newLedger(db, 0), o, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) {
 			if r.URL.Path == "/big" {
 				io.WriteString(w, "more than eight bytes")
 			}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -19,7 +18,7 @@ import (
 // attempts find the payment in flight, then replay it. It pays once, and
 // the caller gets the 201.
 func TestTransportAttemptTimeout(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		gate := make(chan struct{})
 		var pay func()
 		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {

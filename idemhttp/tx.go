@@ -2,7 +2,6 @@ package idemhttp
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net/http"
 	"strconv"
@@ -10,14 +9,16 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// TxFunc is a handler whose effects are all writes through tx. It must
-// leave tx open: TxHandler commits it after storing the response, and a
-// TxFunc that commits or rolls back tx itself breaks exactly once (see
+// TxFunc is a handler whose effects are all writes through tx, a
+// transaction of the ledger's database (*sql.Tx or pgx.Tx, by driver). It
+// must leave tx open: TxHandler commits it after storing the response, and
+// a TxFunc that commits or rolls back tx itself breaks exactly once (see
 // ledger.Mutate).
-type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
+type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 
 // TxHandler serves fn exactly once per idempotency key, for handlers whose
-// effects are all in db: it begins a transaction on db, runs fn inside
+// effects are all in the ledger's database: it begins a transaction there
+// (through the ledger's driver), runs fn inside
 // ledger.MutateOutcome (so the claim, fn's writes and the stored response
 // share one savepoint), and commits. A retry after the commit gets the stored
 // response; a retry after a crash or rollback finds no record and runs fn
@@ -69,19 +70,18 @@ type TxFunc func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)
 // wants them to stop when the client goes. If fn panics the transaction is
 // rolled back and the panic goes on.
 //
-// TxHandler panics when l, db or fn is nil, or opts.Scope is nil.
-func TxHandler(l *ledger.Ledger, db *sql.DB, opts Options, fn TxFunc) http.Handler {
-	if l == nil || db == nil || fn == nil {
-		panic("idemhttp: TxHandler needs a ledger, a database and a function")
+// TxHandler panics when l or fn is nil, or opts.Scope is nil.
+func TxHandler[TTx any](l *ledger.Ledger[TTx], opts Options, fn TxFunc[TTx]) http.Handler {
+	if l == nil || fn == nil {
+		panic("idemhttp: TxHandler needs a ledger and a function")
 	}
-	return &txHandler{cfg: newConfig(opts), l: l, db: db, fn: fn}
+	return &txHandler[TTx]{cfg: newConfig(opts, l.MaxKeyLength()), l: l, fn: fn}
 }
 
-type txHandler struct {
+type txHandler[TTx any] struct {
 	cfg *config
-	l   *ledger.Ledger
-	db  *sql.DB
-	fn  TxFunc
+	l   *ledger.Ledger[TTx]
+	fn  TxFunc[TTx]
 }
 
 // errNotStored carries a response that ShouldStore rejected (or that was
@@ -92,25 +92,26 @@ type errNotStored struct {
 
 func (e *errNotStored) Error() string { return "idemhttp: response not stored" }
 
-func (h *txHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := h.cfg
 	p, ok := cfg.prepare(w, r)
 	if !ok {
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
-	tx, err := h.db.BeginTx(ctx, nil)
+	d := h.l.Driver()
+	tx, err := d.Begin(ctx)
 	if err != nil {
 		h.unavailable(w, r, p, err)
 		return
 	}
-	defer tx.Rollback() // after a commit, a no-op
+	defer d.Rollback(ctx, tx) // after a commit, a no-op
 
 	if p == nil {
 		buf := h.run(w, r, tx)
 		if buf.tooLarge() || !cfg.shouldStore(buf.status) {
-			_ = tx.Rollback()
-		} else if err := tx.Commit(); err != nil {
+			_ = d.Rollback(ctx, tx)
+		} else if err := d.Commit(ctx, tx); err != nil {
 			h.unavailable(w, r, nil, err)
 			return
 		}
@@ -138,11 +139,11 @@ func (h *txHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var notStored *errNotStored
 	switch {
 	case errors.As(err, &notStored):
-		_ = tx.Rollback()
+		_ = d.Rollback(ctx, tx)
 		h.send(w, p.r, notStored.buf)
 		return
 	case err != nil:
-		_ = tx.Rollback()
+		_ = d.Rollback(ctx, tx)
 		if cfg.refuseLedger(w, p, err, h.l.Lease()) {
 			return
 		}
@@ -152,7 +153,7 @@ func (h *txHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: "the idempotency store is unavailable; retry later", Err: err})
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if err := d.Commit(ctx, tx); err != nil {
 		h.unavailable(w, p.r, p, err)
 		return
 	}
@@ -164,14 +165,14 @@ func (h *txHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // run calls fn with a buffering writer.
-func (h *txHandler) run(w http.ResponseWriter, r *http.Request, tx *sql.Tx) *buffer {
+func (h *txHandler[TTx]) run(w http.ResponseWriter, r *http.Request, tx TTx) *buffer {
 	buf := newBuffer(w.Header(), h.cfg.maxBody)
 	h.fn(buf, r, tx)
 	buf.finish()
 	return buf
 }
 
-func (h *txHandler) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
+func (h *txHandler[TTx]) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
 	if buf.tooLarge() {
 		h.cfg.emit(r, nil, event{kind: evTxTooLarge, limit: h.cfg.maxBody})
 		h.cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeResponseTooLarge,
@@ -181,7 +182,7 @@ func (h *txHandler) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
 	buf.writeTo(w)
 }
 
-func (h *txHandler) unavailable(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
+func (h *txHandler[TTx]) unavailable(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
 	if busy(err) {
 		h.cfg.refuseBusy(w, r, p, err)
 		return

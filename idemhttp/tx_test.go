@@ -18,13 +18,13 @@ import (
 
 // txSetup serves fn through TxHandler over a fresh database that also holds
 // an orders table, the handler's business data.
-func txSetup(t *testing.T, e testdb.Engine, opts Options, fn TxFunc) *bundle {
+func txSetup(t *testing.T, e string, opts Options, fn TxFunc[*sql.Tx]) *bundle {
 	t.Helper()
-	b := &bundle{db: testdb.Open(t, e), logs: &syncBuffer{}}
+	b := &bundle{db: openSQL(t, e), logs: &syncBuffer{}}
 	if _, err := b.db.Exec(ordersTable[e]); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(ledger.Config{Engine: engines[e]})
+	l, err := ledger.New(sqlDriver(e, b.db), ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func txSetup(t *testing.T, e testdb.Engine, opts Options, fn TxFunc) *bundle {
 		b.calls.Add(1)
 		fn(w, r, tx)
 	}
-	b.srv = httptest.NewUnstartedServer(TxHandler(l, b.db, opts, counted))
+	b.srv = httptest.NewUnstartedServer(TxHandler(l, opts, counted))
 	b.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	b.srv.Start()
 	t.Cleanup(b.srv.Close)
@@ -44,9 +44,9 @@ func txSetup(t *testing.T, e testdb.Engine, opts Options, fn TxFunc) *bundle {
 }
 
 // ordersTable is the handlers' business table, per engine.
-var ordersTable = map[testdb.Engine]string{
-	testdb.EngineSQLite:   `CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`,
-	testdb.EnginePostgres: `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount bigint NOT NULL)`,
+var ordersTable = map[string]string{
+	testdb.SQLite:   `CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`,
+	testdb.Postgres: `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount bigint NOT NULL)`,
 }
 
 func (b *bundle) orders(t *testing.T) int {
@@ -80,7 +80,7 @@ func createOrder(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 }
 
 func TestTxHandlerOnce(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		b := txSetup(t, e, Options{}, createOrder)
 		first := b.do(t, "POST", "/orders", "100", "k")
 		if first.status != 201 || first.body != `{"id":1}` || first.header.Get("Location") != "/orders/1" || first.header.Get("Set-Cookie") != "s=1" {
@@ -101,7 +101,7 @@ func TestTxHandlerOnce(t *testing.T) {
 }
 
 func TestTxHandlerRollsBack(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		b := txSetup(t, e, Options{}, createOrder)
 		a := b.do(t, "POST", "/orders?status=500", "100", "k")
 		if a.status != 500 || a.body != `{"id":1}` || a.header.Get("Set-Cookie") != "s=1" {
@@ -120,7 +120,7 @@ func TestTxHandlerRollsBack(t *testing.T) {
 }
 
 func TestTxHandlerPanic(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		var fail atomic.Bool
 		fail.Store(true)
 		b := txSetup(t, e, Options{}, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
@@ -150,7 +150,7 @@ func TestTxHandlerPanic(t *testing.T) {
 }
 
 func TestTxHandlerResponseTooLarge(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		b := txSetup(t, e, Options{MaxBodyBytes: 8}, createOrder)
 		a := b.do(t, "POST", "/orders", "1", "k") // {"id":1} is 8 bytes
 		if a.status != 201 {
@@ -169,7 +169,7 @@ func TestTxHandlerResponseTooLarge(t *testing.T) {
 }
 
 func TestTxHandlerUnprotected(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		b := txSetup(t, e, Options{}, createOrder)
 		for range 2 {
 			if a := b.do(t, "POST", "/orders", "5"); a.status != 201 {
@@ -186,7 +186,7 @@ func TestTxHandlerUnprotected(t *testing.T) {
 }
 
 func TestTxHandlerConcurrent(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		b := txSetup(t, e, Options{}, createOrder)
 		const n = 20
 		var wg sync.WaitGroup
@@ -211,7 +211,7 @@ func TestTxHandlerConcurrent(t *testing.T) {
 }
 
 func TestTxHandlerStoreUnavailable(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
+	eachEngine(t, func(t *testing.T, e string) {
 		b := txSetup(t, e, Options{FailurePolicy: FailOpen}, createOrder)
 		b.db.Close()
 		a := b.do(t, "POST", "/orders", "1", "k")

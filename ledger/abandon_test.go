@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 )
@@ -17,12 +20,13 @@ import (
 // takes it over at once while another fingerprint is refused as for any
 // in-flight record. The driver-level path that calls it (a write that
 // commits behind a cancelled context) is TestFaultCancelAfterEachStatement.
-func TestAbandon(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, e testdb.Engine, db *sql.DB) {
+func TestAbandon(t *testing.T) { testdb.Each(t, testAbandon[*sql.Tx], testAbandon[pgx.Tx]) }
+
+func testAbandon[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	{
 		ctx := context.Background()
 		now := time.UnixMilli(1_800_000_000_000).UTC()
-		l, err := New(Config{Engine: map[testdb.Engine]Engine{testdb.EngineSQLite: SQLite, testdb.EnginePostgres: Postgres}[e],
-			Now: func() time.Time { return now }})
+		l, err := New(d.Driver, Config{Now: func() time.Time { return now }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,21 +34,21 @@ func TestAbandon(t *testing.T) {
 		other := Request{Scope: "s", Key: "k", Fingerprint: hash.Bytes([]byte("q"))}
 		abandon := func(token string) {
 			t.Helper()
-			l.abandon(ctx, db, claimArgs{req: req, token: token})
+			l.abandon(ctx, l.db, driver.ClaimParams{Scope: req.Scope, Key: req.Key, Token: token})
 		}
 
-		c1, err := l.Claim(ctx, db, req)
+		c1, err := l.Claim(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		now = now.Add(time.Second)
 		abandon("not-the-token")
-		if _, err := l.Claim(ctx, db, req); !errors.Is(err, ErrInFlight) {
+		if _, err := l.Claim(ctx, req); !errors.Is(err, ErrInFlight) {
 			t.Fatalf("claim after abandoning another token = %v, want ErrInFlight", err)
 		}
 
 		abandon(c1.Token)
-		r, err := l.Get(ctx, db, "s", "k")
+		r, err := l.Get(ctx, "s", "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,30 +56,30 @@ func TestAbandon(t *testing.T) {
 			t.Fatalf("abandoned record = %v fence %d, lease until %v, created %v; want in flight, fence 1, lease ended at creation",
 				r.State, r.Fence, r.LeaseExpiresAt, r.CreatedAt)
 		}
-		if _, err := l.Claim(ctx, db, other); !errors.Is(err, ErrKeyReused) {
+		if _, err := l.Claim(ctx, other); !errors.Is(err, ErrKeyReused) {
 			t.Fatalf("claim with another fingerprint = %v, want ErrKeyReused", err)
 		}
-		c2, err := l.Claim(ctx, db, req)
+		c2, err := l.Claim(ctx, req)
 		if err != nil || c2.Replayed() || c2.Fence != 2 {
 			t.Fatalf("retry = %+v, %v; want a lease with fence 2", c2, err)
 		}
-		if err := l.Complete(ctx, db, c1, Outcome{Status: 200}); !errors.Is(err, ErrLeaseLost) {
+		if err := l.Complete(ctx, c1, Outcome{Status: 200}); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("Complete by the abandoned claim = %v, want ErrLeaseLost", err)
 		}
 
 		// A takeover abandoned in turn keeps its fence too.
 		abandon(c2.Token)
-		c3, err := l.Claim(ctx, db, req)
+		c3, err := l.Claim(ctx, req)
 		if err != nil || c3.Fence != 3 {
 			t.Fatalf("retry after an abandoned takeover = %+v, %v; want fence 3", c3, err)
 		}
 		// Abandoning a completed record's old token changes nothing.
-		if err := l.Complete(ctx, db, c3, Outcome{Status: 201}); err != nil {
+		if err := l.Complete(ctx, c3, Outcome{Status: 201}); err != nil {
 			t.Fatal(err)
 		}
 		abandon(c3.Token)
-		if c, err := l.Claim(ctx, db, req); err != nil || !c.Replayed() || c.Replay.Outcome.Status != 201 {
+		if c, err := l.Claim(ctx, req); err != nil || !c.Replayed() || c.Replay.Outcome.Status != 201 {
 			t.Fatalf("claim after completion = %+v, %v; want the replay of 201", c, err)
 		}
-	})
+	}
 }

@@ -12,13 +12,14 @@ import (
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/cputime"
 	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/postgres"
 )
 
 // pgBenchDB is a fresh PostgreSQL schema with the orders table and a pool
 // large enough for clients.
 func pgBenchDB(b *testing.B, clients int) *sql.DB {
 	b.Helper()
-	db := testdb.Postgres(b)
+	db, _ := testdb.PostgresDSN(b)
 	db.SetMaxOpenConns(clients)
 	db.SetMaxIdleConns(clients)
 	if _, err := db.Exec(`CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)`); err != nil {
@@ -99,7 +100,7 @@ func BenchmarkPostgresMutate(b *testing.B) {
 				return tx.Commit()
 			})
 		})
-		mutate := func(db *sql.DB, l *Ledger, key string) (Result[int64], error) {
+		mutate := func(db *sql.DB, l *Ledger[*sql.Tx], key string) (Result[int64], error) {
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
 				return Result[int64]{}, err
@@ -116,7 +117,7 @@ func BenchmarkPostgresMutate(b *testing.B) {
 		}
 		b.Run(prefix+"first", func(b *testing.B) {
 			db := pgBenchDB(b, clients)
-			l, _ := New(Config{Engine: Postgres})
+			l, _ := New(postgres.New(db), Config{})
 			parallel(b, clients, func(i int) error {
 				_, err := mutate(db, l, fmt.Sprint("order-", i))
 				return err
@@ -125,7 +126,7 @@ func BenchmarkPostgresMutate(b *testing.B) {
 		b.Run(prefix+"replay", func(b *testing.B) {
 			const keys = 256
 			db := pgBenchDB(b, clients)
-			l, _ := New(Config{Engine: Postgres})
+			l, _ := New(postgres.New(db), Config{})
 			for i := range keys {
 				if _, err := mutate(db, l, fmt.Sprint("order-", i)); err != nil {
 					b.Fatal(err)

@@ -44,18 +44,18 @@ func insertOrder(ctx context.Context, tx *sql.Tx, item string) (int64, error) {
 	return res.LastInsertId()
 }
 
-// benchLedger is the ledger under test: with Config.DB (statements
-// prepared once on db), as recommended, or without ("nodb", every call
-// prepares its statements again).
-func benchLedger(b *testing.B, db *sql.DB, prepared bool) *Ledger {
+// benchLedger is the ledger under test: as New builds it (the sqlite
+// driver's statements prepared once on db), or with the statements
+// released at once ("nodb", every call prepares its statements again, as
+// a ledger without Config.DB did before the drivers).
+func benchLedger(b *testing.B, db *sql.DB, prepared bool) *Ledger[*sql.Tx] {
 	b.Helper()
-	cfg := Config{}
-	if prepared {
-		cfg.DB = db
-	}
-	l, err := New(cfg)
+	l, err := New(sqlite.New(db), Config{})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if !prepared {
+		l.Close()
 	}
 	b.Cleanup(func() { l.Close() })
 	return l
@@ -200,11 +200,11 @@ func BenchmarkClaimComplete(b *testing.B) {
 				stop := cpuMeter(b)
 				for i := 0; b.Loop(); i++ {
 					key := fmt.Sprint("charge-", i)
-					c, err := l.Claim(ctx, db, Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))})
+					c, err := l.Claim(ctx, Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))})
 					if err != nil {
 						b.Fatal(err)
 					}
-					if err := l.Complete(ctx, db, c, out); err != nil {
+					if err := l.Complete(ctx, c, out); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -224,12 +224,14 @@ func BenchmarkPurge(b *testing.B) {
 	ctx := context.Background()
 	db := benchDB(b, sqlite.SynchronousFull)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l, err := New(Config{TTL: time.Hour, Now: func() time.Time { return now }, DB: db})
+	l, err := New(sqlite.New(db), Config{TTL: time.Hour, Now: func() time.Time { return now }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { l.Close() })
 	var longest, total, cpu time.Duration
+	batchDone = func(_ int64, took time.Duration) { longest = max(longest, took) }
+	b.Cleanup(func() { batchDone = nil })
 	for b.Loop() {
 		b.StopTimer()
 		// Completed records that expired an hour ago, with 200-byte bodies.
@@ -243,9 +245,7 @@ func BenchmarkPurge(b *testing.B) {
 		}
 		b.StartTimer()
 		start, startCPU := time.Now(), cputime.Process()
-		n, err := l.Purge(ctx, db, PurgeOptions{batchDone: func(_ int64, took time.Duration) {
-			longest = max(longest, took)
-		}})
+		n, err := l.Purge(ctx, PurgeOptions{})
 		total += time.Since(start)
 		cpu += cputime.Process() - startCPU
 		if err != nil || n != rows {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/idemledger/idemledger/driver"
 )
 
 // Claim is the answer of a successful Ledger.Claim: either a lease on the
@@ -38,8 +39,8 @@ type Claim struct {
 // Replayed reports whether the claim is a replay of a completed record.
 func (c *Claim) Replayed() bool { return c.Replay != nil }
 
-func (c *Claim) lease() leaseRef {
-	return leaseRef{scope: c.Request.Scope, key: c.Request.Key, token: c.Token, fence: c.Fence}
+func (c *Claim) lease() driver.LeaseParams {
+	return driver.LeaseParams{Scope: c.Request.Scope, Key: c.Request.Key, Token: c.Token, Fence: c.Fence}
 }
 
 // claimAttempts bounds the retries of a claim whose row changes between the
@@ -65,9 +66,10 @@ const claimAttempts = 5
 //     flight under a live lease, with RetryAfter;
 //   - a Claim whose Replay is the completed record.
 //
-// Bad input returns an error wrapping ErrInvalidRequest before db is used.
-// On a *sql.DB the upsert and the read are two statements; if the row
-// changes between them the claim starts over (a few times at most).
+// Claim runs on the driver's pool and commits at once: lease mode. Bad
+// input returns an error wrapping ErrInvalidRequest before the database is
+// used. The upsert and the read are two statements; if the row changes
+// between them the claim starts over (a few times at most).
 //
 // If ctx ends while the claim runs, Claim returns an error wrapping ctx's
 // error, and the driver cannot tell whether the write committed. Claim then
@@ -76,34 +78,49 @@ const claimAttempts = 5
 // flight, as if its holder had vanished, and a retry with the same
 // fingerprint takes it over at once instead of getting ErrInFlight until
 // the lease runs out.
-func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error) {
-	if err := l.checkCall(ctx, db); err != nil {
+func (l *Ledger[TTx]) Claim(ctx context.Context, req Request) (*Claim, error) {
+	if err := l.checkCall(ctx); err != nil {
 		return nil, err
 	}
 	if err := l.check(req); err != nil {
 		return nil, err
 	}
+	return l.claim(ctx, l.db, req)
+}
+
+// claim is Claim on ex (the pool, or a transaction for Mutate) after the
+// checks.
+func (l *Ledger[TTx]) claim(ctx context.Context, ex driver.Executor, req Request) (*Claim, error) {
 	for range claimAttempts {
-		a := claimArgs{req: req, token: newToken(), lease: l.lease.Milliseconds(), ttl: l.ttl.Milliseconds()}
-		won, err := l.eng.claim(ctx, db, a)
+		a := driver.ClaimParams{
+			Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint[:],
+			Token: newToken(), LeaseMillis: l.lease.Milliseconds(), TTLMillis: l.ttl.Milliseconds(),
+			Now: l.clock(),
+		}
+		won, err := ex.Claim(ctx, a)
 		if err != nil {
 			if ctx.Err() != nil {
-				l.abandon(ctx, db, a)
+				l.abandon(ctx, ex, a)
 			}
-			return nil, wrapOp("claim", err)
+			return nil, wrapOp("claim", classify(err))
 		}
-		if won.won {
-			return &Claim{Request: req, Token: a.token, Fence: won.fence, LeaseExpiresAt: fromMillis(won.leaseExpiresAt)}, nil
+		if won.Won {
+			return &Claim{Request: req, Token: a.Token, Fence: won.Fence, LeaseExpiresAt: fromMillis(won.LeaseExpiresAt)}, nil
 		}
-		r, now := won.record, won.now
-		if r == nil {
-			r, now, err = l.eng.get(ctx, db, req.Scope, req.Key)
-			if errors.Is(err, ErrNotFound) {
+		row, now := won.Row, won.Now
+		if row == nil {
+			got, err := ex.Get(ctx, driver.GetParams{Scope: req.Scope, Key: req.Key, Now: l.clock()})
+			if err != nil {
+				return nil, wrapOp("claim", classify(err))
+			}
+			if got.Row == nil {
 				continue // released or purged in between
 			}
-			if err != nil {
-				return nil, wrapOp("claim", err)
-			}
+			row, now = got.Row, got.Now
+		}
+		r, err := record(row)
+		if err != nil {
+			return nil, wrapOp("claim", err)
 		}
 		c, err := standing(req, r, now)
 		if c == nil && err == nil {
@@ -123,8 +140,8 @@ func (l *Ledger) Claim(ctx context.Context, db DBTX, req Request) (*Claim, error
 // fence, and a retry with the same fingerprint takes it over. Should that
 // fail too, the lease running out remains the remedy, as for any holder
 // that vanished.
-func (l *Ledger) abandon(ctx context.Context, db DBTX, a claimArgs) {
-	_ = l.eng.abandon(context.WithoutCancel(ctx), db, a.req.Scope, a.req.Key, a.token)
+func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.ClaimParams) {
+	_ = ex.Abandon(context.WithoutCancel(ctx), driver.LeaseParams{Scope: a.Scope, Key: a.Key, Token: a.Token})
 }
 
 // standing answers a claim of req against the key's record r, read at now

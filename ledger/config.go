@@ -2,9 +2,10 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/idemledger/idemledger/driver"
 )
 
 // Defaults applied by New to Config fields left at their zero value.
@@ -41,59 +42,46 @@ type Config struct {
 	// the time it returns.
 	Now func() time.Time
 
-	// Engine is the database engine of the databases the ledger is used
-	// on: SQLite (the zero value) or Postgres. Other values are
-	// ErrInvalidConfig.
-	Engine Engine
-
-	// MaxKeyLength is the longest idempotency key accepted, in bytes.
-	// Default 255; negative is ErrInvalidConfig.
+	// MaxKeyLength is the longest idempotency key accepted, in bytes: the
+	// one key-length setting (idemhttp reads it from the ledger). Default
+	// 255; negative is ErrInvalidConfig.
 	MaxKeyLength int
-
-	// DB, when set, is the pool the ledger's statements are prepared on,
-	// once, by New (the schema must be migrated by then). Operations
-	// given DB itself or a *sql.Tx begun on DB reuse them, which makes
-	// each operation much cheaper in CPU: without DB, every call parses
-	// its SQL again, since database/sql reuses a statement only on the
-	// pool it was prepared on. Any other DBTX (another pool, a
-	// transaction of another pool, a *sql.Conn) still works, without the
-	// reuse. The ledger does not own DB: close the Ledger (Ledger.Close)
-	// before DB, or leave both to the end of the process. Only the SQLite
-	// engine uses DB; the PostgreSQL engine ignores it, since pgx's
-	// database/sql driver already caches prepared statements per
-	// connection.
-	DB *sql.DB
 }
 
-// Ledger records claims and outcomes by (scope, key). It holds no
-// connection: every operation takes the database (or transaction) to work
-// on, so that callers decide what commits together; with Config.DB it holds
-// statements prepared on that pool, which Close releases. A Ledger is
-// immutable after New and safe for concurrent use by multiple goroutines.
-type Ledger struct {
+// Ledger records claims and outcomes by (scope, key) in the database of its
+// driver; TTx is the type of that database's transactions (*sql.Tx or
+// pgx.Tx), which Mutate takes. Lease mode, Get, Purge and Stats run on the
+// driver's pool. A Ledger is immutable after New and safe for concurrent use
+// by multiple goroutines when its driver's database is (a pool is; a single
+// *pgx.Conn is not). It does not own the database: Close the Ledger, then
+// the database.
+type Ledger[TTx any] struct {
 	ttl, lease time.Duration
 	maxKey     int
-	engine     Engine
-	eng        engine
+	now        func() time.Time // nil: the engine's clock
+	d          driver.Driver[TTx]
+	db         driver.Executor
 }
 
-// New returns a Ledger for cfg, with defaults in place of zero fields. It
-// returns an error wrapping ErrInvalidConfig when TTL, Lease or
-// MaxKeyLength is negative, when TTL or Lease is under one millisecond, or
-// when Engine is unknown. The ledger works on SQLite databases migrated
-// with schema.Migrate, or PostgreSQL ones migrated with
-// schema.MigratePostgres (Config.Engine says which).
-//
-// With cfg.DB (SQLite only) New also prepares the statements on that pool,
-// using one of its connections (so it waits while all of them are busy),
-// and returns the database's error, wrapped with "ledger: prepare:", when
-// that fails (the schema is not migrated, the pool is closed).
-func New(cfg Config) (*Ledger, error) {
-	l := &Ledger{
+// New returns a Ledger on the database of d (sqlite.New, postgres.New or
+// pgxv5.New), with defaults in place of zero Config fields. It returns an
+// error wrapping ErrInvalidConfig when TTL, Lease or MaxKeyLength is
+// negative, when TTL or Lease is under one millisecond, or when d or its
+// database is nil. A driver that prepares statements (sqlite) prepares them
+// here, on one connection of its pool (so New waits while all are busy);
+// New returns that error, wrapped with "ledger: prepare:", when it fails
+// (the schema is not migrated, the pool is closed).
+func New[TTx any](d driver.Driver[TTx], cfg Config) (*Ledger[TTx], error) {
+	if d == nil || d.NilDB() {
+		return nil, fmt.Errorf("%w: nil driver or database", ErrInvalidConfig)
+	}
+	l := &Ledger[TTx]{
 		ttl:    cfg.TTL,
 		lease:  cfg.Lease,
 		maxKey: cfg.MaxKeyLength,
-		engine: cfg.Engine,
+		now:    cfg.Now,
+		d:      d,
+		db:     d.DB(),
 	}
 	if l.ttl == 0 {
 		l.ttl = DefaultTTL
@@ -113,52 +101,64 @@ func New(cfg Config) (*Ledger, error) {
 	if l.maxKey < 0 {
 		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidConfig, l.maxKey)
 	}
-	switch cfg.Engine {
-	case SQLite:
-		now := cfg.Now
-		if now == nil {
-			now = time.Now
-		}
+	if p, ok := d.(driver.Preparer); ok {
 		// New takes no context: preparing on a local SQLite file only
 		// reads its schema.
-		eng, err := newSQLiteEngine(context.Background(), now, cfg.DB)
-		if err != nil {
+		if err := p.Prepare(context.Background()); err != nil {
 			return nil, fmt.Errorf("ledger: prepare: %w", err)
 		}
-		l.eng = eng
-	case Postgres:
-		l.eng = postgresEngine{clock: cfg.Now} // nil: the server's clock
-	default:
-		return nil, fmt.Errorf("%w: unknown engine %v", ErrInvalidConfig, cfg.Engine)
 	}
 	return l, nil
 }
 
-// Close releases the statements prepared on Config.DB; without Config.DB
-// it does nothing. Call it once no operation is running: operations after
-// Close still work, without prepared statements, but one that runs during
-// Close on Config.DB itself may fail with "sql: statement is closed".
-// Closing Config.DB releases the statements too. Close returns the error of
-// closing a statement, if any; a second Close returns nil. Close of a nil
-// *Ledger returns an error wrapping ErrInvalidRequest.
-func (l *Ledger) Close() error {
+// Close releases what the driver prepared for the ledger (the sqlite
+// driver's statements); it never closes the database. Call it once no
+// operation is running: operations after Close still work, unprepared.
+// It returns the error of releasing a statement, if any; a second Close
+// returns nil. Close of a nil *Ledger returns an error wrapping
+// ErrInvalidRequest.
+func (l *Ledger[TTx]) Close() error {
 	if l == nil {
 		return invalidRequest("nil ledger")
 	}
-	if c, ok := l.eng.(interface{ close() error }); ok {
-		return c.close()
+	if p, ok := l.d.(driver.Preparer); ok {
+		return p.Close()
 	}
 	return nil
 }
 
 // TTL returns how long a completed record replays (see Config.TTL).
-func (l *Ledger) TTL() time.Duration { return l.ttl }
+func (l *Ledger[TTx]) TTL() time.Duration { return l.ttl }
 
 // Lease returns how long a claim holds its key (see Config.Lease).
-func (l *Ledger) Lease() time.Duration { return l.lease }
+func (l *Ledger[TTx]) Lease() time.Duration { return l.lease }
 
-// Engine returns the database engine the ledger works on (see
-// Config.Engine).
-func (l *Ledger) Engine() Engine { return l.engine }
+// MaxKeyLength returns the longest idempotency key accepted, in bytes
+// (see Config.MaxKeyLength).
+func (l *Ledger[TTx]) MaxKeyLength() int { return l.maxKey }
+
+// Engine returns the database engine of the ledger's driver: "sqlite" or
+// "postgres".
+func (l *Ledger[TTx]) Engine() string { return l.d.Engine() }
+
+// Driver returns the driver the ledger was built with.
+func (l *Ledger[TTx]) Driver() driver.Driver[TTx] { return l.d }
+
+// clock is the Now of the driver's parameters: Config.Now in Unix
+// milliseconds, or 0 for the engine's clock.
+func (l *Ledger[TTx]) clock() int64 {
+	if l.now == nil {
+		return 0
+	}
+	return l.now().UnixMilli()
+}
+
+// nowMillis is the ledger's current time: Config.Now, or the engine's.
+func (l *Ledger[TTx]) nowMillis(ctx context.Context, ex driver.Executor) (int64, error) {
+	if l.now != nil {
+		return l.now().UnixMilli(), nil
+	}
+	return ex.Now(ctx)
+}
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

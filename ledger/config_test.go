@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
+
+	"github.com/idemledger/idemledger/internal/testdb"
 )
 
 func TestNew(t *testing.T) {
@@ -25,7 +29,7 @@ func TestNew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := ledger.New(tt.cfg)
+			l, err := ledger.New(sqlite.New(testdb.SQLitePool(t)), tt.cfg)
 			if tt.err != "" {
 				if !errors.Is(err, ledger.ErrInvalidConfig) || err.Error() != tt.err {
 					t.Fatalf("New = %v, want %q", err, tt.err)

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/sqlite"
@@ -27,7 +31,7 @@ const (
 // each submission got back, indexed [key][duplicate]. The submissions are
 // queued key by key so that the duplicates of one key run at the same time
 // in different goroutines.
-func hammer(ctx context.Context, db *sql.DB, l *ledger.Ledger, workers int) ([hammerKeys][hammerDuplicates]int64, []error) {
+func hammer[TTx any](ctx context.Context, d *testdb.DB[TTx], l *ledger.Ledger[TTx], workers int) ([hammerKeys][hammerDuplicates]int64, []error) {
 	type job struct{ key, dup int }
 	jobs := make(chan job)
 	go func() {
@@ -47,7 +51,7 @@ func hammer(ctx context.Context, db *sql.DB, l *ledger.Ledger, workers int) ([ha
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				id, err := submit(ctx, db, l, j.key)
+				id, err := submit(ctx, d, l, j.key)
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("key %d: %w", j.key, err))
@@ -64,20 +68,20 @@ func hammer(ctx context.Context, db *sql.DB, l *ledger.Ledger, workers int) ([ha
 
 // submit is one request as an application would write it: a transaction,
 // a Mutate that inserts an order, a commit.
-func submit(ctx context.Context, db *sql.DB, l *ledger.Ledger, key int) (int64, error) {
-	tx, err := db.BeginTx(ctx, nil)
+func submit[TTx any](ctx context.Context, d *testdb.DB[TTx], l *ledger.Ledger[TTx], key int) (int64, error) {
+	tx, err := d.Driver.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback()
+	defer d.Driver.Rollback(ctx, tx)
 	r := ledger.Request{Key: fmt.Sprintf("order-%03d", key), Fingerprint: fp(fmt.Sprint("payload ", key))}
 	res, err := ledger.Mutate(ctx, l, tx, r, func(ctx context.Context) (int64, error) {
-		return insertOrder(ctx, tx, r.Key)
+		return d.QueryInt(ctx, tx, "INSERT INTO orders (item) VALUES ($1) RETURNING id", r.Key)
 	})
 	if err != nil {
 		return 0, err
 	}
-	return res.Value, tx.Commit()
+	return res.Value, d.Driver.Commit(ctx, tx)
 }
 
 // checkExactlyOnce checks the invariant: one order per key, and every
@@ -122,18 +126,19 @@ func checkExactlyOnce(t *testing.T, db *sql.DB, results ...[hammerKeys][hammerDu
 // each, in one process and one pool. The ledger uses the real clock: the
 // process's on SQLite, the server's on PostgreSQL.
 func TestExactlyOnceUnderContention(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		db := newDB(t, e)
-		l, err := ledger.New(ledger.Config{Engine: engines[e]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, errs := hammer(context.Background(), db, l, hammerWorkers)
-		for _, err := range errs {
-			t.Error(err)
-		}
-		checkExactlyOnce(t, db, got)
-	})
+	eachDriver(t, testExactlyOnceUnderContention[*sql.Tx], testExactlyOnceUnderContention[pgx.Tx])
+}
+
+func testExactlyOnceUnderContention[TTx any](t *testing.T, b *bundle[TTx]) {
+	l, err := ledger.New(b.d.Driver, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs := hammer(context.Background(), b.d, l, hammerWorkers)
+	for _, err := range errs {
+		t.Error(err)
+	}
+	checkExactlyOnce(t, b.db, got)
 }
 
 const (
@@ -152,20 +157,24 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	if os.Getenv(workerEnv) != "" {
 		t.Skip("inside a worker process")
 	}
-	eachEngine(t, acrossProcesses)
+	for _, name := range testdb.Drivers() {
+		t.Run(name, func(t *testing.T) { acrossProcesses(t, name) })
+	}
 }
 
-func acrossProcesses(t *testing.T, e testdb.Engine) {
+func acrossProcesses(t *testing.T, name string) {
 	var (
-		db   *sql.DB
-		path string // what the workers open
+		db     *sql.DB
+		path   string // what the workers open
+		engine = "sqlite"
 	)
-	if e == testdb.EnginePostgres {
+	if name != testdb.SQLite {
 		db, path = testdb.PostgresDSN(t)
+		engine = "postgres"
 	} else {
 		db, path = testdb.SQLiteFile(t)
 	}
-	if _, err := db.Exec(ordersTable[e]); err != nil {
+	if _, err := db.Exec(ordersTable[engine]); err != nil {
 		t.Fatal(err)
 	}
 	// All workers start at the same wall-clock instant, after their
@@ -174,7 +183,7 @@ func acrossProcesses(t *testing.T, e testdb.Engine) {
 	var cmds []*exec.Cmd
 	for range processes {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), workerEnv+"="+path, workerEngineEnv+"="+string(e), fmt.Sprint(workerStart, "=", start))
+		cmd.Env = append(os.Environ(), workerEnv+"="+path, workerEngineEnv+"="+name, fmt.Sprint(workerStart, "=", start))
 		cmd.Stderr = os.Stderr
 		out := new(jsonBuffer)
 		cmd.Stdout = out
@@ -207,12 +216,12 @@ func TestWorkerProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("only run as a worker of TestExactlyOnceAcrossProcesses")
 	}
-	e := testdb.Engine(os.Getenv(workerEngineEnv))
+	name := os.Getenv(workerEngineEnv)
 	var (
 		db  *sql.DB
 		err error
 	)
-	if e == testdb.EnginePostgres {
+	if name != testdb.SQLite {
 		// A pool per process, as each replica of a service has; the
 		// server's row locks queue the duplicates.
 		db, err = sql.Open("pgx", path)
@@ -237,17 +246,40 @@ func TestWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	l, err := ledger.New(ledger.Config{Engine: engines[e]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var start int64
-	fmt.Sscan(os.Getenv(workerStart), &start)
-	time.Sleep(time.Until(time.UnixMilli(start)))
-	got, errs := hammer(context.Background(), db, l, perProcess)
-	for _, err := range errs {
-		t.Error(err)
+	var got [hammerKeys][hammerDuplicates]int64
+	if name == testdb.PgxV5 {
+		cfg, err := pgxpool.ParseConfig(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = perProcess
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		got = workerRun(t, testdb.WrapPgx(pool, db, path))
+	} else {
+		got = workerRun(t, testdb.WrapSQL(name, db, path))
 	}
 	out, _ := json.Marshal(got)
 	fmt.Printf("\nRESULT %s\n", out)
+}
+
+// workerRun is a worker process's hammer, started at the instant the test
+// set.
+func workerRun[TTx any](t *testing.T, d *testdb.DB[TTx]) [hammerKeys][hammerDuplicates]int64 {
+	l, err := ledger.New(d.Driver, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var start int64
+	fmt.Sscan(os.Getenv(workerStart), &start)
+	time.Sleep(time.Until(time.UnixMilli(start)))
+	got, errs := hammer(context.Background(), d, l, perProcess)
+	for _, err := range errs {
+		t.Error(err)
+	}
+	return got
 }

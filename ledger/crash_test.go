@@ -500,7 +500,7 @@ func TestCrashWorker(t *testing.T) {
 		die("open: %v", err)
 	}
 	defer db.Close()
-	l, err := ledger.New(ledger.Config{Lease: crashLease})
+	l, err := ledger.New(sqlite.New(db), ledger.Config{Lease: crashLease})
 	if err != nil {
 		die("%v", err)
 	}
@@ -532,7 +532,7 @@ func TestCrashWorker(t *testing.T) {
 // crashMutate is one request in transactional mode: a transaction, a
 // Mutate that inserts an order, a commit. A replay must carry the id of the
 // order that the first run inserted.
-func crashMutate(ctx context.Context, db *sql.DB, l *ledger.Ledger, r ledger.Request) error {
+func crashMutate(ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], r ledger.Request) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -567,11 +567,11 @@ func crashMutate(ctx context.Context, db *sql.DB, l *ledger.Ledger, r ledger.Req
 // and a keyed one, an insert keyed by the idempotency key and guarded by
 // the fence, which applies once whatever happens. The outcome stored is the
 // fence under which the keyed effect was applied.
-func crashLeaseMode(ctx context.Context, db *sql.DB, l *ledger.Ledger, r ledger.Request, effLog *os.File) error {
+func crashLeaseMode(ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], r ledger.Request, effLog *os.File) error {
 	var c *ledger.Claim
 	for {
 		var err error
-		c, err = l.Claim(ctx, db, r)
+		c, err = l.Claim(ctx, r)
 		var inFlight *ledger.InFlightError
 		if errors.As(err, &inFlight) {
 			time.Sleep(inFlight.RetryAfter)
@@ -607,5 +607,5 @@ func crashLeaseMode(ctx context.Context, db *sql.DB, l *ledger.Ledger, r ledger.
 	if err := db.QueryRowContext(ctx, "SELECT fence FROM crash_effects WHERE key = ?", r.Key).Scan(&applied); err != nil {
 		return err
 	}
-	return l.Complete(ctx, db, c, ledger.Outcome{Status: 200, Body: []byte(strconv.FormatInt(applied, 10))})
+	return l.Complete(ctx, c, ledger.Outcome{Status: 200, Body: []byte(strconv.FormatInt(applied, 10))})
 }

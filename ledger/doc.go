@@ -2,9 +2,11 @@
 // answers every retry with the first outcome.
 //
 // Records live in one table, idempotency_ledger (see package schema), keyed
-// by (scope, key) and guarded by the request's fingerprint. The ledger holds
-// no connection: each operation takes the *sql.DB, *sql.Tx or *sql.Conn to
-// run on (DBTX), so what commits together is the caller's choice.
+// by (scope, key) and guarded by the request's fingerprint. A Ledger is
+// built from a driver that holds the database (sqlite.New, postgres.New,
+// pgxv5.New), so engine and database cannot disagree; Ledger[TTx] is
+// generic in the driver's transaction type (*sql.Tx or pgx.Tx), which
+// Mutate takes. Lease mode, Get, Purge and Stats run on the driver's pool.
 //
 // There are two ways to use it.
 //
@@ -27,24 +29,63 @@
 //
 // Times are kept as Unix milliseconds (UTC).
 //
+// # Mutate
+//
+// Mutate sets a SAVEPOINT in the caller's transaction tx, claims req, runs
+// fn, stores fn's value as JSON and releases the savepoint, all in tx.
+// Nothing is durable until the caller commits tx; if the caller rolls tx
+// back, the claim goes with fn's writes and a retry runs fn again.
+//
+// fn must do its writes through tx, never through the pool tx came from:
+// the ledger row is in tx, and with SQLite a second connection waits for
+// tx's write lock, so a pool of one connection deadlocks and a larger one
+// times out with SQLITE_BUSY. fn must not commit or roll back tx either:
+// Mutate then returns an error wrapping sql.ErrTxDone (on every driver), and
+// a commit by fn has already made the claim durable without its outcome, so
+// retries get an *InFlightError until the lease runs out and then run fn
+// again.
+//
+// If fn returns an error or panics, Mutate rolls back to the savepoint, so
+// the claim and fn's writes vanish together while tx stays usable; fn's
+// error is returned unchanged (joined with a rollback failure, if any) and
+// a panic is re-raised after the rollback. Every other error is handled the
+// same way: whenever Mutate returns an error, nothing of it is left in tx.
+// Only if that rollback itself fails (the error then says "ledger: mutate:
+// rollback:") may the claim and fn's writes remain: roll tx back then.
+// Mutate can be nested: each call has its own savepoint.
+//
+// A concurrent duplicate in another transaction waits for the first to
+// commit or roll back, then replays (or, after a rollback, runs fn). It
+// never runs fn while the first may still commit. On SQLite it waits in
+// BEGIN, since transactions opened by sqlite.Open are immediate; on
+// PostgreSQL it waits on the row (or on the first's uncommitted insert of
+// it). Under READ COMMITTED, PostgreSQL's default, it then replays; under
+// REPEATABLE READ or SERIALIZABLE the row came after its snapshot, and
+// Mutate returns an error matching ErrRetryable: roll tx back and run the
+// whole transaction again, which replays.
+//
+// An *InFlightError comes when the key is held by a lease-mode claim
+// (Ledger.Claim, idemhttp's Middleware), including one made earlier in tx
+// itself. T must survive encoding/json: the replayed Value is the JSON
+// decoding of the first one; a value whose JSON does not decode back into
+// T is refused (and rolled back) on the first execution. The stored Outcome
+// has Status 0, no Header and the JSON as Body.
+//
 // # Engines
 //
-// The ledger runs on SQLite (databases opened with package sqlite, migrated
-// with schema.Migrate; one machine) or on PostgreSQL (opened with the pgx
-// stdlib driver, migrated with schema.MigratePostgres; any number of
-// replicas sharing it). The caller chooses with Config.Engine; the API and
-// the guarantees are the same on both. Two things differ:
+// The ledger runs on SQLite (package sqlite; one machine) or on PostgreSQL
+// (package postgres over database/sql, package pgxv5 over pgx's native
+// API; any number of replicas sharing it). The API and the guarantees are
+// the same on every driver. Two things differ between the engines:
 //
 //   - The clock. On SQLite, times come from Config.Now (time.Now by
 //     default). On PostgreSQL, every statement reads the server's clock
 //     (statement_timestamp()), so that replicas whose clocks disagree
 //     still agree on when a lease runs out and a record expires; Config.Now,
 //     when set, replaces the server's clock (tests use it to move time).
-//   - Waiting duplicates. A duplicate Mutate waits for the first one's
-//     transaction on both engines. On PostgreSQL under REPEATABLE READ or
-//     SERIALIZABLE it then fails with an error matching ErrRetryable (a
-//     serialization failure): retry the whole transaction, and it replays.
+//   - Waiting duplicates: see Mutate above.
 //
-// The core talks to the engines through a small internal interface; each
-// wraps the sqlc-generated queries of its engine.
+// The core talks to the drivers through package driver's Executor and
+// links no database package: error codes are read through small
+// interfaces (SQLState, Code).
 package ledger

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemledger/idemledger/driver"
 )
 
 var (
@@ -18,7 +20,7 @@ var (
 	// printable ASCII, a scope that is too long or not printable text, a
 	// zero fingerprint, a negative batch size, an Outcome header name that
 	// is not valid UTF-8, or a nil argument: a nil *Ledger, context,
-	// database (DBTX), transaction, claim or callback.
+	// transaction, claim or callback.
 	// Nothing is stored for such a request.
 	ErrInvalidRequest = errors.New("ledger: invalid request")
 
@@ -115,6 +117,48 @@ var ErrRetryable = errors.New("ledger: retryable")
 // busy_timeout. The store is working but contended, not down: HTTP servers
 // answer 503 with Retry-After rather than report an outage.
 var ErrBusy = errors.New("ledger: busy")
+
+// Retryable SQLSTATEs (PostgreSQL documentation, Appendix A, class 40,
+// "Transaction Rollback"; and 13.2.2 and 13.2.3 on the repeatable read and
+// serializable levels): the transaction lost a race that a new attempt of
+// the whole transaction may win.
+const (
+	sqlstateSerializationFailure = "40001"
+	sqlstateDeadlockDetected     = "40P01"
+)
+
+// SQLite's primary result codes for a lock it could not get
+// (https://sqlite.org/rescode.html): SQLITE_BUSY when another connection
+// held the database past busy_timeout, or the snapshot of a read
+// transaction went stale (SQLITE_BUSY_SNAPSHOT); SQLITE_LOCKED for a
+// conflict inside one shared-cache connection.
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
+
+// classify marks the errors that a retry of the caller's transaction may
+// cure with ErrRetryable, keeping the database's error reachable. Codes are
+// read through the driver package's small interfaces, so that the ledger
+// links no database package: a PostgreSQL error's SQLSTATE
+// (*pgconn.PgError), a SQLite error's result code (modernc.org/sqlite's
+// *sqlite.Error).
+func classify(err error) error {
+	var pg driver.SQLStateError
+	if errors.As(err, &pg) {
+		if c := pg.SQLState(); c == sqlstateSerializationFailure || c == sqlstateDeadlockDetected {
+			return &retryableError{err: err}
+		}
+		return err
+	}
+	var coded driver.CodeError
+	if errors.As(err, &coded) {
+		if c := coded.Code() & 0xff; c == sqliteBusy || c == sqliteLocked {
+			return &retryableError{err: err, busy: true}
+		}
+	}
+	return err
+}
 
 // retryableError marks err as matching ErrRetryable, and ErrBusy too when
 // busy is set.

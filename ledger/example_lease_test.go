@@ -9,6 +9,8 @@ import (
 
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // The lease mode guards an effect outside the database, such as a call to
@@ -16,12 +18,13 @@ import (
 func ExampleLedger_Claim() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	l, _ := ledger.New(ledger.Config{})
+	l, _ := ledger.New(sqlite.New(db), ledger.Config{})
+	defer l.Close()
 	ctx := context.Background()
 	req := ledger.Request{Scope: "user-42", Key: "charge-19", Fingerprint: hash.Bytes([]byte("charge 10 EUR"))}
 
 	charge := func() string {
-		c, err := l.Claim(ctx, db, req)
+		c, err := l.Claim(ctx, req)
 		var inflight *ledger.InFlightError
 		switch {
 		case errors.As(err, &inflight):
@@ -33,7 +36,7 @@ func ExampleLedger_Claim() {
 		}
 		// ... call the payment API here, holding the lease ...
 		out := ledger.Outcome{Status: http.StatusCreated, Body: []byte("charged")}
-		if err := l.Complete(ctx, db, c, out); err != nil {
+		if err := l.Complete(ctx, c, out); err != nil {
 			return err.Error() // ErrLeaseLost: another request took over
 		}
 		return fmt.Sprintf("%d %s (fence %d)", out.Status, out.Body, c.Fence)
@@ -45,10 +48,10 @@ func ExampleLedger_Claim() {
 	// While a claim is held, a duplicate is told to come back later.
 	other := req
 	other.Key = "charge-20"
-	if _, err := l.Claim(ctx, db, other); err != nil {
+	if _, err := l.Claim(ctx, other); err != nil {
 		log.Fatal(err)
 	}
-	_, err := l.Claim(ctx, db, other)
+	_, err := l.Claim(ctx, other)
 	fmt.Println(errors.Is(err, ledger.ErrInFlight))
 	// Output:
 	// 201 charged (fence 1)

@@ -25,7 +25,7 @@ func openExampleDB() (db *sql.DB, cleanup func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)`); err != nil {
@@ -37,7 +37,7 @@ func openExampleDB() (db *sql.DB, cleanup func()) {
 func ExampleMutate() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	l, err := ledger.New(ledger.Config{DB: db}) // statements prepared once on db
+	l, err := ledger.New(sqlite.New(db), ledger.Config{}) // statements prepared once on db
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func ExampleMutate() {
 func ExampleMutateOutcome() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	l, err := ledger.New(ledger.Config{DB: db})
+	l, err := ledger.New(sqlite.New(db), ledger.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func ExampleMutateOutcome() {
 	fmt.Println("first:", res.Value.Status, string(res.Value.Body), "replayed:", res.Replayed)
 
 	// A lease-mode claim of the same request replays the stored answer.
-	c, err := l.Claim(ctx, db, req)
+	c, err := l.Claim(ctx, req)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -27,7 +27,8 @@ import (
 type faultEnv struct {
 	db, fdb *sql.DB
 	plan    *faultdb.Plan
-	l       *ledger.Ledger
+	l       *ledger.Ledger[*sql.Tx] // on fdb, unprepared (faultdb sees no prepared statement)
+	plain   *ledger.Ledger[*sql.Tx] // on db
 	clock   *clock
 	claim   *ledger.Claim // set by a case's prepare
 	runs    int           // how many times a Mutate fn ran
@@ -45,9 +46,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.fdb.Close() })
-	if f.l, err = ledger.New(ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now}); err != nil {
-		t.Fatal(err)
-	}
+	f.newLedgers(t)
 	return f
 }
 
@@ -59,11 +58,36 @@ func (f *faultEnv) reset(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock = &clock{now: t0}
-	l, err := ledger.New(ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now})
+	f.newLedgers(t)
+	f.claim, f.runs = nil, 0
+}
+
+// on returns a ledger on db with f's clock, unprepared.
+func (f *faultEnv) on(t *testing.T, db *sql.DB) *ledger.Ledger[*sql.Tx] {
+	t.Helper()
+	l, err := ledger.New(sqlite.New(db), ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.l, f.claim, f.runs = l, nil, 0
+	l.Close()
+	return l
+}
+
+// newLedgers builds the ledgers on fdb and db with f's clock. The one on
+// fdb drops its prepared statements at once, so that every statement goes
+// through faultdb and is counted.
+func (f *faultEnv) newLedgers(t *testing.T) {
+	t.Helper()
+	cfg := ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now}
+	var err error
+	if f.l, err = ledger.New(sqlite.New(f.fdb), cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.l.Close()
+	if f.plain, err = ledger.New(sqlite.New(f.db), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.plain.Close() })
 }
 
 // snapshot returns every row of both tables, as text, by primary key.
@@ -103,7 +127,7 @@ func (f *faultEnv) orders(t *testing.T) int {
 
 func (f *faultEnv) record(t *testing.T, key string) *ledger.Record {
 	t.Helper()
-	r, err := f.l.Get(context.Background(), f.db, "tenant-1", key)
+	r, err := f.plain.Get(context.Background(), "tenant-1", key)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil
 	}
@@ -170,7 +194,7 @@ func faultCases() []faultCase {
 	ctx := context.Background()
 	claimOn := func(t *testing.T, f *faultEnv, key string) *ledger.Claim {
 		t.Helper()
-		c, err := f.l.Claim(ctx, f.db, req(key, "p"))
+		c, err := f.plain.Claim(ctx, req(key, "p"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +202,7 @@ func faultCases() []faultCase {
 	}
 	complete := func(t *testing.T, f *faultEnv, c *ledger.Claim) {
 		t.Helper()
-		if err := f.l.Complete(ctx, f.db, c, ledger.Outcome{Status: 201, Body: []byte("first")}); err != nil {
+		if err := f.plain.Complete(ctx, c, ledger.Outcome{Status: 201, Body: []byte("first")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -200,7 +224,7 @@ func faultCases() []faultCase {
 		name:    "Claim new key",
 		prepare: none,
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			_, err := f.l.Claim(ctx, db, req("k", "p"))
+			_, err := f.l.Claim(ctx, req("k", "p"))
 			return err
 		},
 		check: state("in_flight fence 1"),
@@ -208,7 +232,7 @@ func faultCases() []faultCase {
 		name:    "Claim replay",
 		prepare: func(t *testing.T, f *faultEnv) { complete(t, f, claimOn(t, f, "k")) },
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			c, err := f.l.Claim(ctx, db, req("k", "p"))
+			c, err := f.l.Claim(ctx, req("k", "p"))
 			if err == nil && (!c.Replayed() || string(c.Replay.Outcome.Body) != "first") {
 				return fmt.Errorf("claim %+v, want the replay of \"first\"", c)
 			}
@@ -219,7 +243,7 @@ func faultCases() []faultCase {
 		name:    "Claim in flight",
 		prepare: func(t *testing.T, f *faultEnv) { claimOn(t, f, "k") },
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			_, err := f.l.Claim(ctx, db, req("k", "p"))
+			_, err := f.l.Claim(ctx, req("k", "p"))
 			switch {
 			case err == nil:
 				return errors.New("claim won, want ErrInFlight")
@@ -236,7 +260,7 @@ func faultCases() []faultCase {
 			f.clock.Advance(time.Minute)
 		},
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			_, err := f.l.Claim(ctx, db, req("k", "p"))
+			_, err := f.l.Claim(ctx, req("k", "p"))
 			return err
 		},
 		check: state("in_flight fence 2"),
@@ -244,14 +268,14 @@ func faultCases() []faultCase {
 		name:    "Complete",
 		prepare: func(t *testing.T, f *faultEnv) { f.claim = claimOn(t, f, "k") },
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			return f.l.Complete(ctx, db, f.claim, ledger.Outcome{Status: 200, Header: http.Header{"Etag": {`"1"`}}, Body: []byte("b")})
+			return f.l.Complete(ctx, f.claim, ledger.Outcome{Status: 200, Header: http.Header{"Etag": {`"1"`}}, Body: []byte("b")})
 		},
 		check: state("completed fence 1"),
 	}, {
 		name:    "Release",
 		prepare: func(t *testing.T, f *faultEnv) { f.claim = claimOn(t, f, "k") },
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			return f.l.Release(ctx, db, f.claim)
+			return f.l.Release(ctx, f.claim)
 		},
 		check: state("none"),
 	}, {
@@ -261,7 +285,7 @@ func faultCases() []faultCase {
 			f.clock.Advance(10 * time.Second)
 		},
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			return f.l.Extend(ctx, db, f.claim)
+			return f.l.Extend(ctx, f.claim)
 		},
 		check: func(t *testing.T, f *faultEnv) {
 			if r := f.record(t, "k"); r == nil || !r.LeaseExpiresAt.Equal(t0.Add(70*time.Second)) {
@@ -278,7 +302,7 @@ func faultCases() []faultCase {
 		},
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
 			var err error
-			purged, err = f.l.Purge(ctx, db, ledger.PurgeOptions{BatchSize: 2})
+			purged, err = f.l.Purge(ctx, ledger.PurgeOptions{BatchSize: 2})
 			return err
 		},
 		check: func(t *testing.T, f *faultEnv) {
@@ -291,7 +315,7 @@ func faultCases() []faultCase {
 		name:    "Get",
 		prepare: func(t *testing.T, f *faultEnv) { claimOn(t, f, "k") },
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			_, err := f.l.Get(ctx, db, "tenant-1", "k")
+			_, err := f.l.Get(ctx, "tenant-1", "k")
 			return err
 		},
 		check: state("in_flight fence 1"),
@@ -589,7 +613,7 @@ func TestFaultClosedPool(t *testing.T) {
 
 func (f *faultEnv) mustClaim(t *testing.T, key string) *ledger.Claim {
 	t.Helper()
-	c, err := f.l.Claim(context.Background(), f.db, req(key, "p"))
+	c, err := f.plain.Claim(context.Background(), req(key, "p"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,15 +644,16 @@ func TestFaultReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
+	rol := f.on(t, ro)
 	held := f.mustClaim(t, "held")
 	before := f.snapshot(t)
 	writes := map[string]error{}
-	_, writes["Claim"] = f.l.Claim(ctx, ro, req("k", "p"))
-	writes["Complete"] = f.l.Complete(ctx, ro, held, ledger.Outcome{Status: 200})
-	writes["Extend"] = f.l.Extend(ctx, ro, held)
-	writes["Release"] = f.l.Release(ctx, ro, held)
+	_, writes["Claim"] = rol.Claim(ctx, req("k", "p"))
+	writes["Complete"] = rol.Complete(ctx, held, ledger.Outcome{Status: 200})
+	writes["Extend"] = rol.Extend(ctx, held)
+	writes["Release"] = rol.Release(ctx, held)
 	f.clock.Advance(2 * time.Hour) // so that "held" has expired
-	_, writes["Purge"] = f.l.Purge(ctx, ro, ledger.PurgeOptions{})
+	_, writes["Purge"] = rol.Purge(ctx, ledger.PurgeOptions{})
 	f.clock.Advance(-2 * time.Hour)
 	for op, err := range writes {
 		if sqliteCode(err) != sqlite3.SQLITE_READONLY || !strings.HasPrefix(err.Error(), "ledger: "+strings.ToLower(op)+": ") {
@@ -637,22 +662,22 @@ func TestFaultReadOnly(t *testing.T) {
 	}
 	tx, err := ro.BeginTx(ctx, nil)
 	if err == nil {
-		_, err = ledger.Mutate(ctx, f.l, tx, req("m", "p"), func(context.Context) (int, error) { return 1, nil })
+		_, err = ledger.Mutate(ctx, rol, tx, req("m", "p"), func(context.Context) (int, error) { return 1, nil })
 		tx.Rollback()
 	}
 	if sqliteCode(err) != sqlite3.SQLITE_READONLY {
 		t.Errorf("Mutate on a read-only database: %v", err)
 	}
-	if r, err := f.l.Get(ctx, ro, "tenant-1", "held"); err != nil || r.Fence != 1 {
+	if r, err := rol.Get(ctx, "tenant-1", "held"); err != nil || r.Fence != 1 {
 		t.Errorf("Get on a read-only database: %+v, %v", r, err)
 	}
 	checkUnchanged(t, "read-only", before, f.snapshot(t), false)
 
 	// The fault clears: the same calls on a writable pool succeed.
-	if _, err := f.l.Claim(ctx, f.fdb, req("k", "p")); err != nil {
+	if _, err := f.l.Claim(ctx, req("k", "p")); err != nil {
 		t.Errorf("Claim after: %v", err)
 	}
-	if err := f.l.Complete(ctx, f.fdb, held, ledger.Outcome{Status: 200}); err != nil {
+	if err := f.l.Complete(ctx, held, ledger.Outcome{Status: 200}); err != nil {
 		t.Errorf("Complete after: %v", err)
 	}
 }
@@ -675,6 +700,7 @@ func TestFaultDatabaseFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	dl := f.on(t, db)
 	var pages int
 	if err := db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
 		t.Fatal(err)
@@ -685,7 +711,7 @@ func TestFaultDatabaseFull(t *testing.T) {
 	var held []*ledger.Claim
 	var full error
 	for i := range 10000 {
-		c, err := f.l.Claim(ctx, db, req(fmt.Sprint("fill-", i), "p"))
+		c, err := dl.Claim(ctx, req(fmt.Sprint("fill-", i), "p"))
 		if err != nil {
 			full = err
 			break
@@ -711,10 +737,10 @@ func TestFaultDatabaseFull(t *testing.T) {
 	}
 	checkUnchanged(t, "full", before, f.snapshot(t), false)
 	// Reads work; an in-place update (Extend) does not need a new page.
-	if _, err := f.l.Get(ctx, db, "tenant-1", "fill-0"); err != nil {
+	if _, err := dl.Get(ctx, "tenant-1", "fill-0"); err != nil {
 		t.Errorf("Get on a full database: %v", err)
 	}
-	if err := f.l.Extend(ctx, db, held[0]); err != nil {
+	if err := dl.Extend(ctx, held[0]); err != nil {
 		t.Errorf("Extend on a full database: %v", err)
 	}
 
@@ -722,7 +748,7 @@ func TestFaultDatabaseFull(t *testing.T) {
 	if _, err := db.Exec("PRAGMA max_page_count = 1073741823"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.l.Claim(ctx, db, req(refused, "p")); err != nil {
+	if _, err := dl.Claim(ctx, req(refused, "p")); err != nil {
 		t.Errorf("Claim after: %v", err)
 	}
 	if err := f.mutateItem(ctx, db, "m", big); err != nil {
@@ -814,7 +840,7 @@ func TestPurgeCountUnderCancellation(t *testing.T) {
 
 	fill(t)
 	f.plan.Count()
-	if n, err := f.l.Purge(context.Background(), f.fdb, opts); n != rows || err != nil {
+	if n, err := f.l.Purge(context.Background(), opts); n != rows || err != nil {
 		t.Fatalf("Purge = %d, %v; want %d, nil", n, err, rows)
 	}
 	stmts := f.plan.Seen()
@@ -825,7 +851,7 @@ func TestPurgeCountUnderCancellation(t *testing.T) {
 		fill(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		f.plan.CancelAfter(i+1, cancel)
-		n, err := f.l.Purge(ctx, f.fdb, opts)
+		n, err := f.l.Purge(ctx, opts)
 		f.plan.Disarm()
 		cancel()
 		what := fmt.Sprintf("cancelled during statement %d of %d (%.40s)", i+1, len(stmts), oneLine(stmts[i]))

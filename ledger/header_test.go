@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -51,10 +53,10 @@ func highBytes() string {
 }
 
 // storedHeaders reads the headers column of key's row as it is.
-func (b *bundle) storedHeaders(t *testing.T, key string) []byte {
+func (b *bundle[TTx]) storedHeaders(t *testing.T, key string) []byte {
 	t.Helper()
 	var raw []byte
-	q := testdb.Rebind(b.e, `SELECT headers FROM idempotency_ledger WHERE scope = ? AND key = ?`)
+	q := testdb.Rebind(b.d.Engine, `SELECT headers FROM idempotency_ledger WHERE scope = ? AND key = ?`)
 	if err := b.db.QueryRow(q, "tenant-1", key).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
@@ -65,64 +67,66 @@ func (b *bundle) storedHeaders(t *testing.T, key string) []byte {
 // both Get and the replay of a Claim return them so, whether or not they
 // are valid UTF-8.
 func TestOutcomeHeaderBytes(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		for i, tc := range headerCases {
-			t.Run(tc.name, func(t *testing.T) {
-				key := "k" + string(rune('a'+i))
-				c := b.claim(t, req(key, "p"))
-				if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200, Header: tc.h}); err != nil {
-					t.Fatal(err)
-				}
-				if got := b.get(t, key).Outcome.Header; !reflect.DeepEqual(got, tc.h) {
-					t.Errorf("Get: header %#v\nwant %#v", got, tc.h)
-				}
-				r := b.claim(t, req(key, "p"))
-				if !r.Replayed() || !reflect.DeepEqual(r.Replay.Outcome.Header, tc.h) {
-					t.Errorf("replay: %v, header %#v\nwant %#v", r.Replayed(), r.Replay.Outcome.Header, tc.h)
-				}
-			})
-		}
-	})
+	eachDriver(t, testOutcomeHeaderBytes[*sql.Tx], testOutcomeHeaderBytes[pgx.Tx])
+}
+
+func testOutcomeHeaderBytes[TTx any](t *testing.T, b *bundle[TTx]) {
+	for i, tc := range headerCases {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "k" + string(rune('a'+i))
+			c := b.claim(t, req(key, "p"))
+			if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200, Header: tc.h}); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.get(t, key).Outcome.Header; !reflect.DeepEqual(got, tc.h) {
+				t.Errorf("Get: header %#v\nwant %#v", got, tc.h)
+			}
+			r := b.claim(t, req(key, "p"))
+			if !r.Replayed() || !reflect.DeepEqual(r.Replay.Outcome.Header, tc.h) {
+				t.Errorf("replay: %v, header %#v\nwant %#v", r.Replayed(), r.Replay.Outcome.Header, tc.h)
+			}
+		})
+	}
 }
 
 // TestMutateOutcomeHeaderBytes: the same through MutateOutcome, for its
 // first execution's record and for its replay.
 func TestMutateOutcomeHeaderBytes(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		for i, tc := range headerCases {
-			t.Run(tc.name, func(t *testing.T) {
-				key := "m" + string(rune('a'+i))
-				out := ledger.Outcome{Status: 201, Header: tc.h, Body: []byte("x")}
-				runs := 0
-				mutate := func() ledger.Result[ledger.Outcome] {
-					t.Helper()
-					var res ledger.Result[ledger.Outcome]
-					b.inTx(t, func(tx *sql.Tx) {
-						var err error
-						res, err = ledger.MutateOutcome(b.ctx, b.l, tx, req(key, "p"), func(context.Context) (ledger.Outcome, error) {
-							runs++
-							return out, nil
-						})
-						if err != nil {
-							t.Fatal(err)
-						}
+	eachDriver(t, testMutateOutcomeHeaderBytes[*sql.Tx], testMutateOutcomeHeaderBytes[pgx.Tx])
+}
+
+func testMutateOutcomeHeaderBytes[TTx any](t *testing.T, b *bundle[TTx]) {
+	for i, tc := range headerCases {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "m" + string(rune('a'+i))
+			out := ledger.Outcome{Status: 201, Header: tc.h, Body: []byte("x")}
+			runs := 0
+			mutate := func() ledger.Result[ledger.Outcome] {
+				t.Helper()
+				var res ledger.Result[ledger.Outcome]
+				b.inTx(t, func(tx TTx) {
+					var err error
+					res, err = ledger.MutateOutcome(b.ctx, b.l, tx, req(key, "p"), func(context.Context) (ledger.Outcome, error) {
+						runs++
+						return out, nil
 					})
-					return res
-				}
-				if res := mutate(); res.Replayed || runs != 1 {
-					t.Fatalf("first execution: %+v, %d runs", res, runs)
-				}
-				if got := b.get(t, key).Outcome; !reflect.DeepEqual(got, out) {
-					t.Errorf("Get: %#v\nwant %#v", got, out)
-				}
-				if res := mutate(); !res.Replayed || runs != 1 || !reflect.DeepEqual(res.Value, out) {
-					t.Errorf("replay: %v, %d runs, %#v\nwant %#v", res.Replayed, runs, res.Value, out)
-				}
-			})
-		}
-	})
+					if err != nil {
+						t.Fatal(err)
+					}
+				})
+				return res
+			}
+			if res := mutate(); res.Replayed || runs != 1 {
+				t.Fatalf("first execution: %+v, %d runs", res, runs)
+			}
+			if got := b.get(t, key).Outcome; !reflect.DeepEqual(got, out) {
+				t.Errorf("Get: %#v\nwant %#v", got, out)
+			}
+			if res := mutate(); !res.Replayed || runs != 1 || !reflect.DeepEqual(res.Value, out) {
+				t.Errorf("replay: %v, %d runs, %#v\nwant %#v", res.Replayed, runs, res.Value, out)
+			}
+		})
+	}
 }
 
 // TestStoredHeaderFormat pins the bytes of the headers column. A header
@@ -130,6 +134,10 @@ func TestMutateOutcomeHeaderBytes(t *testing.T) {
 // writes it, as every release so far did; a value that is not valid UTF-8
 // is the object {"b64": standard base64 of its bytes} in its place.
 func TestStoredHeaderFormat(t *testing.T) {
+	eachDriver(t, testStoredHeaderFormat[*sql.Tx], testStoredHeaderFormat[pgx.Tx])
+}
+
+func testStoredHeaderFormat[TTx any](t *testing.T, b *bundle[TTx]) {
 	utf8Headers := []http.Header{
 		{},
 		{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
@@ -146,12 +154,11 @@ func TestStoredHeaderFormat(t *testing.T) {
 		{http.Header{"Link": {"</z>", "\xff", "", "<&>"}, "Vary": {"B", "A"}, "X-Nil": nil, "X-Raw": {"\x00\x80"}},
 			`{"Link":["\u003c/z\u003e",{"b64":"/w=="},"","\u003c\u0026\u003e"],"Vary":["B","A"],"X-Nil":null,"X-Raw":[{"b64":"AIA="}]}`},
 	}
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
+	{
 		complete := func(key string, h http.Header) {
 			t.Helper()
 			c := b.claim(t, req(key, "p"))
-			if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200, Header: h}); err != nil {
+			if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200, Header: h}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -178,7 +185,7 @@ func TestStoredHeaderFormat(t *testing.T) {
 		if got := b.storedHeaders(t, "nil"); got != nil {
 			t.Errorf("nil header stored as %q, want NULL", got)
 		}
-	})
+	}
 }
 
 // TestStoredHeaderDecoding sets the headers column by hand: records that
@@ -187,6 +194,10 @@ func TestStoredHeaderFormat(t *testing.T) {
 // column is an error of Get and of Claim, never a silently changed
 // header.
 func TestStoredHeaderDecoding(t *testing.T) {
+	eachDriver(t, testStoredHeaderDecoding[*sql.Tx], testStoredHeaderDecoding[pgx.Tx])
+}
+
+func testStoredHeaderDecoding[TTx any](t *testing.T, b *bundle[TTx]) {
 	good := []struct {
 		name   string
 		stored string
@@ -225,15 +236,14 @@ func TestStoredHeaderDecoding(t *testing.T) {
 		{"base64 with a newline", `{"A":[{"b64":"/w==\n"}]}`},
 		{"base64 with nonzero padding bits", `{"A":[{"b64":"/x=="}]}`},
 	}
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
+	{
 		set := func(key, stored string) {
 			t.Helper()
 			c := b.claim(t, req(key, "p"))
-			if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
+			if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200}); err != nil {
 				t.Fatal(err)
 			}
-			q := testdb.Rebind(e, `UPDATE idempotency_ledger SET headers = ? WHERE scope = ? AND key = ?`)
+			q := testdb.Rebind(b.d.Engine, `UPDATE idempotency_ledger SET headers = ? WHERE scope = ? AND key = ?`)
 			if _, err := b.db.Exec(q, []byte(stored), "tenant-1", key); err != nil {
 				t.Fatal(err)
 			}
@@ -251,16 +261,16 @@ func TestStoredHeaderDecoding(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				key := "bad-" + string(rune('a'+i))
 				set(key, tc.stored)
-				r, err := b.l.Get(b.ctx, b.db, "tenant-1", key)
+				r, err := b.l.Get(b.ctx, "tenant-1", key)
 				if err == nil || !strings.Contains(err.Error(), "stored headers") {
 					t.Errorf("Get of stored %s = %+v, %v; want a stored headers error", tc.stored, r, err)
 				}
-				if c, err := b.l.Claim(b.ctx, b.db, req(key, "p")); err == nil {
+				if c, err := b.l.Claim(b.ctx, req(key, "p")); err == nil {
 					t.Errorf("Claim of stored %s = %+v; want an error", tc.stored, c)
 				}
 			})
 		}
-	})
+	}
 }
 
 // TestCompleteRefusesNonUTF8HeaderName: a header name is a JSON object's
@@ -269,33 +279,34 @@ func TestStoredHeaderDecoding(t *testing.T) {
 // the database is used, rather than stored with U+FFFD in it, where two
 // such names could become one and lose the other's values.
 func TestCompleteRefusesNonUTF8HeaderName(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		c := b.claim(t, req("k", "p"))
-		bad := ledger.Outcome{Status: 200, Header: http.Header{"X-\xfe": {"1"}, "X-Ok": {"2"}}}
-		err := b.l.Complete(b.ctx, b.db, c, bad)
-		if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != `ledger: invalid request: header name "X-\xfe" is not valid UTF-8` {
-			t.Fatalf("Complete = %v, want ErrInvalidRequest naming the header", err)
-		}
-		if r := b.get(t, "k"); r.State != ledger.StateInFlight {
-			t.Fatalf("record after a refused Complete: %v, want in flight", r.State)
-		}
-		good := ledger.Outcome{Status: 200, Header: http.Header{"X-Ok": {"2"}}}
-		if err := b.l.Complete(b.ctx, b.db, c, good); err != nil {
-			t.Fatalf("Complete after the refusal: %v; the claim should still hold", err)
-		}
+	eachDriver(t, testCompleteRefusesNonUTF8HeaderName[*sql.Tx], testCompleteRefusesNonUTF8HeaderName[pgx.Tx])
+}
 
-		// MutateOutcome completes through Complete: refused and rolled back.
-		b.inTx(t, func(tx *sql.Tx) {
-			_, err := ledger.MutateOutcome(b.ctx, b.l, tx, req("m", "p"), func(context.Context) (ledger.Outcome, error) {
-				return bad, nil
-			})
-			if !errors.Is(err, ledger.ErrInvalidRequest) {
-				t.Fatalf("MutateOutcome = %v, want ErrInvalidRequest", err)
-			}
+func testCompleteRefusesNonUTF8HeaderName[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.claim(t, req("k", "p"))
+	bad := ledger.Outcome{Status: 200, Header: http.Header{"X-\xfe": {"1"}, "X-Ok": {"2"}}}
+	err := b.l.Complete(b.ctx, c, bad)
+	if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != `ledger: invalid request: header name "X-\xfe" is not valid UTF-8` {
+		t.Fatalf("Complete = %v, want ErrInvalidRequest naming the header", err)
+	}
+	if r := b.get(t, "k"); r.State != ledger.StateInFlight {
+		t.Fatalf("record after a refused Complete: %v, want in flight", r.State)
+	}
+	good := ledger.Outcome{Status: 200, Header: http.Header{"X-Ok": {"2"}}}
+	if err := b.l.Complete(b.ctx, c, good); err != nil {
+		t.Fatalf("Complete after the refusal: %v; the claim should still hold", err)
+	}
+
+	// MutateOutcome completes through Complete: refused and rolled back.
+	b.inTx(t, func(tx TTx) {
+		_, err := ledger.MutateOutcome(b.ctx, b.l, tx, req("m", "p"), func(context.Context) (ledger.Outcome, error) {
+			return bad, nil
 		})
-		if _, err := b.l.Get(b.ctx, b.db, "tenant-1", "m"); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("record after a refused MutateOutcome: %v, want ErrNotFound", err)
+		if !errors.Is(err, ledger.ErrInvalidRequest) {
+			t.Fatalf("MutateOutcome = %v, want ErrInvalidRequest", err)
 		}
 	})
+	if _, err := b.l.Get(b.ctx, "tenant-1", "m"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("record after a refused MutateOutcome: %v, want ErrNotFound", err)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/idemledger/idemledger/driver"
 )
 
 // Complete stores out as the outcome of the claim c and ends its lease: the
@@ -20,19 +22,48 @@ import (
 // client that hangs up must not turn the finished work into a retry that
 // runs again. A nil c, or a header name in out that is not valid UTF-8,
 // returns ErrInvalidRequest.
-func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) error {
-	if err := l.checkCall(ctx, db); err != nil {
+func (l *Ledger[TTx]) Complete(ctx context.Context, c *Claim, out Outcome) error {
+	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
+	return l.complete(ctx, l.db, c, out)
+}
+
+// CompleteTx is Complete inside tx, a transaction of the ledger's database:
+// the outcome commits, or vanishes, with the caller's own writes in tx. The
+// lease stays held until tx commits; if tx rolls back, the claim is still
+// in flight and may be completed or released again.
+func (l *Ledger[TTx]) CompleteTx(ctx context.Context, tx TTx, c *Claim, out Outcome) error {
+	if err := l.checkCall(ctx); err != nil {
+		return err
+	}
+	if l.d.IsNilTx(tx) {
+		return invalidRequest("nil transaction")
+	}
+	if err := checkClaim(c); err != nil {
+		return err
+	}
+	return l.complete(ctx, l.d.TxExecutor(tx), c, out)
+}
+
+// complete is Complete on ex once c is checked.
+func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim, out Outcome) error {
 	if err := checkOutcome(out); err != nil {
 		return err
 	}
-	ok, err := l.eng.complete(context.WithoutCancel(ctx), db, c.lease(), out, l.ttl.Milliseconds())
+	headers, err := headerJSON(out)
 	if err != nil {
 		return wrapOp("complete", err)
+	}
+	ok, err := ex.Complete(context.WithoutCancel(ctx), driver.CompleteParams{
+		LeaseParams: c.lease(), Status: int64(out.Status), Headers: headers, Body: out.Body,
+		TTLMillis: l.ttl.Milliseconds(), Now: l.clock(),
+	})
+	if err != nil {
+		return wrapOp("complete", classify(err))
 	}
 	if !ok {
 		return ErrLeaseLost
@@ -45,16 +76,16 @@ func (l *Ledger) Complete(ctx context.Context, db DBTX, c *Claim, out Outcome) e
 // deletes a completed record and acts only while c's lease holds; otherwise
 // it returns ErrLeaseLost. Like Complete it ignores the cancellation of
 // ctx. A nil c returns ErrInvalidRequest.
-func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
-	if err := l.checkCall(ctx, db); err != nil {
+func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
+	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	ok, err := l.eng.release(context.WithoutCancel(ctx), db, c.lease())
+	ok, err := l.db.Release(context.WithoutCancel(ctx), c.lease())
 	if err != nil {
-		return wrapOp("release", err)
+		return wrapOp("release", classify(err))
 	}
 	if !ok {
 		return ErrLeaseLost
@@ -67,16 +98,16 @@ func (l *Ledger) Release(ctx context.Context, db DBTX, c *Claim) error {
 // acts only while c's lease holds (ErrLeaseLost otherwise). It does not move
 // the record's ExpiresAt: an in-flight record expires only once both it and
 // the lease have passed. A nil c returns ErrInvalidRequest.
-func (l *Ledger) Extend(ctx context.Context, db DBTX, c *Claim) error {
-	if err := l.checkCall(ctx, db); err != nil {
+func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) error {
+	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	until, ok, err := l.eng.extend(ctx, db, c.lease(), l.lease.Milliseconds())
+	until, ok, err := l.db.Extend(ctx, driver.ExtendParams{LeaseParams: c.lease(), LeaseMillis: l.lease.Milliseconds(), Now: l.clock()})
 	if err != nil {
-		return wrapOp("extend", err)
+		return wrapOp("extend", classify(err))
 	}
 	if !ok {
 		return ErrLeaseLost

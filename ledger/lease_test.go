@@ -2,205 +2,209 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemledger/idemledger/ledger"
 )
 
 func TestCompleteStoresOutcome(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		c := b.claim(t, req("k", "p"))
-		b.clock.Advance(1500 * time.Millisecond)
-		out := ledger.Outcome{
-			Status: 201,
-			Header: http.Header{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
-			Body:   []byte(`{"id":7}`),
-		}
-		if err := b.l.Complete(b.ctx, b.db, c, out); err != nil {
-			t.Fatal(err)
-		}
-		done := t0.Add(1500 * time.Millisecond)
-		want := ledger.Record{
-			Scope: "tenant-1", Key: "k", Fingerprint: fp("p"), State: ledger.StateCompleted, Fence: 1,
-			Outcome: out, CreatedAt: t0, CompletedAt: done, ExpiresAt: done.Add(time.Hour),
-		}
-		if r := b.get(t, "k"); !recordEqual(*r, want) {
-			t.Errorf("record = %+v\nwant %+v", *r, want)
-		}
-		// The replay carries the same outcome, header value order included.
-		r := b.claim(t, req("k", "p"))
-		if !r.Replayed() || !recordEqual(*r.Replay, want) {
-			t.Errorf("replay = %+v\nwant %+v", r.Replay, want)
-		}
-		// Completing twice, or completing a replay, is refused.
-		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 500}); err != ledger.ErrLeaseLost {
-			t.Errorf("second Complete = %v, want ErrLeaseLost", err)
-		}
-		err := b.l.Complete(b.ctx, b.db, r, ledger.Outcome{Status: 500})
-		if !errors.Is(err, ledger.ErrLeaseLost) || err.Error() != "ledger: lease lost: the claim is a replay and holds no lease" {
-			t.Errorf("Complete of a replay = %v", err)
-		}
-		if got := b.get(t, "k"); !recordEqual(*got, want) {
-			t.Errorf("record changed by refused Completes: %+v", *got)
-		}
-	})
+	eachDriver(t, testCompleteStoresOutcome[*sql.Tx], testCompleteStoresOutcome[pgx.Tx])
+}
+
+func testCompleteStoresOutcome[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.claim(t, req("k", "p"))
+	b.clock.Advance(1500 * time.Millisecond)
+	out := ledger.Outcome{
+		Status: 201,
+		Header: http.Header{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
+		Body:   []byte(`{"id":7}`),
+	}
+	if err := b.l.Complete(b.ctx, c, out); err != nil {
+		t.Fatal(err)
+	}
+	done := t0.Add(1500 * time.Millisecond)
+	want := ledger.Record{
+		Scope: "tenant-1", Key: "k", Fingerprint: fp("p"), State: ledger.StateCompleted, Fence: 1,
+		Outcome: out, CreatedAt: t0, CompletedAt: done, ExpiresAt: done.Add(time.Hour),
+	}
+	if r := b.get(t, "k"); !recordEqual(*r, want) {
+		t.Errorf("record = %+v\nwant %+v", *r, want)
+	}
+	// The replay carries the same outcome, header value order included.
+	r := b.claim(t, req("k", "p"))
+	if !r.Replayed() || !recordEqual(*r.Replay, want) {
+		t.Errorf("replay = %+v\nwant %+v", r.Replay, want)
+	}
+	// Completing twice, or completing a replay, is refused.
+	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 500}); err != ledger.ErrLeaseLost {
+		t.Errorf("second Complete = %v, want ErrLeaseLost", err)
+	}
+	err := b.l.Complete(b.ctx, r, ledger.Outcome{Status: 500})
+	if !errors.Is(err, ledger.ErrLeaseLost) || err.Error() != "ledger: lease lost: the claim is a replay and holds no lease" {
+		t.Errorf("Complete of a replay = %v", err)
+	}
+	if got := b.get(t, "k"); !recordEqual(*got, want) {
+		t.Errorf("record changed by refused Completes: %+v", *got)
+	}
 }
 
 func TestCompleteEmptyOutcome(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		c := b.claim(t, req("k", "p"))
-		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 204, Header: http.Header{}, Body: []byte{}}); err != nil {
-			t.Fatal(err)
-		}
-		o := b.get(t, "k").Outcome
-		if o.Status != 204 || o.Header == nil || len(o.Header) != 0 || o.Body != nil {
-			t.Errorf("outcome = %#v; want status 204, empty non-nil header, nil body", o)
-		}
-	})
+	eachDriver(t, testCompleteEmptyOutcome[*sql.Tx], testCompleteEmptyOutcome[pgx.Tx])
+}
+
+func testCompleteEmptyOutcome[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.claim(t, req("k", "p"))
+	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 204, Header: http.Header{}, Body: []byte{}}); err != nil {
+		t.Fatal(err)
+	}
+	o := b.get(t, "k").Outcome
+	if o.Status != 204 || o.Header == nil || len(o.Header) != 0 || o.Body != nil {
+		t.Errorf("outcome = %#v; want status 204, empty non-nil header, nil body", o)
+	}
 }
 
 // TestStaleOwner is the reason for fences: worker A's lease runs out, B
 // takes the key over, and A (slow, not dead) must not overwrite B's outcome
 // nor release or extend B's claim.
-func TestStaleOwner(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		for _, bFirst := range []bool{false, true} {
-			name := map[bool]string{false: "A before B completes", true: "A after B completes"}[bFirst]
-			t.Run(name, func(t *testing.T) {
-				b := setup(t, e)
-				a := b.claim(t, req("k", "p"))
-				b.clock.Advance(2 * time.Minute)
-				nb := b.claim(t, req("k", "p"))
-				if nb.Fence != a.Fence+1 {
-					t.Fatalf("takeover fence = %d, want %d", nb.Fence, a.Fence+1)
+func TestStaleOwner(t *testing.T) { eachDriver(t, testStaleOwner[*sql.Tx], testStaleOwner[pgx.Tx]) }
+
+func testStaleOwner[TTx any](t *testing.T, b0 *bundle[TTx]) {
+	for _, bFirst := range []bool{false, true} {
+		name := map[bool]string{false: "A before B completes", true: "A after B completes"}[bFirst]
+		t.Run(name, func(t *testing.T) {
+			b := setupOn(t, freshLike(t, b0.d))
+			a := b.claim(t, req("k", "p"))
+			b.clock.Advance(2 * time.Minute)
+			nb := b.claim(t, req("k", "p"))
+			if nb.Fence != a.Fence+1 {
+				t.Fatalf("takeover fence = %d, want %d", nb.Fence, a.Fence+1)
+			}
+			bOut := ledger.Outcome{Status: 200, Body: []byte("B")}
+			if bFirst {
+				if err := b.l.Complete(b.ctx, nb, bOut); err != nil {
+					t.Fatal(err)
 				}
-				bOut := ledger.Outcome{Status: 200, Body: []byte("B")}
-				if bFirst {
-					if err := b.l.Complete(b.ctx, b.db, nb, bOut); err != nil {
-						t.Fatal(err)
-					}
+			}
+			if err := b.l.Complete(b.ctx, a, ledger.Outcome{Status: 200, Body: []byte("A")}); err != ledger.ErrLeaseLost {
+				t.Errorf("stale Complete = %v, want ErrLeaseLost", err)
+			}
+			if err := b.l.Extend(b.ctx, a); err != ledger.ErrLeaseLost {
+				t.Errorf("stale Extend = %v, want ErrLeaseLost", err)
+			}
+			if err := b.l.Release(b.ctx, a); err != ledger.ErrLeaseLost {
+				t.Errorf("stale Release = %v, want ErrLeaseLost", err)
+			}
+			if !bFirst {
+				if err := b.l.Complete(b.ctx, nb, bOut); err != nil {
+					t.Fatalf("new owner's Complete: %v", err)
 				}
-				if err := b.l.Complete(b.ctx, b.db, a, ledger.Outcome{Status: 200, Body: []byte("A")}); err != ledger.ErrLeaseLost {
-					t.Errorf("stale Complete = %v, want ErrLeaseLost", err)
-				}
-				if err := b.l.Extend(b.ctx, b.db, a); err != ledger.ErrLeaseLost {
-					t.Errorf("stale Extend = %v, want ErrLeaseLost", err)
-				}
-				if err := b.l.Release(b.ctx, b.db, a); err != ledger.ErrLeaseLost {
-					t.Errorf("stale Release = %v, want ErrLeaseLost", err)
-				}
-				if !bFirst {
-					if err := b.l.Complete(b.ctx, b.db, nb, bOut); err != nil {
-						t.Fatalf("new owner's Complete: %v", err)
-					}
-				}
-				r := b.get(t, "k")
-				if r.State != ledger.StateCompleted || r.Fence != 2 || string(r.Outcome.Body) != "B" {
-					t.Errorf("record: %v, fence %d, body %q; want completed, 2, B", r.State, r.Fence, r.Outcome.Body)
-				}
-			})
-		}
-	})
+			}
+			r := b.get(t, "k")
+			if r.State != ledger.StateCompleted || r.Fence != 2 || string(r.Outcome.Body) != "B" {
+				t.Errorf("record: %v, fence %d, body %q; want completed, 2, B", r.State, r.Fence, r.Outcome.Body)
+			}
+		})
+	}
 }
 
-func TestRelease(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		c := b.claim(t, req("k", "p"))
-		if err := b.l.Release(b.ctx, b.db, c); err != nil {
-			t.Fatal(err)
-		}
-		if n := b.count(t, "idempotency_ledger"); n != 0 {
-			t.Fatalf("%d rows after Release", n)
-		}
-		if err := b.l.Release(b.ctx, b.db, c); err != ledger.ErrLeaseLost {
-			t.Errorf("second Release = %v, want ErrLeaseLost", err)
-		}
-		// The key is free again, for any payload.
-		c2 := b.claim(t, req("k", "other"))
-		if c2.Fence != 1 || c2.Replayed() {
-			t.Errorf("claim after release: fence %d, replayed %v", c2.Fence, c2.Replayed())
-		}
-		// Release never removes a completed record, even with the right token.
-		if err := b.l.Complete(b.ctx, b.db, c2, ledger.Outcome{Status: 200}); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.l.Release(b.ctx, b.db, c2); err != ledger.ErrLeaseLost {
-			t.Errorf("Release after Complete = %v, want ErrLeaseLost", err)
-		}
-		if r := b.get(t, "k"); r.State != ledger.StateCompleted {
-			t.Errorf("state %v after Release of a completed record", r.State)
-		}
-	})
+func TestRelease(t *testing.T) { eachDriver(t, testRelease[*sql.Tx], testRelease[pgx.Tx]) }
+
+func testRelease[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.claim(t, req("k", "p"))
+	if err := b.l.Release(b.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, "idempotency_ledger"); n != 0 {
+		t.Fatalf("%d rows after Release", n)
+	}
+	if err := b.l.Release(b.ctx, c); err != ledger.ErrLeaseLost {
+		t.Errorf("second Release = %v, want ErrLeaseLost", err)
+	}
+	// The key is free again, for any payload.
+	c2 := b.claim(t, req("k", "other"))
+	if c2.Fence != 1 || c2.Replayed() {
+		t.Errorf("claim after release: fence %d, replayed %v", c2.Fence, c2.Replayed())
+	}
+	// Release never removes a completed record, even with the right token.
+	if err := b.l.Complete(b.ctx, c2, ledger.Outcome{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.l.Release(b.ctx, c2); err != ledger.ErrLeaseLost {
+		t.Errorf("Release after Complete = %v, want ErrLeaseLost", err)
+	}
+	if r := b.get(t, "k"); r.State != ledger.StateCompleted {
+		t.Errorf("state %v after Release of a completed record", r.State)
+	}
 }
 
-func TestExtend(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		c := b.claim(t, req("k", "p"))
-		b.clock.Advance(50 * time.Second)
-		if err := b.l.Extend(b.ctx, b.db, c); err != nil {
-			t.Fatal(err)
-		}
-		if want := t0.Add(110 * time.Second); !c.LeaseExpiresAt.Equal(want) {
-			t.Errorf("LeaseExpiresAt = %v, want %v", c.LeaseExpiresAt, want)
-		}
-		// Past the original lease, a retry still sees the key in flight.
-		b.clock.Advance(30 * time.Second)
-		_, err := b.l.Claim(b.ctx, b.db, req("k", "p"))
-		var inflight *ledger.InFlightError
-		if !errors.As(err, &inflight) || inflight.RetryAfter != 30*time.Second {
-			t.Fatalf("Claim after Extend = %v, want in flight for 30s", err)
-		}
-		// A lease that ran out but was not taken over still completes.
-		b.clock.Advance(time.Hour)
-		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
-			t.Errorf("Complete after the lease ran out, not taken over: %v", err)
-		}
-	})
+func TestExtend(t *testing.T) { eachDriver(t, testExtend[*sql.Tx], testExtend[pgx.Tx]) }
+
+func testExtend[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.claim(t, req("k", "p"))
+	b.clock.Advance(50 * time.Second)
+	if err := b.l.Extend(b.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(110 * time.Second); !c.LeaseExpiresAt.Equal(want) {
+		t.Errorf("LeaseExpiresAt = %v, want %v", c.LeaseExpiresAt, want)
+	}
+	// Past the original lease, a retry still sees the key in flight.
+	b.clock.Advance(30 * time.Second)
+	_, err := b.l.Claim(b.ctx, req("k", "p"))
+	var inflight *ledger.InFlightError
+	if !errors.As(err, &inflight) || inflight.RetryAfter != 30*time.Second {
+		t.Fatalf("Claim after Extend = %v, want in flight for 30s", err)
+	}
+	// A lease that ran out but was not taken over still completes.
+	b.clock.Advance(time.Hour)
+	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200}); err != nil {
+		t.Errorf("Complete after the lease ran out, not taken over: %v", err)
+	}
 }
 
 // TestExtendPastExpiry keeps a lease alive past the record's ExpiresAt:
 // neither a claim with another fingerprint nor Purge may take it.
 func TestExtendPastExpiry(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		c := b.claim(t, req("k", "p"))
-		for range 61 { // 61 heartbeats of 1 min: past claim time + TTL
-			b.clock.Advance(time.Minute)
-			if err := b.l.Extend(b.ctx, b.db, c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := b.l.Claim(b.ctx, b.db, req("k", "q")); !errors.Is(err, ledger.ErrKeyReused) {
-			t.Errorf("Claim with another fingerprint = %v, want ErrKeyReused", err)
-		}
-		if n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{}); n != 0 || err != nil {
-			t.Errorf("Purge = %d, %v; want 0, nil", n, err)
-		}
-		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
+	eachDriver(t, testExtendPastExpiry[*sql.Tx], testExtendPastExpiry[pgx.Tx])
+}
+
+func testExtendPastExpiry[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.claim(t, req("k", "p"))
+	for range 61 { // 61 heartbeats of 1 min: past claim time + TTL
+		b.clock.Advance(time.Minute)
+		if err := b.l.Extend(b.ctx, c); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
+	if _, err := b.l.Claim(b.ctx, req("k", "q")); !errors.Is(err, ledger.ErrKeyReused) {
+		t.Errorf("Claim with another fingerprint = %v, want ErrKeyReused", err)
+	}
+	if n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{}); n != 0 || err != nil {
+		t.Errorf("Purge = %d, %v; want 0, nil", n, err)
+	}
+	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestCompleteIgnoresCancel(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		c := b.claim(t, req("k", "p"))
-		ctx, cancel := context.WithCancel(b.ctx)
-		cancel() // the client hung up after the work was done
-		if err := b.l.Complete(ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
-			t.Fatalf("Complete with a cancelled context: %v", err)
-		}
-		if r := b.get(t, "k"); r.State != ledger.StateCompleted {
-			t.Errorf("state %v, want completed", r.State)
-		}
-	})
+	eachDriver(t, testCompleteIgnoresCancel[*sql.Tx], testCompleteIgnoresCancel[pgx.Tx])
+}
+
+func testCompleteIgnoresCancel[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.claim(t, req("k", "p"))
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel() // the client hung up after the work was done
+	if err := b.l.Complete(ctx, c, ledger.Outcome{Status: 200}); err != nil {
+		t.Fatalf("Complete with a cancelled context: %v", err)
+	}
+	if r := b.get(t, "k"); r.State != ledger.StateCompleted {
+		t.Errorf("state %v, want completed", r.State)
+	}
 }

@@ -266,7 +266,10 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 		t.Fatal(err)
 	}
 	clk := &clock{now: t0}
-	l, err := ledger.New(ledger.Config{Lease: cfg.lease, TTL: cfg.ttl, Now: clk.Now})
+	l, err := ledger.New(sqlite.New(db), ledger.Config{Lease: cfg.lease, TTL: cfg.ttl, Now: clk.Now})
+	if err == nil {
+		defer l.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +281,7 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 		switch o.kind {
 		case opClaim:
 			step = fmt.Sprintf("Claim(%s/%s, fp%d)", modelScopes[o.key/4], modelKeyName(o.key), o.fp)
-			c, err := l.Claim(ctx, db, modelReq(o.key, o.fp))
+			c, err := l.Claim(ctx, modelReq(o.key, o.fp))
 			got = claimString(c, err)
 			var h *handle
 			want, h = m.claim(o.key, o.fp, len(handles))
@@ -296,15 +299,15 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 			case opComplete:
 				given, stored := modelOutcome(o)
 				step = fmt.Sprintf("Complete(claim #%d, %d %q %v)", h.id, given.Status, given.Body, given.Header)
-				got = errString(l.Complete(ctx, db, h.real, given))
+				got = errString(l.Complete(ctx, h.real, given))
 				want = m.complete(h, stored)
 			case opRelease:
 				step = fmt.Sprintf("Release(claim #%d)", h.id)
-				got = errString(l.Release(ctx, db, h.real))
+				got = errString(l.Release(ctx, h.real))
 				want = m.release(h)
 			case opExtend:
 				step = fmt.Sprintf("Extend(claim #%d)", h.id)
-				err := l.Extend(ctx, db, h.real)
+				err := l.Extend(ctx, h.real)
 				got = errString(err)
 				if err == nil {
 					got += " until " + h.real.LeaseExpiresAt.Format(time.RFC3339Nano)
@@ -313,12 +316,12 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 			}
 		case opPurge:
 			step = fmt.Sprintf("Purge(batch %d)", o.batch)
-			n, err := l.Purge(ctx, db, ledger.PurgeOptions{BatchSize: o.batch})
+			n, err := l.Purge(ctx, ledger.PurgeOptions{BatchSize: o.batch})
 			got = fmt.Sprintf("%d %s", n, errString(err))
 			want = fmt.Sprintf("%d ok", m.purge())
 		case opGet:
 			step = fmt.Sprintf("Get(%s/%s)", modelScopes[o.key/4], modelKeyName(o.key))
-			r, err := l.Get(ctx, db, modelScopes[o.key/4], modelKeyName(o.key))
+			r, err := l.Get(ctx, modelScopes[o.key/4], modelKeyName(o.key))
 			if err != nil {
 				got = errString(err)
 			} else {
@@ -327,7 +330,7 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 			want = m.get(o.key)
 		case opStats:
 			step = "Stats()"
-			s, err := l.Stats(ctx, db)
+			s, err := l.Stats(ctx)
 			got = fmt.Sprintf("%+v %s", s, errString(err))
 			want = m.stats()
 		case opMutate:
@@ -426,7 +429,7 @@ var errModelFn = errors.New("model fn failed")
 
 // realMutate runs MutateOutcome in a transaction of its own, committed
 // when it succeeds, and answers as model.mutate does.
-func realMutate(t *testing.T, ctx context.Context, db *sql.DB, l *ledger.Ledger, req ledger.Request, out ledger.Outcome, fails bool) string {
+func realMutate(t *testing.T, ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], req ledger.Request, out ledger.Outcome, fails bool) string {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+
+	"github.com/idemledger/idemledger/postgres"
 )
 
 // TestMutateDuplicateIsolation runs a duplicate Mutate while the first is
@@ -32,16 +36,16 @@ func TestMutateDuplicateIsolation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.level.String(), func(t *testing.T) {
-			b := setup(t, testdb.EnginePostgres)
+			b := setupOn(t, testdb.PostgresDB(t))
 			opts := &sql.TxOptions{Isolation: tt.level}
-			finishFirst := b.holdFirst(opts)
+			finishFirst := b.holdFirst(func() (*sql.Tx, error) { return b.db.BeginTx(b.ctx, opts) })
 			// The duplicate's transaction starts (and, at the stricter
 			// levels, takes its snapshot) while the first is in fn.
 			tx, err := b.db.BeginTx(b.ctx, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer tx.Rollback()
+			defer b.l.Driver().Rollback(b.ctx, tx)
 			if _, err := tx.Exec("SELECT count(*) FROM orders"); err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +53,7 @@ func TestMutateDuplicateIsolation(t *testing.T) {
 			var res ledger.Result[order]
 			go func() {
 				var err error
-				res, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "second", nil))
+				res, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(b, tx, "second", nil))
 				dup <- err
 			}()
 			time.Sleep(50 * time.Millisecond) // let the duplicate reach the row
@@ -67,10 +71,10 @@ func TestMutateDuplicateIsolation(t *testing.T) {
 				if !errors.Is(err, ledger.ErrRetryable) || errors.Is(err, ledger.ErrBusy) || !errors.As(err, &pg) || pg.Code != "40001" {
 					t.Fatalf("duplicate = %+v, %v; want ErrRetryable with SQLSTATE 40001", res, err)
 				}
-				tx.Rollback()
+				b.l.Driver().Rollback(b.ctx, tx)
 				// The retry of the whole transaction replays.
 				b.inTxOpts(t, opts, func(tx *sql.Tx) {
-					res, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(tx, "second", nil))
+					res, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(b, tx, "second", nil))
 				})
 				if err != nil || res != want {
 					t.Fatalf("retry = %+v, %v; want %+v", res, err, want)
@@ -84,15 +88,16 @@ func TestMutateDuplicateIsolation(t *testing.T) {
 }
 
 // inTxOpts is inTx with transaction options.
-func (b *bundle) inTxOpts(t *testing.T, opts *sql.TxOptions, f func(tx *sql.Tx)) {
+func (b *bundle[TTx]) inTxOpts(t *testing.T, opts *sql.TxOptions, f func(tx *sql.Tx)) {
+	sb := any(b).(*bundle[*sql.Tx])
 	t.Helper()
-	tx, err := b.db.BeginTx(b.ctx, opts)
+	tx, err := sb.db.BeginTx(b.ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback()
+	defer sb.l.Driver().Rollback(b.ctx, tx)
 	f(tx)
-	if err := tx.Commit(); err != nil {
+	if err := sb.l.Driver().Commit(b.ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -106,7 +111,7 @@ func (b *bundle) inTxOpts(t *testing.T, opts *sql.TxOptions, f func(tx *sql.Tx))
 // flight, one with a 1 ms lease is taken over once the server's clock has
 // moved past it.
 func TestPostgresServerClock(t *testing.T) {
-	db := newDB(t, testdb.EnginePostgres)
+	db := setupOn(t, testdb.PostgresDB(t)).db
 	ctx := context.Background()
 	serverNow := func() time.Time {
 		t.Helper()
@@ -116,17 +121,17 @@ func TestPostgresServerClock(t *testing.T) {
 		}
 		return time.UnixMilli(ms)
 	}
-	long, err := ledger.New(ledger.Config{Engine: ledger.Postgres, TTL: time.Hour, Lease: time.Minute})
+	long, err := ledger.New(postgres.New(db), ledger.Config{TTL: time.Hour, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := serverNow()
-	c, err := long.Claim(ctx, db, req("long", "p"))
+	c, err := long.Claim(ctx, req("long", "p"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	after := serverNow()
-	r, err := long.Get(ctx, db, "tenant-1", "long")
+	r, err := long.Get(ctx, "tenant-1", "long")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,22 +142,22 @@ func TestPostgresServerClock(t *testing.T) {
 		!r.ExpiresAt.Equal(r.CreatedAt.Add(time.Hour)) {
 		t.Errorf("lease until %v (claim says %v), expires %v; want created %v + 1 min, + 1 h", r.LeaseExpiresAt, c.LeaseExpiresAt, r.ExpiresAt, r.CreatedAt)
 	}
-	_, err = long.Claim(ctx, db, req("long", "p"))
+	_, err = long.Claim(ctx, req("long", "p"))
 	var inflight *ledger.InFlightError
 	if !errors.As(err, &inflight) || inflight.RetryAfter <= 0 || inflight.RetryAfter > time.Minute {
 		t.Errorf("duplicate = %v, want in flight for at most 1 min", err)
 	}
 	// Extend and Complete take the server's clock too.
-	if err := long.Extend(ctx, db, c); err != nil {
+	if err := long.Extend(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if c.LeaseExpiresAt.Before(r.LeaseExpiresAt) {
 		t.Errorf("Extend moved the lease back: %v before %v", c.LeaseExpiresAt, r.LeaseExpiresAt)
 	}
-	if err := long.Complete(ctx, db, c, ledger.Outcome{Status: 200}); err != nil {
+	if err := long.Complete(ctx, c, ledger.Outcome{Status: 200}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := long.Get(ctx, db, "tenant-1", "long")
+	done, err := long.Get(ctx, "tenant-1", "long")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,18 +165,18 @@ func TestPostgresServerClock(t *testing.T) {
 		t.Errorf("completed %v, expires %v", done.CompletedAt, done.ExpiresAt)
 	}
 
-	short, err := ledger.New(ledger.Config{Engine: ledger.Postgres, TTL: time.Hour, Lease: time.Millisecond})
+	short, err := ledger.New(postgres.New(db), ledger.Config{TTL: time.Hour, Lease: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := short.Claim(ctx, db, req("short", "p"))
+	first, err := short.Claim(ctx, req("short", "p"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for serverNow().Before(first.LeaseExpiresAt.Add(time.Millisecond)) {
 		time.Sleep(time.Millisecond)
 	}
-	second, err := short.Claim(ctx, db, req("short", "p"))
+	second, err := short.Claim(ctx, req("short", "p"))
 	if err != nil || second.Fence != 2 || second.Replayed() {
 		t.Fatalf("claim after the lease ran out by the server's clock = %+v, %v; want a takeover with fence 2", second, err)
 	}
@@ -182,31 +187,33 @@ func TestPostgresServerClock(t *testing.T) {
 // none fails (on PostgreSQL no purger waits for another's batch: SKIP
 // LOCKED).
 func TestPurgeConcurrently(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		keep := purgeFixture(t, b, 60) // 60 completed + 30 in flight expired
-		var (
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			total int64
-		)
-		for range 4 {
-			wg.Go(func() {
-				n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: 5})
-				if err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				total += n
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		if total != 90 {
-			t.Errorf("purgers deleted %d rows in all, want 90", total)
-		}
-		if got := b.keys(t); !slices.Equal(got, keep) {
-			t.Errorf("left %q\nwant %q", got, keep)
-		}
-	})
+	eachDriver(t, testPurgeConcurrently[*sql.Tx], testPurgeConcurrently[pgx.Tx])
+}
+
+func testPurgeConcurrently[TTx any](t *testing.T, b0 *bundle[TTx]) {
+	b := setupOn(t, freshLike(t, b0.d))
+	keep := purgeFixture(t, b, 60) // 60 completed + 30 in flight expired
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total int64
+	)
+	for range 4 {
+		wg.Go(func() {
+			n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: 5})
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if total != 90 {
+		t.Errorf("purgers deleted %d rows in all, want 90", total)
+	}
+	if got := b.keys(t); !slices.Equal(got, keep) {
+		t.Errorf("left %q\nwant %q", got, keep)
+	}
 }

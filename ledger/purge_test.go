@@ -2,12 +2,15 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
@@ -23,11 +26,11 @@ import (
 //	c*  completed, unexpired (claimed long ago)  -> kept
 //
 // It returns the keys that must survive.
-func purgeFixture(t *testing.T, b *bundle, expired int) (keep []string) {
+func purgeFixture[TTx any](t *testing.T, b *bundle[TTx], expired int) (keep []string) {
 	t.Helper()
 	complete := func(c *ledger.Claim) {
 		t.Helper()
-		if err := b.l.Complete(b.ctx, b.db, c, ledger.Outcome{Status: 200}); err != nil {
+		if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +56,7 @@ func purgeFixture(t *testing.T, b *bundle, expired int) (keep []string) {
 	b.clock.Advance(2 * time.Minute) // new-s's lease ran out; its TTL did not
 	// The l rows' TTL has passed too, but a heartbeat keeps their leases.
 	for _, c := range live {
-		if err := b.l.Extend(b.ctx, b.db, c); err != nil {
+		if err := b.l.Extend(b.ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +64,7 @@ func purgeFixture(t *testing.T, b *bundle, expired int) (keep []string) {
 	return keep
 }
 
-func (b *bundle) keys(t *testing.T) []string {
+func (b *bundle[TTx]) keys(t *testing.T) []string {
 	t.Helper()
 	rows, err := b.db.Query("SELECT key FROM idempotency_ledger ORDER BY key")
 	if err != nil {
@@ -79,61 +82,63 @@ func (b *bundle) keys(t *testing.T) []string {
 	return out
 }
 
-func TestPurge(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		const expired = 30 // 30 completed + 15 in flight: 45 purgeable rows
-		tests := []struct {
-			name  string
-			batch int
-		}{
-			{"batch 1", 1},
-			{"batch 7", 7},
-			{"batch divides 45", 15},
-			{"batch 44, one short", 44},
-			{"batch exactly 45", 45},
-			{"batch 46", 46},
-			{"default batch", 0},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				b := setup(t, e)
-				keep := purgeFixture(t, b, expired)
-				n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch})
-				if err != nil || n != 45 {
-					t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
-				}
-				if got := b.keys(t); !slices.Equal(got, keep) {
-					t.Errorf("left %q\nwant %q", got, keep)
-				}
-				if n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: tt.batch}); n != 0 || err != nil {
-					t.Errorf("second Purge = %d, %v; want 0, nil", n, err)
-				}
-			})
-		}
-	})
+func TestPurge(t *testing.T) { eachDriver(t, testPurge[*sql.Tx], testPurge[pgx.Tx]) }
+
+func testPurge[TTx any](t *testing.T, b0 *bundle[TTx]) {
+	const expired = 30 // 30 completed + 15 in flight: 45 purgeable rows
+	tests := []struct {
+		name  string
+		batch int
+	}{
+		{"batch 1", 1},
+		{"batch 7", 7},
+		{"batch divides 45", 15},
+		{"batch 44, one short", 44},
+		{"batch exactly 45", 45},
+		{"batch 46", 46},
+		{"default batch", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setupOn(t, freshLike(t, b0.d))
+			keep := purgeFixture(t, b, expired)
+			n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: tt.batch})
+			if err != nil || n != 45 {
+				t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
+			}
+			if got := b.keys(t); !slices.Equal(got, keep) {
+				t.Errorf("left %q\nwant %q", got, keep)
+			}
+			if n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: tt.batch}); n != 0 || err != nil {
+				t.Errorf("second Purge = %d, %v; want 0, nil", n, err)
+			}
+		})
+	}
 }
 
 func TestPurgeRefusesNegativeBatch(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		_, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: -1})
-		if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != "ledger: invalid request: purge batch size -1 is negative" {
-			t.Errorf("Purge = %v", err)
-		}
-	})
+	eachDriver(t, testPurgeRefusesNegativeBatch[*sql.Tx], testPurgeRefusesNegativeBatch[pgx.Tx])
+}
+
+func testPurgeRefusesNegativeBatch[TTx any](t *testing.T, b *bundle[TTx]) {
+	_, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: -1})
+	if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != "ledger: invalid request: purge batch size -1 is negative" {
+		t.Errorf("Purge = %v", err)
+	}
 }
 
 func TestPurgeCancelled(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		purgeFixture(t, b, 10)
-		ctx, cancel := context.WithCancel(b.ctx)
-		cancel()
-		n, err := b.l.Purge(ctx, b.db, ledger.PurgeOptions{BatchSize: 2})
-		if n != 0 || !errors.Is(err, context.Canceled) {
-			t.Errorf("Purge = %d, %v; want 0, context canceled", n, err)
-		}
-	})
+	eachDriver(t, testPurgeCancelled[*sql.Tx], testPurgeCancelled[pgx.Tx])
+}
+
+func testPurgeCancelled[TTx any](t *testing.T, b *bundle[TTx]) {
+	purgeFixture(t, b, 10)
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	n, err := b.l.Purge(ctx, ledger.PurgeOptions{BatchSize: 2})
+	if n != 0 || !errors.Is(err, context.Canceled) {
+		t.Errorf("Purge = %d, %v; want 0, context canceled", n, err)
+	}
 }
 
 // TestPurgeCountUnderRandomCancel: with ctx ending at a random moment of a
@@ -143,39 +148,40 @@ func TestPurgeCancelled(t *testing.T) {
 // cancellation, and before the fix 12 to 18 rounds in 30 to 60 were off by
 // one batch on PostgreSQL.)
 func TestPurgeCountUnderRandomCancel(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		const rows, batch, rounds = 600, 13, 30
-		fill := testdb.Rebind(e, `
+	eachDriver(t, testPurgeCountUnderRandomCancel[*sql.Tx], testPurgeCountUnderRandomCancel[pgx.Tx])
+}
+
+func testPurgeCountUnderRandomCancel[TTx any](t *testing.T, b *bundle[TTx]) {
+	const rows, batch, rounds = 600, 13, 30
+	fill := testdb.Rebind(b.d.Engine, `
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
 			INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, body, created_at, completed_at, expires_at)
 			SELECT 's', 'key-' || i, ?, 'completed', 1, 200, ?, ?, ?, ?
 			FROM n`)
-		exp := t0.Add(-time.Hour).UnixMilli()
-		cut := 0
-		for r := range rounds {
-			if _, err := b.db.ExecContext(b.ctx, fill, make([]byte, 32), []byte("{}"), exp-1000, exp-1000, exp); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(b.ctx)
-			time.AfterFunc(time.Duration(rand.IntN(15_000))*time.Microsecond, cancel)
-			n, err := b.l.Purge(ctx, b.db, ledger.PurgeOptions{BatchSize: batch})
-			cancel()
-			if err != nil {
-				cut++
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("round %d: %v does not wrap context.Canceled", r, err)
-				}
-			}
-			if gone := int64(rows - b.count(t, "idempotency_ledger")); n != gone {
-				t.Errorf("round %d: Purge = %d, %v; %d rows are gone", r, n, err, gone)
-			}
-			if _, err := b.db.ExecContext(b.ctx, "DELETE FROM idempotency_ledger"); err != nil {
-				t.Fatal(err)
+	exp := t0.Add(-time.Hour).UnixMilli()
+	cut := 0
+	for r := range rounds {
+		if _, err := b.db.ExecContext(b.ctx, fill, make([]byte, 32), []byte("{}"), exp-1000, exp-1000, exp); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(b.ctx)
+		time.AfterFunc(time.Duration(rand.IntN(15_000))*time.Microsecond, cancel)
+		n, err := b.l.Purge(ctx, ledger.PurgeOptions{BatchSize: batch})
+		cancel()
+		if err != nil {
+			cut++
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("round %d: %v does not wrap context.Canceled", r, err)
 			}
 		}
-		if cut == 0 {
-			t.Error("no cancellation landed inside a Purge: the test no longer reaches the case it is for")
+		if gone := int64(rows - b.count(t, "idempotency_ledger")); n != gone {
+			t.Errorf("round %d: Purge = %d, %v; %d rows are gone", r, n, err, gone)
 		}
-	})
+		if _, err := b.db.ExecContext(b.ctx, "DELETE FROM idempotency_ledger"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cut == 0 {
+		t.Error("no cancellation landed inside a Purge: the test no longer reaches the case it is for")
+	}
 }

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"unicode"
 	"unicode/utf8"
 
@@ -28,39 +27,21 @@ type Request struct {
 	Fingerprint hash.Digest
 }
 
-// checkCall refuses what no operation can run with: a nil ledger, a nil
-// context, or a nil database. A nil database is the untyped nil or a nil
-// *sql.DB, *sql.Tx or *sql.Conn (the DBTX that database/sql provides); a
-// nil pointer of another type that implements DBTX is passed on.
-func (l *Ledger) checkCall(ctx context.Context, db DBTX) error {
+// checkCall refuses what no operation can run with: a nil ledger or a nil
+// context.
+func (l *Ledger[TTx]) checkCall(ctx context.Context) error {
 	switch {
 	case l == nil:
 		return invalidRequest("nil ledger")
 	case ctx == nil:
 		return invalidRequest("nil context")
-	case isNilDB(db):
-		return invalidRequest("nil database")
 	}
 	return nil
 }
 
-func isNilDB(db DBTX) bool {
-	switch d := db.(type) {
-	case nil:
-		return true
-	case *sql.DB:
-		return d == nil
-	case *sql.Tx:
-		return d == nil
-	case *sql.Conn:
-		return d == nil
-	}
-	return false
-}
-
 // check refuses bad input before any database work. The messages never
 // quote the key or the scope, which must not reach logs.
-func (l *Ledger) check(req Request) error {
+func (l *Ledger[TTx]) check(req Request) error {
 	if err := l.checkKey(req.Scope, req.Key); err != nil {
 		return err
 	}
@@ -70,7 +51,7 @@ func (l *Ledger) check(req Request) error {
 	return nil
 }
 
-func (l *Ledger) checkKey(scope, key string) error {
+func (l *Ledger[TTx]) checkKey(scope, key string) error {
 	switch {
 	case key == "":
 		return invalidRequest("empty key")

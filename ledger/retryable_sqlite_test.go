@@ -29,11 +29,11 @@ func TestSQLiteBusyIsRetryable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer impatient.Close()
-	l, err := ledger.New(ledger.Config{})
+	l, err := ledger.New(sqlite.New(impatient), ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.Claim(ctx, impatient, req("k", "p"))
+	_, err = l.Claim(ctx, req("k", "p"))
 	var coded interface{ Code() int }
 	if !errors.Is(err, ledger.ErrRetryable) || !errors.Is(err, ledger.ErrBusy) || !errors.As(err, &coded) || coded.Code()&0xff != 5 {
 		t.Fatalf("Claim while another connection writes: %v; want ErrRetryable and ErrBusy over SQLITE_BUSY (5)", err)
@@ -45,10 +45,10 @@ func TestSQLiteBusyIsRetryable(t *testing.T) {
 	if err := hold.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Get(ctx, impatient, "tenant-1", "k"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := l.Get(ctx, "tenant-1", "k"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("the refused claim left a record: %v", err)
 	}
-	c, err := l.Claim(ctx, impatient, req("k", "p"))
+	c, err := l.Claim(ctx, req("k", "p"))
 	if err != nil || c.Replayed() || c.Fence != 1 {
 		t.Fatalf("Claim after the lock was freed: %+v, %v", c, err)
 	}

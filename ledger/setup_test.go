@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
@@ -33,67 +35,66 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// bundle is what most tests need: a fresh migrated database of one
-// engine, a ledger for it with a fake clock (TTL 1 h, lease 1 min) and a
-// context.
-type bundle struct {
-	e     testdb.Engine
+// bundle is what most tests need: a fresh migrated database reached
+// through one driver (transactions TTx), a ledger on it with a fake clock
+// (TTL 1 h, lease 1 min) and a context. db is the database through
+// database/sql, for assertions.
+type bundle[TTx any] struct {
+	d     *testdb.DB[TTx]
 	db    *sql.DB
-	l     *ledger.Ledger
+	l     *ledger.Ledger[TTx]
 	clock *clock
 	ctx   context.Context
 }
 
-// engines maps testdb's engines onto the ledger's.
-var engines = map[testdb.Engine]ledger.Engine{
-	testdb.EngineSQLite:   ledger.SQLite,
-	testdb.EnginePostgres: ledger.Postgres,
-}
-
-// eachEngine runs f as one subtest per engine ("sqlite", "postgres"); the
-// PostgreSQL one is skipped, with a message naming the variable, when
-// testdb.PostgresEnv is unset.
-func eachEngine(t *testing.T, f func(t *testing.T, e testdb.Engine)) {
+// eachDriver runs the test body on every driver (sqlite, postgres, pgxv5),
+// each with a fresh bundle; the PostgreSQL ones skip, naming the variable,
+// when testdb.PostgresEnv is unset.
+func eachDriver(t *testing.T, sqlBody func(*testing.T, *bundle[*sql.Tx]), pgxBody func(*testing.T, *bundle[pgx.Tx])) {
 	t.Helper()
-	for _, e := range testdb.Engines() {
-		t.Run(string(e), func(t *testing.T) { f(t, e) })
-	}
+	testdb.Each(t,
+		func(t *testing.T, d *testdb.DB[*sql.Tx]) { sqlBody(t, setupOn(t, d)) },
+		func(t *testing.T, d *testdb.DB[pgx.Tx]) { pgxBody(t, setupOn(t, d)) })
 }
 
 // ordersTable is the business table of the tests, per engine.
-var ordersTable = map[testdb.Engine]string{
-	testdb.EngineSQLite:   `CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`,
-	testdb.EnginePostgres: `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)`,
+var ordersTable = map[string]string{
+	"sqlite":   `CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`,
+	"postgres": `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)`,
 }
 
-// newDB returns a fresh migrated database of engine e with the orders
-// table.
-func newDB(t testing.TB, e testdb.Engine) *sql.DB {
+// setupOn adds the orders table to d and builds the bundle.
+func setupOn[TTx any](t testing.TB, d *testdb.DB[TTx]) *bundle[TTx] {
 	t.Helper()
-	db := testdb.Open(t, e)
-	if _, err := db.Exec(ordersTable[e]); err != nil {
+	if _, err := d.SQL.Exec(ordersTable[d.Engine]); err != nil {
 		t.Fatal(err)
 	}
-	return db
-}
-
-// insertOrder is the business write of the tests, the same SQL on both
-// engines (SQLite reads $1 as a parameter too).
-func insertOrder(ctx context.Context, tx *sql.Tx, item string) (id int64, err error) {
-	err = tx.QueryRowContext(ctx, "INSERT INTO orders (item) VALUES ($1) RETURNING id", item).Scan(&id)
-	return id, err
-}
-
-func setup(t testing.TB, e testdb.Engine) *bundle {
-	t.Helper()
-	b := &bundle{e: e, db: newDB(t, e), clock: &clock{now: t0}, ctx: context.Background()}
+	b := &bundle[TTx]{d: d, db: d.SQL, clock: &clock{now: t0}, ctx: context.Background()}
 	var err error
-	b.l, err = ledger.New(ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now, Engine: engines[e]})
+	b.l, err = ledger.New(d.Driver, ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.l.Close() })
 	return b
 }
+
+// insertOrder is the business write of the tests, the same SQL on every
+// engine (SQLite reads $1 as a parameter too).
+func (b *bundle[TTx]) insertOrder(ctx context.Context, tx TTx, item string) (id int64, err error) {
+	return b.d.QueryInt(ctx, tx, "INSERT INTO orders (item) VALUES ($1) RETURNING id", item)
+}
+
+// exec runs one of the test's own statements in tx.
+func (b *bundle[TTx]) exec(ctx context.Context, tx TTx, query string, args ...any) error {
+	return b.d.Exec(ctx, tx, query, args...)
+}
+
+// begin begins a transaction through the driver; rollback and commit end
+// it, failing the test on error.
+func (b *bundle[TTx]) begin(t testing.TB) TTx        { t.Helper(); return b.d.Begin(t) }
+func (b *bundle[TTx]) commit(t testing.TB, tx TTx)   { t.Helper(); b.d.Commit(t, tx) }
+func (b *bundle[TTx]) rollback(t testing.TB, tx TTx) { t.Helper(); b.d.Rollback(t, tx) }
 
 func fp(s string) hash.Digest { return hash.Bytes([]byte(s)) }
 
@@ -101,7 +102,7 @@ func req(key, payload string) ledger.Request {
 	return ledger.Request{Scope: "tenant-1", Key: key, Fingerprint: fp(payload)}
 }
 
-func (b *bundle) count(t testing.TB, table string) int {
+func (b *bundle[TTx]) count(t testing.TB, table string) int {
 	t.Helper()
 	var n int
 	if err := b.db.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
@@ -110,20 +111,36 @@ func (b *bundle) count(t testing.TB, table string) int {
 	return n
 }
 
-func (b *bundle) claim(t testing.TB, r ledger.Request) *ledger.Claim {
+func (b *bundle[TTx]) claim(t testing.TB, r ledger.Request) *ledger.Claim {
 	t.Helper()
-	c, err := b.l.Claim(b.ctx, b.db, r)
+	c, err := b.l.Claim(b.ctx, r)
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
 	return c
 }
 
-func (b *bundle) get(t testing.TB, key string) *ledger.Record {
+func (b *bundle[TTx]) get(t testing.TB, key string) *ledger.Record {
 	t.Helper()
-	r, err := b.l.Get(b.ctx, b.db, "tenant-1", key)
+	r, err := b.l.Get(b.ctx, "tenant-1", key)
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
 	return r
+}
+
+// freshLike returns a fresh database of d's driver, for a subtest that
+// needs one of its own.
+func freshLike[TTx any](t *testing.T, d *testdb.DB[TTx]) *testdb.DB[TTx] {
+	t.Helper()
+	var fresh any
+	switch d.Name {
+	case testdb.SQLite:
+		fresh = testdb.SQLiteDB(t)
+	case testdb.Postgres:
+		fresh = testdb.PostgresDB(t)
+	default:
+		fresh = testdb.PgxDB(t)
+	}
+	return fresh.(*testdb.DB[TTx])
 }

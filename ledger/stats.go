@@ -18,24 +18,24 @@ type Stats struct {
 	Oldest, Newest time.Time
 }
 
-// Stats counts the records in db. It reads the whole table, so it is meant
+// Stats counts the records, on the driver's pool. It reads the whole table, so it is meant
 // for operators and monitoring, not for a request's path. Errors are
 // wrapped with "ledger: stats:".
-func (l *Ledger) Stats(ctx context.Context, db DBTX) (Stats, error) {
-	if err := l.checkCall(ctx, db); err != nil {
+func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
+	if err := l.checkCall(ctx); err != nil {
 		return Stats{}, err
 	}
-	now, err := l.eng.now(ctx, db)
+	now, err := l.nowMillis(ctx, l.db)
 	if err != nil {
-		return Stats{}, wrapOp("stats", err)
+		return Stats{}, wrapOp("stats", classify(err))
 	}
-	row, err := l.eng.stats(ctx, db, now)
+	row, err := l.db.Stats(ctx, now)
 	if err != nil {
-		return Stats{}, wrapOp("stats", err)
+		return Stats{}, wrapOp("stats", classify(err))
 	}
-	s := Stats{InFlight: row.inFlight, Completed: row.completed, Expired: row.expired}
-	if row.inFlight+row.completed > 0 {
-		s.Oldest, s.Newest = fromMillis(row.oldest), fromMillis(row.newest)
+	s := Stats{InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired}
+	if row.InFlight+row.Completed > 0 {
+		s.Oldest, s.Newest = fromMillis(row.Oldest), fromMillis(row.Newest)
 	}
 	return s, nil
 }

@@ -1,62 +1,63 @@
 package ledger_test
 
 import (
+	"database/sql"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemledger/idemledger/ledger"
 )
 
-func TestStats(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e testdb.Engine) {
-		b := setup(t, e)
-		empty, err := b.l.Stats(b.ctx, b.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if empty != (ledger.Stats{}) {
-			t.Fatalf("Stats on an empty table = %+v, want the zero Stats", empty)
-		}
+func TestStats(t *testing.T) { eachDriver(t, testStats[*sql.Tx], testStats[pgx.Tx]) }
 
-		// purgeFixture(6): 6 expired completed (e), 3 abandoned in flight (z),
-		// 2 live in flight (l), one old unexpired completed (old-c) claimed at
-		// t0, one in flight (new-s) claimed at t0+1h.
-		purgeFixture(t, b, 6)
-		want := ledger.Stats{
-			InFlight:  3 + 2 + 1,
-			Completed: 6 + 1,
-			Expired:   6 + 3,
-			Oldest:    t0.Truncate(time.Millisecond),
-			Newest:    t0.Add(time.Hour).Truncate(time.Millisecond),
-		}
-		got, err := b.l.Stats(b.ctx, b.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !statsEqual(got, want) {
-			t.Fatalf("Stats = %+v, want %+v", got, want)
-		}
+func testStats[TTx any](t *testing.T, b *bundle[TTx]) {
+	empty, err := b.l.Stats(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empty != (ledger.Stats{}) {
+		t.Fatalf("Stats on an empty table = %+v, want the zero Stats", empty)
+	}
 
-		var progress []int64
-		n, err := b.l.Purge(b.ctx, b.db, ledger.PurgeOptions{BatchSize: 4, Progress: func(d int64) { progress = append(progress, d) }})
-		if err != nil || n != 9 {
-			t.Fatalf("Purge = %d, %v; want 9, nil", n, err)
-		}
-		if want := []int64{4, 8, 9}; !slices.Equal(progress, want) {
-			t.Fatalf("Progress saw %v, want %v", progress, want)
-		}
+	// purgeFixture(6): 6 expired completed (e), 3 abandoned in flight (z),
+	// 2 live in flight (l), one old unexpired completed (old-c) claimed at
+	// t0, one in flight (new-s) claimed at t0+1h.
+	purgeFixture(t, b, 6)
+	want := ledger.Stats{
+		InFlight:  3 + 2 + 1,
+		Completed: 6 + 1,
+		Expired:   6 + 3,
+		Oldest:    t0.Truncate(time.Millisecond),
+		Newest:    t0.Add(time.Hour).Truncate(time.Millisecond),
+	}
+	got, err := b.l.Stats(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !statsEqual(got, want) {
+		t.Fatalf("Stats = %+v, want %+v", got, want)
+	}
 
-		got, err = b.l.Stats(b.ctx, b.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = ledger.Stats{InFlight: 3, Completed: 1, Oldest: want.Oldest, Newest: want.Newest}
-		if !statsEqual(got, want) {
-			t.Fatalf("Stats after purge = %+v, want %+v", got, want)
-		}
-	})
+	var progress []int64
+	n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: 4, Progress: func(d int64) { progress = append(progress, d) }})
+	if err != nil || n != 9 {
+		t.Fatalf("Purge = %d, %v; want 9, nil", n, err)
+	}
+	if want := []int64{4, 8, 9}; !slices.Equal(progress, want) {
+		t.Fatalf("Progress saw %v, want %v", progress, want)
+	}
+
+	got, err = b.l.Stats(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = ledger.Stats{InFlight: 3, Completed: 1, Oldest: want.Oldest, Newest: want.Newest}
+	if !statsEqual(got, want) {
+		t.Fatalf("Stats after purge = %+v, want %+v", got, want)
+	}
 }
 
 func statsEqual(a, b ledger.Stats) bool {

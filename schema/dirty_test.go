@@ -2,7 +2,6 @@ package schema_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 
 	"github.com/idemledger/idemledger/schema"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // TestMigrateDirty: a database left dirty (here on purpose, as a
@@ -21,7 +22,7 @@ import (
 func TestMigrateDirty(t *testing.T) {
 	db := open(t)
 	ctx := context.Background()
-	if err := schema.Migrate(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec("UPDATE " + schema.MigrationsTable + " SET dirty = 1"); err != nil {
@@ -29,10 +30,10 @@ func TestMigrateDirty(t *testing.T) {
 	}
 	for _, op := range []struct {
 		name string
-		f    func(context.Context, *sql.DB) error
+		f    func(context.Context, schema.Driver) error
 	}{{"migrate", schema.Migrate}, {"down", schema.Down}} {
 		start := time.Now()
-		err := op.f(ctx, db)
+		err := op.f(ctx, sqlite.New(db))
 		elapsed := time.Since(start)
 		var dirty migrate.ErrDirty
 		if !errors.As(err, &dirty) || dirty.Version != 1 {
@@ -47,7 +48,7 @@ func TestMigrateDirty(t *testing.T) {
 			t.Errorf("%s reported the dirty database after %v", op.name, elapsed)
 		}
 	}
-	if v, dirty, err := schema.Version(ctx, db); v != 1 || !dirty || err != nil {
+	if v, dirty, err := schema.Version(ctx, sqlite.New(db)); v != 1 || !dirty || err != nil {
 		t.Errorf("Version = %d, %v, %v; want 1, true, nil", v, dirty, err)
 	}
 	// Down did not drop anything.

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/idemledger/idemledger/schema"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 func TestVersionDownUp(t *testing.T) {
@@ -13,7 +15,7 @@ func TestVersionDownUp(t *testing.T) {
 	ctx := context.Background()
 	check := func(step string, wantVersion uint, wantObjects []string) {
 		t.Helper()
-		v, dirty, err := schema.Version(ctx, db)
+		v, dirty, err := schema.Version(ctx, sqlite.New(db))
 		if err != nil || v != wantVersion || dirty {
 			t.Fatalf("%s: Version = %d, %v, %v; want %d, false, nil", step, v, dirty, err, wantVersion)
 		}
@@ -38,17 +40,17 @@ func TestVersionDownUp(t *testing.T) {
 	}
 
 	check("fresh", 0, app(bare))
-	if err := schema.Migrate(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	check("after Migrate", 1, app(migrated))
 	for i := range 2 { // a second Down has nothing to do and is no error
-		if err := schema.Down(ctx, db); err != nil {
+		if err := schema.Down(ctx, sqlite.New(db)); err != nil {
 			t.Fatalf("Down #%d: %v", i+1, err)
 		}
 		check("after Down", 0, app(bare))
 	}
-	if err := schema.Migrate(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	check("after Migrate again", 1, app(migrated))

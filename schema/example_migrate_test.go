@@ -25,7 +25,7 @@ func ExampleMigrate() {
 
 	// Safe to run at every start: a no-op once up to date.
 	for range 2 {
-		if err := schema.Migrate(context.Background(), db); err != nil {
+		if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -57,7 +57,7 @@ func versionOf(ctx context.Context, path string) (version uint, dirty bool, err 
 		return 0, false, err
 	}
 	defer db.Close()
-	return schema.Version(ctx, db)
+	return schema.Version(ctx, sqlite.New(db))
 }
 
 // TestFreshFileWorker is the body of a worker process of
@@ -75,5 +75,5 @@ func openAndMigrate(ctx context.Context, path string) error {
 		return err
 	}
 	defer db.Close()
-	return schema.Migrate(ctx, db)
+	return schema.Migrate(ctx, sqlite.New(db))
 }

@@ -44,13 +44,13 @@ func TestMigrateWaitsForLock(t *testing.T) {
 	const hold = 300 * time.Millisecond
 	time.AfterFunc(hold, holdLock(t, path))
 	start := time.Now()
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
 	if elapsed := time.Since(start); elapsed < hold {
 		t.Errorf("Migrate returned after %v, while the lock was still held (%v)", elapsed, hold)
 	}
-	if v, dirty, err := schema.Version(context.Background(), db); v != 1 || dirty || err != nil {
+	if v, dirty, err := schema.Version(context.Background(), sqlite.New(db)); v != 1 || dirty || err != nil {
 		t.Errorf("Version = %d, %v, %v; want 1, false, nil", v, dirty, err)
 	}
 }
@@ -67,7 +67,7 @@ func TestMigrateLockedPastBusyTimeout(t *testing.T) {
 	defer db.Close()
 	release := holdLock(t, path)
 	start := time.Now()
-	err = schema.Migrate(context.Background(), db)
+	err = schema.Migrate(context.Background(), sqlite.New(db))
 	elapsed := time.Since(start)
 	const want = "schema: migrate: lock: begin immediate: database is locked"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
@@ -107,13 +107,13 @@ func TestMigrateConcurrentInProcess(t *testing.T) {
 					defer own.Close()
 					db = own
 				}
-				if err := schema.Migrate(ctx, db); err != nil {
+				if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
 					t.Errorf("round %d, goroutine %d: %v", round, i, err)
 				}
 			})
 		}
 		wg.Wait()
-		if v, dirty, err := schema.Version(ctx, shared); v != 1 || dirty || err != nil {
+		if v, dirty, err := schema.Version(ctx, sqlite.New(shared)); v != 1 || dirty || err != nil {
 			t.Errorf("round %d: Version = %d, %v, %v; want 1, false, nil", round, v, dirty, err)
 		}
 	}

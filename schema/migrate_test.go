@@ -60,7 +60,7 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 	db := open(t)
 	ctx := context.Background()
 	for i := range 2 {
-		if err := schema.Migrate(ctx, db); err != nil {
+		if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
 			t.Fatalf("Migrate #%d: %v", i+1, err)
 		}
 	}
@@ -107,11 +107,11 @@ func TestMigrateBesideApplication(t *testing.T) {
 		}
 	}
 	app()
-	if err := schema.Migrate(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	app()
-	if err := schema.Migrate(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -140,7 +140,7 @@ func TestMigrateCancelled(t *testing.T) {
 	db := open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := schema.Migrate(ctx, db); err == nil || err.Error() != "schema: migrate: context canceled" {
+	if err := schema.Migrate(ctx, sqlite.New(db)); err == nil || err.Error() != "schema: migrate: context canceled" {
 		t.Fatalf("Migrate = %v, want schema: migrate: context canceled", err)
 	}
 	if got := objects(t, db); len(got) != 0 {
@@ -169,7 +169,7 @@ func TestFS(t *testing.T) {
 // one completely, for users of other tools that run it.
 func TestDownMigration(t *testing.T) {
 	db := open(t)
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	down, err := fs.ReadFile(schema.FS, "sqlite/000001_idempotency_ledger.down.sql")

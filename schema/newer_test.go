@@ -11,6 +11,8 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/schema"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestLatest: Latest is the highest version among the migrations of each
@@ -38,37 +40,31 @@ func TestLatest(t *testing.T) {
 // TestNewerSchema: a database that a newer release migrated past Latest is
 // left alone by Migrate and Down, with ErrNewerSchema; Version reads it.
 func TestNewerSchema(t *testing.T) {
-	type ops struct {
-		migrate, down func(context.Context, *sql.DB) error
-		version       func(context.Context, *sql.DB) (uint, bool, error)
+	testdb.Each(t, testNewerSchema[*sql.Tx], testNewerSchema[pgx.Tx])
+}
+
+func testNewerSchema[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	ctx := context.Background()
+	db := d.SQL
+	newer := schema.Latest + 6
+	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = "+strconv.FormatUint(uint64(newer), 10)); err != nil {
+		t.Fatal(err)
 	}
-	engines := map[testdb.Engine]ops{
-		testdb.EngineSQLite:   {schema.Migrate, schema.Down, schema.Version},
-		testdb.EnginePostgres: {schema.MigratePostgres, schema.DownPostgres, schema.VersionPostgres},
+	want := "database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to 1"
+	for _, op := range []struct {
+		name string
+		f    func(context.Context, schema.Driver) error
+	}{{"migrate", schema.Migrate}, {"down", schema.Down}} {
+		err := op.f(ctx, d.Driver)
+		if !errors.Is(err, schema.ErrNewerSchema) || err.Error() != "schema: "+op.name+": "+want {
+			t.Errorf("%s: %v; want schema: %s: %s", op.name, err, op.name, want)
+		}
 	}
-	testdb.Each(t, func(t *testing.T, e testdb.Engine, db *sql.DB) {
-		ctx := context.Background()
-		o := engines[e]
-		newer := schema.Latest + 6
-		if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = "+strconv.FormatUint(uint64(newer), 10)); err != nil {
-			t.Fatal(err)
-		}
-		want := "database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to 1"
-		for _, op := range []struct {
-			name string
-			f    func(context.Context, *sql.DB) error
-		}{{"migrate", o.migrate}, {"down", o.down}} {
-			err := op.f(ctx, db)
-			if !errors.Is(err, schema.ErrNewerSchema) || err.Error() != "schema: "+op.name+": "+want {
-				t.Errorf("%s: %v; want schema: %s: %s", op.name, err, op.name, want)
-			}
-		}
-		if v, dirty, err := o.version(ctx, db); v != newer || dirty || err != nil {
-			t.Errorf("version = %d, %v, %v; want %d, false, nil", v, dirty, err, newer)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_ledger").Scan(&n); err != nil {
-			t.Errorf("the ledger's table is gone: %v", err)
-		}
-	})
+	if v, dirty, err := schema.Version(ctx, d.Driver); v != newer || dirty || err != nil {
+		t.Errorf("version = %d, %v, %v; want %d, false, nil", v, dirty, err, newer)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_ledger").Scan(&n); err != nil {
+		t.Errorf("the ledger's table is gone: %v", err)
+	}
 }

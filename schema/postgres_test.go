@@ -13,6 +13,8 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/schema"
+
+	"github.com/idemledger/idemledger/postgres"
 )
 
 // pgObjects lists the tables and indexes in the current schema of db, as
@@ -47,7 +49,7 @@ func pgObjects(t *testing.T, db *sql.DB) []string {
 // connection that golang-migrate pins for its lock not given back, the
 // second call would wait forever.
 func TestPostgresVersionDownUp(t *testing.T) {
-	db := testdb.Postgres(t) // already migrated
+	db := testdb.PostgresDB(t).SQL // already migrated
 	db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	migrated := []string{
@@ -70,7 +72,7 @@ func TestPostgresVersionDownUp(t *testing.T) {
 	}
 	check := func(step string, wantVersion uint, wantObjects []string) {
 		t.Helper()
-		v, dirty, err := schema.VersionPostgres(ctx, db)
+		v, dirty, err := schema.Version(ctx, postgres.New(db))
 		if err != nil || v != wantVersion || dirty {
 			t.Fatalf("%s: VersionPostgres = %d, %v, %v; want %d, false, nil", step, v, dirty, err, wantVersion)
 		}
@@ -79,17 +81,17 @@ func TestPostgresVersionDownUp(t *testing.T) {
 		}
 	}
 	check("fresh", 1, migrated)
-	if err := schema.MigratePostgres(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	check("migrated twice", 1, migrated)
 	for i := range 2 {
-		if err := schema.DownPostgres(ctx, db); err != nil {
+		if err := schema.Down(ctx, postgres.New(db)); err != nil {
 			t.Fatalf("DownPostgres #%d: %v", i+1, err)
 		}
 		check("after Down", 0, bare)
 	}
-	if err := schema.MigratePostgres(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	check("after Migrate again", 1, migrated)
@@ -104,15 +106,15 @@ func TestPostgresVersionDownUp(t *testing.T) {
 // TestPostgresMigrateConcurrently: replicas starting at once all migrate;
 // the advisory lock lets one apply and the others find nothing to do.
 func TestPostgresMigrateConcurrently(t *testing.T) {
-	db := testdb.Postgres(t)
+	db := testdb.PostgresDB(t).SQL
 	ctx := context.Background()
-	if err := schema.DownPostgres(ctx, db); err != nil {
+	if err := schema.Down(ctx, postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
 	for i := range errs {
-		wg.Go(func() { errs[i] = schema.MigratePostgres(ctx, db) })
+		wg.Go(func() { errs[i] = schema.Migrate(ctx, postgres.New(db)) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -120,24 +122,24 @@ func TestPostgresMigrateConcurrently(t *testing.T) {
 			t.Errorf("replica %d: %v", i, err)
 		}
 	}
-	if v, dirty, err := schema.VersionPostgres(ctx, db); v != 1 || dirty || err != nil {
+	if v, dirty, err := schema.Version(ctx, postgres.New(db)); v != 1 || dirty || err != nil {
 		t.Errorf("VersionPostgres = %d, %v, %v; want 1, false, nil", v, dirty, err)
 	}
 }
 
 func TestPostgresMigrateCancelled(t *testing.T) {
-	db := testdb.Postgres(t)
+	db := testdb.PostgresDB(t).SQL
 	ctx := context.Background()
-	if err := schema.DownPostgres(ctx, db); err != nil {
+	if err := schema.Down(ctx, postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	err := schema.MigratePostgres(cctx, db)
+	err := schema.Migrate(cctx, postgres.New(db))
 	if got := fmt.Sprint(err); got != "schema: migrate: context canceled" {
 		t.Fatalf("MigratePostgres = %v, want schema: migrate: context canceled", err)
 	}
-	if v, _, err := schema.VersionPostgres(ctx, db); v != 0 || err != nil {
+	if v, _, err := schema.Version(ctx, postgres.New(db)); v != 0 || err != nil {
 		t.Errorf("VersionPostgres = %d, %v; want 0, nil", v, err)
 	}
 }
@@ -146,7 +148,7 @@ func TestPostgresMigrateCancelled(t *testing.T) {
 // schema, every entry point says so instead of golang-migrate's message
 // about scanning NULL.
 func TestPostgresNoCurrentSchema(t *testing.T) {
-	testdb.Postgres(t) // skips without a server
+	testdb.PostgresDB(t) // skips without a server
 	u, err := url.Parse(os.Getenv(testdb.PostgresEnv))
 	if err != nil {
 		t.Fatal(err)
@@ -160,13 +162,13 @@ func TestPostgresNoCurrentSchema(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	_, _, verr := schema.VersionPostgres(ctx, db)
+	_, _, verr := schema.Version(ctx, postgres.New(db))
 	for _, c := range []struct {
 		op  string
 		err error
 	}{
-		{"migrate", schema.MigratePostgres(ctx, db)},
-		{"down", schema.DownPostgres(ctx, db)},
+		{"migrate", schema.Migrate(ctx, postgres.New(db))},
+		{"down", schema.Down(ctx, postgres.New(db))},
 		{"version", verr},
 	} {
 		want := "schema: " + c.op + ": no schema on the search_path exists (search_path: idemledger_no_such_schema)"
@@ -183,7 +185,7 @@ func TestPostgresNoCurrentSchema(t *testing.T) {
 // read must be clean. (Before the fix, 4 to 6 reads in these 12 rounds were
 // dirty.)
 func TestPostgresVersionDuringMigrate(t *testing.T) {
-	db := testdb.Postgres(t)
+	db := testdb.PostgresDB(t).SQL
 	ctx := context.Background()
 	const rounds, readers = 12, 4
 	dirty := 0
@@ -201,7 +203,7 @@ func TestPostgresVersionDuringMigrate(t *testing.T) {
 						return
 					default:
 					}
-					_, d, err := schema.VersionPostgres(ctx, db)
+					_, d, err := schema.Version(ctx, postgres.New(db))
 					if err != nil {
 						t.Error(err)
 						return
@@ -214,8 +216,8 @@ func TestPostgresVersionDuringMigrate(t *testing.T) {
 				}
 			}()
 		}
-		errDown := schema.DownPostgres(ctx, db)
-		errUp := schema.MigratePostgres(ctx, db)
+		errDown := schema.Down(ctx, postgres.New(db))
+		errUp := schema.Migrate(ctx, postgres.New(db))
 		close(stop)
 		wg.Wait()
 		if errDown != nil || errUp != nil {

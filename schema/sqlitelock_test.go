@@ -14,7 +14,7 @@ import (
 )
 
 // TestFailedMigrationUnderLock runs migrations whose second fails half-way
-// through lockedSQLiteTarget: the failed migration is undone, the first
+// through the sqlite driver's locked run: the failed migration is undone, the first
 // one stays, the version is left dirty at 2 for every connection to see,
 // and the connection Migrate used goes back to the pool without a
 // transaction open.
@@ -25,16 +25,15 @@ func TestFailedMigrationUnderLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tgt := lockedSQLiteTarget(db)
-	tgt.fsys = fstest.MapFS{
+	d := sqlite.New(db)
+	fsys := fstest.MapFS{
 		"m/000001_a.up.sql": {Data: []byte("CREATE TABLE a (x);")},
 		"m/000002_b.up.sql": {Data: []byte("CREATE TABLE b (x); INSERT INTO nowhere VALUES (1);")},
 	}
-	tgt.dir = "m"
 	ctx := context.Background()
 	up := (*migrate.Migrate).Up
 
-	err = run(ctx, tgt, "migrate", up)
+	err = run(ctx, d, fsys, "migrate", up)
 	if err == nil || !strings.Contains(err.Error(), "no such table: nowhere") {
 		t.Fatalf("run = %v, want the failed statement's error", err)
 	}
@@ -57,11 +56,11 @@ func TestFailedMigrationUnderLock(t *testing.T) {
 	if want := "a " + MigrationsTable; tables != want {
 		t.Errorf("tables = %q, want %q (b undone)", tables, want)
 	}
-	if v, dirty, err := Version(ctx, other); v != 2 || !dirty || err != nil {
+	if v, dirty, err := Version(ctx, sqlite.New(other)); v != 2 || !dirty || err != nil {
 		t.Errorf("Version = %d, %v, %v; want 2, true, nil", v, dirty, err)
 	}
 
-	err = run(ctx, tgt, "migrate", up)
+	err = run(ctx, d, fsys, "migrate", up)
 	var de migrate.ErrDirty
 	if !errors.As(err, &de) || de.Version != 2 {
 		t.Errorf("second run = %v, want migrate.ErrDirty for version 2", err)

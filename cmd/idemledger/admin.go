@@ -140,7 +140,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
-	n, err := l.Purge(ctx, db, opts)
+	n, err := l.Purge(ctx, opts)
 	if err != nil {
 		return stopped(n, fmt.Errorf("after %d records: %w", n, err))
 	}
@@ -163,7 +163,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	s, err := l.Stats(ctx, db)
+	s, err := l.Stats(ctx)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	r, err := l.Get(ctx, db, *scope, *key)
+	r, err := l.Get(ctx, *scope, *key)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,9 @@ import (
 	// The pgx database/sql driver, registered as "pgx".
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
@@ -25,9 +27,12 @@ import (
 // names explicitly: a postgres:// or postgresql:// URL is PostgreSQL,
 // anything else an SQLite file path or file: URI.
 type store struct {
-	db     *sql.DB
-	engine ledger.Engine
+	db  *sql.DB
+	drv driver.Driver[*sql.Tx] // sqlite.New(db) or postgres.New(db)
 }
+
+// postgres reports whether the store is a PostgreSQL database.
+func (s *store) postgres() bool { return s.drv.Engine() == "postgres" }
 
 func (s *store) Close() error { return s.db.Close() }
 
@@ -121,11 +126,11 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		// password (migrate up creates it).
 		return nil, usagef("-db %q looks like a mistyped PostgreSQL URL (want postgres://user:password@host/db); to name a file, start it with ./", redactDSN(dsn))
 	}
-	s := &store{engine: ledger.SQLite}
+	s := &store{}
 	var err error
 	if isPostgres(dsn) {
-		s.engine = ledger.Postgres
 		if s.db, err = sql.Open("pgx", pgxURL(dsn)); err == nil {
+			s.drv = postgres.New(s.db)
 			err = s.db.PingContext(ctx)
 		}
 	} else {
@@ -154,7 +159,9 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 				return nil, noSchemaError(dsn)
 			}
 		}
-		s.db, err = sqlite.Open(path)
+		if s.db, err = sqlite.Open(path); err == nil {
+			s.drv = sqlite.New(s.db)
+		}
 	}
 	if err != nil {
 		if s.db != nil {
@@ -174,7 +181,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 // checkLedger refuses a database without the ledger's table (SQLite's was
 // looked for before the file was opened) or migrated by a newer release.
 func (s *store) checkLedger(ctx context.Context, dsn string) error {
-	if s.engine == ledger.Postgres {
+	if s.postgres() {
 		// Any schema on the search_path will do: queries find it there.
 		var tables int
 		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`).Scan(&tables)
@@ -270,41 +277,24 @@ func readOnlyURI(path string, busy time.Duration) string {
 	return fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", p, busy.Milliseconds())
 }
 
-// migrate, down and version run the schema functions of the store's
-// engine.
-func (s *store) migrate(ctx context.Context) error {
-	if s.engine == ledger.Postgres {
-		return schema.MigratePostgres(ctx, s.db)
-	}
-	return schema.Migrate(ctx, s.db)
-}
+// migrate, down and version run the schema functions on the store's
+// driver.
+func (s *store) migrate(ctx context.Context) error { return schema.Migrate(ctx, s.drv) }
 
-func (s *store) down(ctx context.Context) error {
-	if s.engine == ledger.Postgres {
-		return schema.DownPostgres(ctx, s.db)
-	}
-	return schema.Down(ctx, s.db)
-}
+func (s *store) down(ctx context.Context) error { return schema.Down(ctx, s.drv) }
 
 func (s *store) version(ctx context.Context) (uint, bool, error) {
-	if s.engine == ledger.Postgres {
-		return schema.VersionPostgres(ctx, s.db)
-	}
-	return schema.Version(ctx, s.db)
+	return schema.Version(ctx, s.drv)
 }
 
 // openLedger opens an existing, migrated database and a ledger for its
 // engine with the default configuration.
-func openLedger(ctx context.Context, dsn string) (*sql.DB, *ledger.Ledger, error) {
+func openLedger(ctx context.Context, dsn string) (*sql.DB, *ledger.Ledger[*sql.Tx], error) {
 	s, err := openDB(ctx, dsn, mustHaveLedger)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := ledger.Config{Engine: s.engine}
-	if s.engine == ledger.SQLite {
-		cfg.DB = s.db
-	}
-	l, err := ledger.New(cfg)
+	l, err := ledger.New(s.drv, ledger.Config{})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -320,11 +310,12 @@ func (s *store) checkEmpty(ctx context.Context) error {
 	if ok, err := s.hasTable(ctx, "idempotency_ledger"); !ok || err != nil {
 		return err
 	}
-	l, err := ledger.New(ledger.Config{Engine: s.engine})
+	l, err := ledger.New(s.drv, ledger.Config{})
 	if err != nil {
 		return err
 	}
-	st, err := l.Stats(ctx, s.db)
+	defer l.Close()
+	st, err := l.Stats(ctx)
 	if err != nil {
 		return err
 	}
@@ -338,7 +329,7 @@ func (s *store) checkEmpty(ctx context.Context) error {
 // PostgreSQL's current schema, where the migrations put their tables.
 func (s *store) hasTable(ctx context.Context, name string) (bool, error) {
 	query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`
-	if s.engine == ledger.Postgres {
+	if s.postgres() {
 		query = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = current_schema()`
 	}
 	var tables int

@@ -83,7 +83,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 // their own records.
 type demo struct {
 	db       *sql.DB
-	ledger   *ledger.Ledger
+	ledger   *ledger.Ledger[*sql.Tx]
 	ttl      time.Duration
 	scope    string
 	srv      *http.Server
@@ -108,7 +108,7 @@ func newDemo(ctx context.Context, path string, ttl time.Duration) (*demo, error)
 		return nil, err
 	}
 	db := s.db
-	if err := schema.Migrate(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, s.drv); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -118,12 +118,12 @@ func newDemo(ctx context.Context, path string, ttl time.Duration) (*demo, error)
 		return nil, fmt.Errorf("create demo table: %w", err)
 	}
 	d := &demo{db: db, ttl: ttl, scope: "demo-" + idemhttp.GenerateKey()[:8]}
-	d.ledger, err = ledger.New(ledger.Config{TTL: ttl, DB: db})
+	d.ledger, err = ledger.New(s.drv, ledger.Config{TTL: ttl})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	mw := idemhttp.Middleware(d.ledger, db, idemhttp.Options{
+	mw := idemhttp.Middleware(d.ledger, idemhttp.Options{
 		Scope: func(r *http.Request) (string, error) { return d.scope, nil },
 	})
 	mux := http.NewServeMux()
@@ -312,10 +312,10 @@ func (d *demo) run(ctx context.Context, n int) (failed int, err error) {
 			case <-ctx.Done():
 				return
 			}
-			purged, err := d.ledger.Purge(ctx, d.db, ledger.PurgeOptions{BatchSize: 2})
+			purged, err := d.ledger.Purge(ctx, ledger.PurgeOptions{BatchSize: 2})
 			gone := 0
 			for _, k := range keys {
-				if _, gerr := d.ledger.Get(ctx, d.db, d.scope, k); errors.Is(gerr, ledger.ErrNotFound) {
+				if _, gerr := d.ledger.Get(ctx, d.scope, k); errors.Is(gerr, ledger.ErrNotFound) {
 					gone++
 				}
 			}

@@ -95,7 +95,7 @@ func TestLedgerInWALRecognized(t *testing.T) {
 	if _, err := db.Exec(`PRAGMA wal_autocheckpoint = 0`); err != nil {
 		t.Fatal(err)
 	}
-	if err := schema.Migrate(t.Context(), db); err != nil {
+	if err := schema.Migrate(t.Context(), sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	// The table is in the log only: the database file itself has none.

@@ -68,17 +68,18 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	d := sqlite.New(db)
+	if err := schema.Migrate(context.Background(), d); err != nil {
 		panic(err)
 	}
-	l, err := ledger.New(ledger.Config{DB: db})
+	l, err := ledger.New(d, ledger.Config{})
 	if err != nil {
 		panic(err)
 	}
 	defer l.Close()
 
 	runs := 0
-	mw := idemhttp.Middleware(l, db, idemhttp.Options{
+	mw := idemhttp.Middleware(l, idemhttp.Options{
 		Scope:  func(r *http.Request) (string, error) { return "tenant-1", nil },
 		Refuse: connectRefuse,
 		// Connect compresses its answers (gzip): the replay must say so.

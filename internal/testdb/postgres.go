@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	// The pgx database/sql driver, registered as "pgx".
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemledger/idemledger/pgxv5"
+	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
 )
 
@@ -28,21 +30,58 @@ const PostgresEnv = "IDEMLEDGER_TEST_POSTGRES"
 // 4-process tests) at once.
 const maxPostgresConns = 12
 
-// Postgres returns a pool on a fresh schema of its own in the database
-// named by PostgresEnv, migrated with schema.MigratePostgres: every
-// connection of the pool has that schema alone on its search_path. The
-// schema is dropped and the pool closed when the test ends. It skips the
-// test, with a message naming PostgresEnv, when the variable is unset; any
-// other failure ends the test.
-func Postgres(t testing.TB) *sql.DB {
+// PostgresDB returns a fresh PostgreSQL schema through the postgres
+// driver (database/sql over pgx's stdlib); see PostgresDSN.
+func PostgresDB(t testing.TB) *DB[*sql.Tx] {
 	t.Helper()
-	db, _ := PostgresDSN(t)
-	return db
+	db, dsn := PostgresDSN(t)
+	return sqlDB(Postgres, "postgres", postgres.New(db), db, dsn)
 }
 
-// PostgresDSN is Postgres, and it also returns the connection string of
-// the test's schema, for tests that connect again (from another process,
-// for example).
+// PgxDB returns a fresh PostgreSQL schema through the pgxv5 driver, on a
+// *pgxpool.Pool of its own (closed when the test ends); SQL is a
+// database/sql pool on the same schema, for assertions.
+func PgxDB(t testing.TB) *DB[pgx.Tx] {
+	t.Helper()
+	db, dsn := PostgresDSN(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	cfg.MaxConns = maxPostgresConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(pool.Close) // runs before the schema is dropped
+	return WrapPgx(pool, db, dsn)
+}
+
+// WrapPgx returns the DB of an open pgx pool through the pgxv5 driver; db
+// reaches the same database through database/sql.
+func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
+	return &DB[pgx.Tx]{
+		Name: PgxV5, Engine: "postgres", Driver: pgxv5.New(pool), SQL: db, Source: dsn,
+		closeDB: pool.Close,
+		exec: func(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
+			_, err := tx.Exec(ctx, query, args...)
+			return err
+		},
+		query: func(ctx context.Context, tx pgx.Tx, query string, args ...any) (n int64, err error) {
+			err = tx.QueryRow(ctx, query, args...).Scan(&n)
+			return n, err
+		},
+	}
+}
+
+// PostgresDSN returns a database/sql pool (pgx's stdlib) on a fresh schema
+// of its own in the database named by PostgresEnv, migrated with
+// schema.Migrate, and the connection string of that schema, for tests that
+// connect again (from another process, with pgx, ...): every connection
+// has that schema alone on its search_path. The schema is dropped and the
+// pool closed when the test ends. It skips the test, with a message naming
+// PostgresEnv, when the variable is unset; any other failure ends the
+// test.
 func PostgresDSN(t testing.TB) (db *sql.DB, dsn string) {
 	t.Helper()
 	base := os.Getenv(PostgresEnv)
@@ -84,7 +123,7 @@ func PostgresDSN(t testing.TB) (db *sql.DB, dsn string) {
 	}
 	db.SetMaxOpenConns(maxPostgresConns)
 	t.Cleanup(func() { db.Close() }) // runs before the schema is dropped
-	if err := schema.MigratePostgres(ctx, db); err != nil {
+	if err := schema.Migrate(ctx, postgres.New(db)); err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
 	return db, dsn

@@ -1,30 +1,146 @@
 // Package testdb gives tests fresh, migrated databases: real engines, never
-// mocks.
+// mocks, each reached through one of the ledger's drivers ("sqlite",
+// "postgres", "pgxv5"). Each runs a test body on every driver.
 package testdb
 
 import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
+
+	"github.com/idemledger/idemledger/postgres"
 )
 
-// SQLite returns a new SQLite database file in t.TempDir(), opened with
-// sqlite.Open with its defaults (WAL, busy_timeout, immediate transactions,
-// synchronous FULL) and migrated with schema.Migrate. It is closed when the
-// test ends. Any failure ends the test.
-func SQLite(t testing.TB) *sql.DB {
-	t.Helper()
-	db, _ := SQLiteFile(t)
-	return db
+// The drivers under test.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+	PgxV5    = "pgxv5"
+)
+
+// Drivers lists every driver's name, SQLite first.
+func Drivers() []string { return []string{SQLite, Postgres, PgxV5} }
+
+// DB is a fresh, migrated database under test, reached through one driver
+// whose transactions are TTx.
+type DB[TTx any] struct {
+	// Name is the driver's name (SQLite, Postgres, PgxV5); Engine the
+	// database engine's ("sqlite", "postgres").
+	Name, Engine string
+	// Driver is the ledger's driver over the database.
+	Driver driver.Driver[TTx]
+	// SQL reaches the same database through database/sql, for setup and
+	// assertions; it is the driver's own pool on SQLite and postgres.
+	SQL *sql.DB
+	// Source is the SQLite file's path or the PostgreSQL connection
+	// string (with the test's schema on its search_path).
+	Source string
+
+	closeDB func()
+	exec    func(ctx context.Context, tx TTx, query string, args ...any) error
+	query   func(ctx context.Context, tx TTx, query string, args ...any) (int64, error)
 }
 
-// SQLiteFile is SQLite with options for sqlite.Open, and it also returns the
-// database file's path, for tests that open the same file again (from
-// another process, for example).
+// CloseDriverDB closes the database handle the driver holds (the *sql.DB,
+// or the *pgxpool.Pool), as a store that goes away: every later operation
+// of the driver fails.
+func (d *DB[TTx]) CloseDriverDB() { d.closeDB() }
+
+// Exec runs query, a statement of the test's own (a business write), in
+// tx. Placeholders are $1, $2, ... on every engine (SQLite reads them too).
+func (d *DB[TTx]) Exec(ctx context.Context, tx TTx, query string, args ...any) error {
+	return d.exec(ctx, tx, query, args...)
+}
+
+// QueryInt runs query in tx and scans its one row's one column.
+func (d *DB[TTx]) QueryInt(ctx context.Context, tx TTx, query string, args ...any) (int64, error) {
+	return d.query(ctx, tx, query, args...)
+}
+
+// Begin begins a transaction through the driver, failing the test on error.
+func (d *DB[TTx]) Begin(t testing.TB) TTx {
+	t.Helper()
+	tx, err := d.Driver.Begin(context.Background())
+	if err != nil {
+		t.Fatalf("testdb: begin: %v", err)
+	}
+	return tx
+}
+
+// Commit commits tx through the driver, failing the test on error.
+func (d *DB[TTx]) Commit(t testing.TB, tx TTx) {
+	t.Helper()
+	if err := d.Driver.Commit(context.Background(), tx); err != nil {
+		t.Fatalf("testdb: commit: %v", err)
+	}
+}
+
+// Rollback rolls tx back through the driver, failing the test on error.
+func (d *DB[TTx]) Rollback(t testing.TB, tx TTx) {
+	t.Helper()
+	if err := d.Driver.Rollback(context.Background(), tx); err != nil {
+		t.Fatalf("testdb: rollback: %v", err)
+	}
+}
+
+// Each runs the test body once per driver, as subtests named after them:
+// sqlBody on "sqlite" and "postgres" (transactions are *sql.Tx), pgxBody on
+// "pgxv5" (pgx.Tx). Write the body once, generic in TTx, and pass both
+// instances: testdb.Each(t, body[*sql.Tx], body[pgx.Tx]). The PostgreSQL
+// subtests skip, naming PostgresEnv, when it is unset.
+func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*testing.T, *DB[pgx.Tx])) {
+	t.Helper()
+	t.Run(SQLite, func(t *testing.T) { sqlBody(t, SQLiteDB(t)) })
+	t.Run(Postgres, func(t *testing.T) { sqlBody(t, PostgresDB(t)) })
+	t.Run(PgxV5, func(t *testing.T) { pgxBody(t, PgxDB(t)) })
+}
+
+// EachSQL runs body on the database/sql drivers only ("sqlite",
+// "postgres"): for tests of what only database/sql has (a *sql.Conn, a
+// faulty database/sql driver). Say why at the call.
+func EachSQL(t *testing.T, body func(*testing.T, *DB[*sql.Tx])) {
+	t.Helper()
+	t.Run(SQLite, func(t *testing.T) { body(t, SQLiteDB(t)) })
+	t.Run(Postgres, func(t *testing.T) { body(t, PostgresDB(t)) })
+}
+
+// SQLiteDB returns a fresh SQLite database through the sqlite driver.
+func SQLiteDB(t testing.TB, opts ...sqlite.Option) *DB[*sql.Tx] {
+	t.Helper()
+	db, path := SQLiteFile(t, opts...)
+	return sqlDB(SQLite, "sqlite", sqlite.New(db), db, path)
+}
+
+func sqlDB(name, engine string, d driver.Driver[*sql.Tx], db *sql.DB, source string) *DB[*sql.Tx] {
+	return &DB[*sql.Tx]{
+		Name: name, Engine: engine, Driver: d, SQL: db, Source: source,
+		closeDB: func() { db.Close() },
+		exec: func(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+			_, err := tx.ExecContext(ctx, query, args...)
+			return err
+		},
+		query: func(ctx context.Context, tx *sql.Tx, query string, args ...any) (n int64, err error) {
+			err = tx.QueryRowContext(ctx, query, args...).Scan(&n)
+			return n, err
+		},
+	}
+}
+
+// SQLiteFile returns a new SQLite database file in t.TempDir(), opened
+// with sqlite.Open with its defaults (WAL, busy_timeout, immediate
+// transactions, synchronous FULL) and opts, and migrated with
+// schema.Migrate; it also returns the file's path, for tests that open the
+// same file again (from another process, for example). It is closed when
+// the test ends. Any failure ends the test.
 func SQLiteFile(t testing.TB, opts ...sqlite.Option) (db *sql.DB, path string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "ledger.db")
@@ -33,8 +149,46 @@ func SQLiteFile(t testing.TB, opts ...sqlite.Option) (db *sql.DB, path string) {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
 	return db, path
+}
+
+// Rebind rewrites the ? placeholders of query for an engine or driver name
+// ("sqlite"; "postgres" or "pgxv5"): $1, $2, ... on PostgreSQL, unchanged
+// on SQLite. It does not look inside string literals: keep question marks
+// out of them.
+func Rebind(engine, query string) string {
+	if engine == "sqlite" || !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// SQLitePool returns a fresh SQLite database (see SQLiteFile) as a *sql.DB.
+func SQLitePool(t testing.TB) *sql.DB {
+	t.Helper()
+	db, _ := SQLiteFile(t)
+	return db
+}
+
+// WrapSQL returns the DB of an open database/sql pool through the driver
+// named name (SQLite or Postgres), for tests that open a database of their
+// own (another process's view of a file, a pool of another size).
+func WrapSQL(name string, db *sql.DB, source string) *DB[*sql.Tx] {
+	if name == Postgres {
+		return sqlDB(Postgres, "postgres", postgres.New(db), db, source)
+	}
+	return sqlDB(SQLite, "sqlite", sqlite.New(db), db, source)
 }

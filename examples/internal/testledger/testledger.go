@@ -15,10 +15,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
@@ -41,24 +41,26 @@ func Each(t *testing.T, f func(t *testing.T, engine string)) {
 // the engine ("sqlite" or "postgres").
 func Middleware(t testing.TB, engine string, opts idemhttp.Options) func(http.Handler) http.Handler {
 	t.Helper()
-	var db *sql.DB
-	var cfg ledger.Config
+	var (
+		db  *sql.DB
+		drv driver.Driver[*sql.Tx]
+	)
 	switch engine {
 	case "sqlite":
 		db = SQLite(t)
-		cfg.DB = db
+		drv = sqlite.New(db)
 	case "postgres":
 		db = Postgres(t)
-		cfg.Engine = ledger.Postgres
+		drv = postgres.New(db)
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
-	l, err := ledger.New(cfg)
+	l, err := ledger.New(drv, ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return idemhttp.Middleware(l, db, opts)
+	return idemhttp.Middleware(l, opts)
 }
 
 // SQLite opens a fresh SQLite file with package sqlite's defaults (WAL,
@@ -70,7 +72,7 @@ func SQLite(t testing.TB) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := schema.Migrate(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -121,7 +123,7 @@ func Postgres(t testing.TB) *sql.DB {
 	}
 	db.SetMaxOpenConns(8)
 	t.Cleanup(func() { db.Close() }) // before the schema is dropped
-	if err := schema.MigratePostgres(context.Background(), db); err != nil {
+	if err := schema.Migrate(context.Background(), postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -131,10 +133,10 @@ func Postgres(t testing.TB) *sql.DB {
 // over db, which the caller opened (to close it, say).
 func MiddlewareOn(t testing.TB, db *sql.DB, opts idemhttp.Options) func(http.Handler) http.Handler {
 	t.Helper()
-	l, err := ledger.New(ledger.Config{DB: db})
+	l, err := ledger.New(sqlite.New(db), ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return idemhttp.Middleware(l, db, opts)
+	return idemhttp.Middleware(l, opts)
 }

@@ -1,0 +1,259 @@
+// Package driver is the boundary between package ledger and the databases
+// it runs on. It is for driver implementers: users pick a driver package
+// (sqlite, postgres or pgxv5), build its Driver over their database and
+// hand it to ledger.New, and never call the methods below themselves.
+//
+// A Driver[TTx] holds the database: a pool on which it runs the ledger's
+// statements on its own (lease mode, Get, Purge, Stats) and begins
+// transactions, and TTx, the type of the transactions of that database
+// that callers hand to ledger.Mutate (*sql.Tx or pgx.Tx). An Executor runs
+// the ledger's statements, either on the pool (Driver.DB) or inside one
+// transaction (Driver.TxExecutor).
+//
+// # Times
+//
+// Times are Unix milliseconds (UTC) and durations are milliseconds. Every
+// parameter struct that needs the current time carries Now: 0 asks for the
+// engine's clock (the process's clock for SQLite, which serves one
+// machine; the server's statement_timestamp() for PostgreSQL, so that
+// replicas agree on leases), any other value replaces it (the ledger's
+// Config.Now, which tests use to move time by hand).
+//
+// # Errors
+//
+// Executors return the database's errors unchanged (wrapping them is
+// allowed), so that the ledger can read their codes through the small
+// interfaces SQLStateError and CodeError without linking any driver, and
+// callers can still reach the original with errors.As. A statement on a
+// transaction that is already over returns an error matching
+// database/sql's sql.ErrTxDone, whatever the database package: ledger.Mutate
+// reports a callback that ended the caller's transaction through it.
+//
+// The interfaces may grow new methods in any release, as the ledger needs
+// them: implementations outside this module are not supported.
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/golang-migrate/migrate/v4/database"
+)
+
+// Driver is one database as the ledger sees it, with TTx the type of its
+// transactions. A Driver is safe for concurrent use when the database
+// handle it wraps is (a pool always is; a single connection is not).
+type Driver[TTx any] interface {
+	// DB returns the Executor on the driver's pool: each statement runs
+	// on its own, in autocommit.
+	DB() Executor
+	// TxExecutor returns the Executor that runs statements inside tx, a
+	// transaction of the driver's database begun by the caller.
+	TxExecutor(tx TTx) Executor
+	// Begin begins a transaction on the driver's pool; Commit and
+	// Rollback end it. Rollback of a transaction that is already over
+	// returns nil.
+	Begin(ctx context.Context) (TTx, error)
+	Commit(ctx context.Context, tx TTx) error
+	Rollback(ctx context.Context, tx TTx) error
+	// Engine names the database engine: "sqlite" or "postgres". Two
+	// drivers of the same engine share the schema and the records.
+	Engine() string
+	// IsNilTx reports whether tx is a nil transaction, and NilDB whether
+	// the driver was built on a nil database: the ledger refuses both
+	// before using them.
+	IsNilTx(tx TTx) bool
+	NilDB() bool
+	// Migration returns what package schema needs to migrate the
+	// driver's database.
+	Migration() Migration
+}
+
+// Preparer is implemented by drivers that prepare their statements ahead
+// of use. ledger.New calls Prepare once, before any operation, and
+// Ledger.Close calls Close.
+type Preparer interface {
+	// Prepare prepares the statements on the driver's pool. It may use
+	// one of the pool's connections, so it never runs inside an
+	// operation; an error (the schema is not migrated, the pool is
+	// closed) fails ledger.New.
+	Prepare(ctx context.Context) error
+	// Close releases the prepared statements; statements run unprepared
+	// afterwards. It never closes the database.
+	Close() error
+}
+
+// Migration is a driver's side of a golang-migrate run (package schema
+// holds the migrations and runs them).
+type Migration struct {
+	// Dir is the directory of the driver's migrations in schema.FS:
+	// "sqlite" or "postgres".
+	Dir string
+	// Name is the database driver's name given to golang-migrate.
+	Name string
+	// With builds a golang-migrate database driver over the driver's
+	// database, recording versions in table, and calls f with it.
+	// read is true for a version read, false for a run that migrates
+	// (Up, Down). A migrating run holds the engine's migration lock from
+	// start to end (golang-migrate's PostgreSQL drivers take an advisory
+	// lock themselves, its SQLite driver does not); a read sees only what
+	// finished runs committed, never a run half-way. With owns what it
+	// builds and closes it; it never closes the caller's database nor asks
+	// golang-migrate to drop anything.
+	With func(ctx context.Context, table string, read bool, f func(database.Driver) error) error
+}
+
+// Executor runs the ledger's statements on a pool or inside a
+// transaction. Times and durations are milliseconds (see the package
+// doc). An Executor is safe for concurrent use when what it runs on is.
+type Executor interface {
+	// Now returns the engine's current time.
+	Now(ctx context.Context) (int64, error)
+	// Claim claims a key with an atomic conditional write (see
+	// ClaimParams).
+	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
+	// Get reads a record; a missing one is a nil Row with no error.
+	Get(ctx context.Context, p GetParams) (GetResult, error)
+	// Complete stores the outcome of the lease in p and reports whether
+	// the lease still held (the row was in flight with p's token and
+	// fence).
+	Complete(ctx context.Context, p CompleteParams) (bool, error)
+	// Release deletes the in-flight row held by p's lease and reports
+	// whether the lease still held.
+	Release(ctx context.Context, p LeaseParams) (bool, error)
+	// Abandon ends at once the lease held by p.Token, whatever its fence:
+	// the row stays in flight, with a lease that has run out.
+	Abandon(ctx context.Context, p LeaseParams) error
+	// Extend moves the end of p's lease to now plus p.LeaseMillis and
+	// returns it; ok is false when the lease no longer held.
+	Extend(ctx context.Context, p ExtendParams) (until int64, ok bool, err error)
+	// PurgeBatch deletes up to p.Limit rows expired at p.Now and returns
+	// how many it deleted.
+	PurgeBatch(ctx context.Context, p PurgeBatchParams) (int64, error)
+	// Stats counts the rows, expired ones as of now.
+	Stats(ctx context.Context, now int64) (StatsResult, error)
+	// Savepoint, RollbackToSavepoint and ReleaseSavepoint run
+	// SAVEPOINT name, ROLLBACK TO SAVEPOINT name and RELEASE SAVEPOINT
+	// name. name is an SQL identifier made by the ledger.
+	Savepoint(ctx context.Context, name string) error
+	RollbackToSavepoint(ctx context.Context, name string) error
+	ReleaseSavepoint(ctx context.Context, name string) error
+}
+
+// ClaimParams is one claim attempt. It wins (inserts or takes over the row)
+// when the key has no row, when the row has expired (ExpiresAt passed and,
+// in flight, its lease too), or when the row is in flight with a lease that
+// ran out and the same fingerprint; a takeover adds one to the fence.
+type ClaimParams struct {
+	Scope, Key  string
+	Fingerprint []byte
+	// Token is the new lease's secret.
+	Token string
+	// LeaseMillis and TTLMillis are counted from the claim's now.
+	LeaseMillis, TTLMillis int64
+	// Now is the claim's time; 0 for the engine's clock.
+	Now int64
+}
+
+// ClaimResult is a claim's answer. When Won is false, Row may hold the row
+// that stands, read at Now, so that the ledger need not read it again; a
+// nil Row asks the ledger to read it (Executor.Get).
+type ClaimResult struct {
+	Won bool
+	// Fence and LeaseExpiresAt describe the won lease.
+	Fence, LeaseExpiresAt int64
+	Row                   *Row
+	Now                   int64
+}
+
+// GetParams names a record; Now is as in ClaimParams.
+type GetParams struct {
+	Scope, Key string
+	Now        int64
+}
+
+// GetResult is a read: Row is nil when the key has no record; Now is the
+// engine's time at the read (0 when the engine cannot tell on a miss).
+type GetResult struct {
+	Row *Row
+	Now int64
+}
+
+// Row is a ledger row as stored. Nullable columns read as their zero
+// value when NULL; Headers is nil for NULL.
+type Row struct {
+	Scope, Key     string
+	Fingerprint    []byte
+	State          string // "in_flight" or "completed"
+	LeaseToken     string
+	LeaseExpiresAt int64
+	Fence          int64
+	Status         int64
+	Headers        []byte
+	Body           []byte
+	CreatedAt      int64
+	CompletedAt    int64
+	ExpiresAt      int64
+}
+
+// LeaseParams identifies a held lease: the row, its token, its fence.
+type LeaseParams struct {
+	Scope, Key string
+	Token      string
+	Fence      int64
+}
+
+// CompleteParams stores an outcome: the record becomes completed and
+// expires TTLMillis after now.
+type CompleteParams struct {
+	LeaseParams
+	Status    int64
+	Headers   []byte // nil stores NULL
+	Body      []byte
+	TTLMillis int64
+	Now       int64
+}
+
+// ExtendParams moves a lease's end to now plus LeaseMillis.
+type ExtendParams struct {
+	LeaseParams
+	LeaseMillis int64
+	Now         int64
+}
+
+// PurgeBatchParams deletes up to Limit rows expired at Now (never 0 here:
+// the ledger reads Now first).
+type PurgeBatchParams struct {
+	Now   int64
+	Limit int
+}
+
+// StatsResult counts rows by state; Expired counts the rows PurgeBatch
+// would delete at the given now. Oldest and Newest are the earliest and
+// latest created_at, 0 for an empty table.
+type StatsResult struct {
+	InFlight, Completed, Expired int64
+	Oldest, Newest               int64
+}
+
+// SQLStateError is how the ledger reads a PostgreSQL error's SQLSTATE
+// without importing the database package (pgconn.PgError has it).
+type SQLStateError interface {
+	SQLState() string
+}
+
+// CodeError is how the ledger reads a SQLite error's result code without
+// importing the database package (modernc.org/sqlite's *sqlite.Error has
+// it).
+type CodeError interface {
+	Code() int
+}
+
+// ErrNoCurrentSchema is returned, wrapped, by a PostgreSQL driver's
+// migration when no schema on the connection's search_path exists, so that
+// PostgreSQL's current_schema() is NULL and there is nowhere to put the
+// ledger's table
+// (https://www.postgresql.org/docs/current/ddl-schemas.html#DDL-SCHEMAS-PATH).
+// Create the schema, or point search_path at one that exists. Package
+// schema exports it as schema.ErrNoCurrentSchema.
+var ErrNoCurrentSchema = errors.New("no schema on the search_path exists")

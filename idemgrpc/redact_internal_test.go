@@ -1,0 +1,59 @@
+package idemgrpc
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// TestRedact: every whole-word occurrence of the key or the scope is
+// blotted out, whatever their length; words that only contain them are
+// left alone.
+func TestRedact(t *testing.T) {
+	tests := []struct {
+		name, key, scope, msg, want string
+	}{
+		{"one byte", "k", "t", `pq: duplicate key (scope, key)=(t, k) in "k"`,
+			`pq: duplicate key (scope, key)=([redacted], [redacted]) in "[redacted]"`},
+		{"two bytes", "k7", "t1", "row t1/k7: k7k7 t1x k7", "row [redacted]/[redacted]: k7k7 t1x [redacted]"},
+		{"ten bytes", "order-4242", "tenant-007", "(tenant-007,order-4242)", "([redacted],[redacted])"},
+		{"at both ends", "k", "s", "k s", "[redacted] [redacted]"},
+		{"adjacent occurrences merge", "a a", "z", "a a a", "[redacted]"},
+		{"inside a longer word", "aa", "bb", "aaa bbb", "aaa bbb"},
+		{"edge that is not a word byte", "-1", "s", "a-1 b-1c", "a[redacted] b-1c"},
+		{"multi-byte scope", "k", "é", "café é", "café [redacted]"},
+		{"empty scope", "k", "", "no scope, key k", "no scope, key [redacted]"},
+		{"a key named like the blot", "redacted", "s", "redacted s", "[redacted] [redacted]"},
+		{"nothing to blot", "K", "S", "ledger: lease lost", "ledger: lease lost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redact(errors.New(tt.msg), tt.key, tt.scope).Error(); got != tt.want {
+				t.Errorf("redact(%q) = %q, want %q", tt.msg, got, tt.want)
+			}
+		})
+	}
+}
+
+// secretError is a driver's typed error that holds the key in a field.
+type secretError struct{ key string }
+
+func (e *secretError) Error() string { return "constraint violated" }
+
+// TestRedactChain: errors.Is sees through a redacted error, errors.As and
+// Unwrap do not, since what they would reach may hold the key.
+func TestRedactChain(t *testing.T) {
+	err := redact(fmt.Errorf("complete k: %w (%w)", ledger.ErrLeaseLost, &secretError{"k"}), "k", "s")
+	if got, want := err.Error(), "complete [redacted]: ledger: lease lost (constraint violated)"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+	if !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Error("errors.Is(ErrLeaseLost) = false, want true")
+	}
+	var se *secretError
+	if errors.As(err, &se) || errors.Unwrap(err) != nil {
+		t.Error("the original error is reachable")
+	}
+}

@@ -1,0 +1,270 @@
+package pgxv5
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/golang-migrate/migrate/v4/database"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pgmigrate"
+	"github.com/idemledger/idemledger/internal/pgxdb"
+)
+
+// DB is what the driver needs of the database: *pgxpool.Pool and
+// *pgx.Conn have it.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Driver is the ledger's driver for PostgreSQL through pgx's native API;
+// its transactions are pgx.Tx. Build it with [New] and hand it to
+// ledger.New. It holds nothing but the database, which stays the caller's
+// to close.
+type Driver struct {
+	db DB
+}
+
+var _ idriver.Driver[pgx.Tx] = (*Driver)(nil)
+
+// New returns the driver for db: a *pgxpool.Pool (safe for concurrent use),
+// or a *pgx.Conn (one goroutine at a time, as the connection itself). It
+// does not use db until an operation does. A nil db is refused by
+// ledger.New.
+func New(db DB) *Driver { return &Driver{db: db} }
+
+// DB returns the Executor on the pool.
+func (d *Driver) DB() idriver.Executor { return executor{db: d.db} }
+
+// TxExecutor returns the Executor inside tx.
+func (d *Driver) TxExecutor(tx pgx.Tx) idriver.Executor { return executor{db: tx, tx: tx} }
+
+// Begin begins a transaction on the database, at the server's default
+// isolation level.
+func (d *Driver) Begin(ctx context.Context) (pgx.Tx, error) { return d.db.Begin(ctx) }
+
+// Commit commits tx.
+func (d *Driver) Commit(ctx context.Context, tx pgx.Tx) error { return txDone(tx.Commit(ctx)) }
+
+// Rollback rolls tx back; nil when tx is already over.
+func (d *Driver) Rollback(ctx context.Context, tx pgx.Tx) error {
+	if err := tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return err
+	}
+	return nil
+}
+
+// Engine returns "postgres".
+func (d *Driver) Engine() string { return "postgres" }
+
+// IsNilTx reports whether tx is nil.
+func (d *Driver) IsNilTx(tx pgx.Tx) bool { return tx == nil }
+
+// NilDB reports whether the driver has no database (New(nil), or a nil
+// *pgxpool.Pool or *pgx.Conn).
+func (d *Driver) NilDB() bool {
+	if d == nil {
+		return true
+	}
+	switch db := d.db.(type) {
+	case nil:
+		return true
+	case *pgxpool.Pool:
+		return db == nil
+	case *pgx.Conn:
+		return db == nil
+	}
+	return false
+}
+
+// Migration returns golang-migrate's pgx/v5 driver, for package schema,
+// over a database/sql view of the database: for a *pgxpool.Pool, one
+// connection of the pool (stdlib.OpenDBFromPool); for a *pgx.Conn, a new
+// connection with the same configuration (a migration never runs on the
+// caller's session), closed at the end.
+func (d *Driver) Migration() idriver.Migration {
+	m := pgmigrate.Migration(nil)
+	m.With = func(ctx context.Context, table string, read bool, f func(database.Driver) error) error {
+		var db *sql.DB
+		switch c := d.db.(type) {
+		case *pgxpool.Pool:
+			db = stdlib.OpenDBFromPool(c)
+		case *pgx.Conn:
+			db = stdlib.OpenDB(*c.Config())
+		default:
+			return fmt.Errorf("pgxv5: migrate needs a *pgxpool.Pool or a *pgx.Conn, not %T", d.db)
+		}
+		// Closing this *sql.DB gives the pool's connection back (or
+		// closes the new connection); the caller's database stays open.
+		defer db.Close()
+		return pgmigrate.Migration(func() *sql.DB { return db }).With(ctx, table, read, f)
+	}
+	return m
+}
+
+// executor runs the queries of queries/postgres through sqlc's pgx/v5
+// package.
+type executor struct {
+	db pgxdb.DBTX
+	tx pgx.Tx // nil on the pool
+}
+
+// at is the @now parameter of the queries: NULL for the server's clock.
+func at(now int64) pgtype.Int8 { return pgtype.Int8{Int64: now, Valid: now != 0} }
+
+func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: true} }
+
+// txDoneError is pgx.ErrTxClosed as the driver package asks: it matches
+// sql.ErrTxDone too.
+type txDoneError struct{ err error }
+
+func (e txDoneError) Error() string        { return e.err.Error() }
+func (e txDoneError) Unwrap() error        { return e.err }
+func (e txDoneError) Is(target error) bool { return target == sql.ErrTxDone }
+
+func txDone(err error) error {
+	if errors.Is(err, pgx.ErrTxClosed) {
+		return txDoneError{err}
+	}
+	return err
+}
+
+func (e executor) Now(ctx context.Context) (int64, error) {
+	n, err := pgxdb.New(e.db).Now(ctx)
+	return n, txDone(err)
+}
+
+func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
+	row, err := pgxdb.New(e.db).Claim(ctx, pgxdb.ClaimParams{
+		Scope:       a.Scope,
+		Key:         a.Key,
+		Fingerprint: a.Fingerprint,
+		LeaseToken:  a.Token,
+		LeaseMillis: a.LeaseMillis,
+		TtlMillis:   a.TTLMillis,
+		Now:         at(a.Now),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return idriver.ClaimResult{}, nil
+	}
+	if err != nil {
+		return idriver.ClaimResult{}, txDone(err)
+	}
+	return idriver.ClaimResult{Won: true, Fence: row.Fence, LeaseExpiresAt: row.LeaseExpiresAt.Int64}, nil
+}
+
+func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
+	g, err := pgxdb.New(e.db).Get(ctx, pgxdb.GetParams{Now: at(p.Now), Scope: p.Scope, Key: p.Key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return idriver.GetResult{}, nil
+	}
+	if err != nil {
+		return idriver.GetResult{}, txDone(err)
+	}
+	return idriver.GetResult{Now: g.Now, Row: &idriver.Row{
+		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
+		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
+		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+	}}, nil
+}
+
+func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	n, err := pgxdb.New(e.db).Complete(ctx, pgxdb.CompleteParams{
+		Status:     pgtype.Int8{Int64: p.Status, Valid: true},
+		Headers:    p.Headers,
+		Body:       p.Body,
+		TtlMillis:  p.TTLMillis,
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: text(p.Token),
+		Fence:      p.Fence,
+		Now:        at(p.Now),
+	})
+	return n == 1, txDone(err)
+}
+
+func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+	n, err := pgxdb.New(e.db).Release(ctx, pgxdb.ReleaseParams{
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: text(p.Token),
+		Fence:      p.Fence,
+	})
+	return n == 1, txDone(err)
+}
+
+func (e executor) Abandon(ctx context.Context, p idriver.LeaseParams) error {
+	_, err := pgxdb.New(e.db).Abandon(ctx, pgxdb.AbandonParams{
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: text(p.Token),
+	})
+	return txDone(err)
+}
+
+func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bool, error) {
+	until, err := pgxdb.New(e.db).Extend(ctx, pgxdb.ExtendParams{
+		LeaseMillis: p.LeaseMillis,
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  text(p.Token),
+		Fence:       p.Fence,
+		Now:         at(p.Now),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return until.Int64, err == nil, txDone(err)
+}
+
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
+	n, err := pgxdb.New(e.db).PurgeBatch(ctx, pgxdb.PurgeBatchParams{Now: p.Now, BatchSize: int32(min(p.Limit, math.MaxInt32))})
+	return n, txDone(err)
+}
+
+func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {
+	row, err := pgxdb.New(e.db).Stats(ctx, now)
+	if err != nil {
+		return idriver.StatsResult{}, txDone(err)
+	}
+	return idriver.StatsResult{
+		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired,
+		Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+	}, nil
+}
+
+func (e executor) Savepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "SAVEPOINT "+name)
+}
+
+func (e executor) RollbackToSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
+}
+
+func (e executor) ReleaseSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "RELEASE SAVEPOINT "+name)
+}
+
+// errNoTx is the error of a savepoint statement on the pool.
+var errNoTx = errors.New("pgxv5: savepoint outside a transaction")
+
+func (e executor) exec(ctx context.Context, stmt string) error {
+	if e.tx == nil {
+		return errNoTx
+	}
+	_, err := e.tx.Exec(ctx, stmt)
+	return txDone(err)
+}

@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	// pgx's database/sql driver, registered as "pgx": importing this
+	// package is enough to sql.Open("pgx", url).
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+
+	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pgdb"
+	"github.com/idemledger/idemledger/internal/pgmigrate"
+)
+
+// Driver is the ledger's driver for a PostgreSQL database reached through
+// database/sql with pgx's driver (github.com/jackc/pgx/v5/stdlib); its
+// transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
+// It holds nothing but the *sql.DB, which stays the caller's to close.
+type Driver struct {
+	db *sql.DB
+}
+
+var _ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+
+// New returns the driver for db, a pool opened with the "pgx" driver of
+// github.com/jackc/pgx/v5/stdlib (sql.Open("pgx", url)) or
+// stdlib.OpenDB/OpenDBFromPool. It does not use db until an operation
+// does. A nil db is refused by ledger.New.
+func New(db *sql.DB) *Driver { return &Driver{db: db} }
+
+// DB returns the Executor on the pool.
+func (d *Driver) DB() idriver.Executor { return executor{db: d.db} }
+
+// TxExecutor returns the Executor inside tx.
+func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor { return executor{db: tx, tx: tx} }
+
+// Begin begins a transaction on the pool, at the server's default
+// isolation level.
+func (d *Driver) Begin(ctx context.Context) (*sql.Tx, error) { return d.db.BeginTx(ctx, nil) }
+
+// Commit commits tx.
+func (d *Driver) Commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+
+// Rollback rolls tx back; nil when tx is already over.
+func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return err
+	}
+	return nil
+}
+
+// Engine returns "postgres".
+func (d *Driver) Engine() string { return "postgres" }
+
+// NilDB reports whether the driver has no *sql.DB.
+func (d *Driver) NilDB() bool { return d == nil || d.db == nil }
+
+// IsNilTx reports whether tx is nil.
+func (d *Driver) IsNilTx(tx *sql.Tx) bool { return tx == nil }
+
+// Migration returns golang-migrate's pgx/v5 driver over the pool, for
+// package schema.
+func (d *Driver) Migration() idriver.Migration {
+	return pgmigrate.Migration(func() *sql.DB { return d.db })
+}
+
+// SQL returns the *sql.DB the driver was built on.
+func (d *Driver) SQL() *sql.DB { return d.db }
+
+// executor runs the queries of queries/postgres through sqlc's database/sql
+// package. pgx's database/sql driver caches prepared statements per
+// connection itself, so nothing is prepared here.
+type executor struct {
+	db pgdb.DBTX
+	tx *sql.Tx // nil on the pool
+}
+
+// at is the @now parameter of the queries: NULL for the server's clock.
+func at(now int64) sql.NullInt64 { return sql.NullInt64{Int64: now, Valid: now != 0} }
+
+func (e executor) Now(ctx context.Context) (int64, error) { return pgdb.New(e.db).Now(ctx) }
+
+func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
+	row, err := pgdb.New(e.db).Claim(ctx, pgdb.ClaimParams{
+		Scope:       a.Scope,
+		Key:         a.Key,
+		Fingerprint: a.Fingerprint,
+		LeaseToken:  a.Token,
+		LeaseMillis: a.LeaseMillis,
+		TtlMillis:   a.TTLMillis,
+		Now:         at(a.Now),
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return idriver.ClaimResult{}, nil
+	}
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	return idriver.ClaimResult{Won: true, Fence: row.Fence, LeaseExpiresAt: row.LeaseExpiresAt.Int64}, nil
+}
+
+func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
+	g, err := pgdb.New(e.db).Get(ctx, pgdb.GetParams{Now: at(p.Now), Scope: p.Scope, Key: p.Key})
+	if errors.Is(err, sql.ErrNoRows) {
+		// The miss happened at the server's now, which only the row
+		// carries; a miss makes a claim start over, where now is unused.
+		return idriver.GetResult{}, nil
+	}
+	if err != nil {
+		return idriver.GetResult{}, err
+	}
+	return idriver.GetResult{Now: g.Now, Row: &idriver.Row{
+		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
+		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
+		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+	}}, nil
+}
+
+func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	n, err := pgdb.New(e.db).Complete(ctx, pgdb.CompleteParams{
+		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
+		Headers:    p.Headers,
+		Body:       p.Body,
+		TtlMillis:  p.TTLMillis,
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+		Fence:      p.Fence,
+		Now:        at(p.Now),
+	})
+	return n == 1, err
+}
+
+func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+	n, err := pgdb.New(e.db).Release(ctx, pgdb.ReleaseParams{
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+		Fence:      p.Fence,
+	})
+	return n == 1, err
+}
+
+func (e executor) Abandon(ctx context.Context, p idriver.LeaseParams) error {
+	_, err := pgdb.New(e.db).Abandon(ctx, pgdb.AbandonParams{
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+	})
+	return err
+}
+
+func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bool, error) {
+	until, err := pgdb.New(e.db).Extend(ctx, pgdb.ExtendParams{
+		LeaseMillis: p.LeaseMillis,
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
+		Fence:       p.Fence,
+		Now:         at(p.Now),
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return until.Int64, err == nil, err
+}
+
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
+	return pgdb.New(e.db).PurgeBatch(ctx, pgdb.PurgeBatchParams{Now: p.Now, BatchSize: int32(min(p.Limit, math.MaxInt32))})
+}
+
+func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {
+	row, err := pgdb.New(e.db).Stats(ctx, now)
+	if err != nil {
+		return idriver.StatsResult{}, err
+	}
+	return idriver.StatsResult{
+		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired,
+		Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+	}, nil
+}
+
+func (e executor) Savepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "SAVEPOINT "+name)
+}
+
+func (e executor) RollbackToSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
+}
+
+func (e executor) ReleaseSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "RELEASE SAVEPOINT "+name)
+}
+
+// errNoTx is the error of a savepoint statement on the pool.
+var errNoTx = errors.New("postgres: savepoint outside a transaction")
+
+func (e executor) exec(ctx context.Context, stmt string) error {
+	if e.tx == nil {
+		return errNoTx
+	}
+	_, err := e.tx.ExecContext(ctx, stmt)
+	return err
+}

@@ -1,0 +1,331 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/sqlitedb"
+)
+
+// Driver is the ledger's driver for a SQLite database opened with [Open]
+// (or any *sql.DB of modernc.org/sqlite with the same settings); its
+// transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
+// It holds statements prepared on the pool (see the package doc, Prepared
+// statements); the *sql.DB stays the caller's to close, after the ledger.
+type Driver struct {
+	db *sql.DB
+	// prepared is nil before Prepare and after Close.
+	prepared atomic.Pointer[prepared]
+}
+
+var (
+	_ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+	_ idriver.Preparer        = (*Driver)(nil)
+)
+
+// New returns the driver for db. It does not use db until ledger.New
+// prepares the statements. A nil db is refused by ledger.New.
+func New(db *sql.DB) *Driver { return &Driver{db: db} }
+
+// prepared is the set of statements prepared on the pool.
+type prepared struct {
+	q *sqlitedb.Queries
+	// probe ("SELECT 1") tells whether a transaction is the pool's: see
+	// owns.
+	probe *sql.Stmt
+}
+
+// Prepare prepares the ledger's statements on the pool, once, using one of
+// its connections: ledger.New calls it, never an operation (a pool of one
+// connection inside a transaction would wait for ever). The schema must be
+// migrated by then. A nil db is an error.
+func (d *Driver) Prepare(ctx context.Context) error {
+	if d == nil || d.db == nil {
+		return errors.New("sqlite: nil *sql.DB")
+	}
+	probe, err := d.db.PrepareContext(ctx, "SELECT 1")
+	if err != nil {
+		return err
+	}
+	q, err := sqlitedb.Prepare(ctx, d.db)
+	if err != nil {
+		// sqlitedb.Prepare does not close what it prepared before the
+		// failure; those statements are freed when the pool closes.
+		probe.Close()
+		return err
+	}
+	if old := d.prepared.Swap(&prepared{q: q, probe: probe}); old != nil {
+		old.close()
+	}
+	return nil
+}
+
+// Close releases the prepared statements; later statements run unprepared.
+// It never closes the *sql.DB. A second Close returns nil.
+func (d *Driver) Close() error {
+	if p := d.prepared.Swap(nil); p != nil {
+		return p.close()
+	}
+	return nil
+}
+
+func (p *prepared) close() error { return errors.Join(p.q.Close(), p.probe.Close()) }
+
+// owns reports whether tx was begun on the pool, the condition for
+// Tx.StmtContext to accept the pool's statements. A *sql.Tx does not say
+// which pool it came from, so ask it: Tx.StmtContext answers a statement
+// of another pool (or a finished transaction, or a cancelled ctx) with a
+// Stmt whose every method returns that error, Close included, and runs
+// nothing. An accepted statement closes with nil, having run nothing either;
+// on the first use of a connection it prepares "SELECT 1" there, once.
+// Whatever made it refuse, the unprepared path then does the right thing:
+// it runs, or fails with the same cause.
+func (p *prepared) owns(ctx context.Context, tx *sql.Tx) bool {
+	return tx.StmtContext(ctx, p.probe).Close() == nil
+}
+
+// DB returns the Executor on the pool.
+func (d *Driver) DB() idriver.Executor { return executor{d: d} }
+
+// TxExecutor returns the Executor inside tx.
+func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor { return executor{d: d, tx: tx} }
+
+// Begin begins a transaction on the pool (BEGIN IMMEDIATE with [Open]'s
+// settings).
+func (d *Driver) Begin(ctx context.Context) (*sql.Tx, error) { return d.db.BeginTx(ctx, nil) }
+
+// Commit commits tx.
+func (d *Driver) Commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+
+// Rollback rolls tx back; nil when tx is already over.
+func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return err
+	}
+	return nil
+}
+
+// Engine returns "sqlite".
+func (d *Driver) Engine() string { return "sqlite" }
+
+// NilDB reports whether the driver has no *sql.DB.
+func (d *Driver) NilDB() bool { return d == nil || d.db == nil }
+
+// IsNilTx reports whether tx is nil.
+func (d *Driver) IsNilTx(tx *sql.Tx) bool { return tx == nil }
+
+// SQL returns the *sql.DB the driver was built on.
+func (d *Driver) SQL() *sql.DB { return d.db }
+
+// executor runs the queries of queries/sqlite on the pool (tx nil) or in
+// tx. Its clock is the process's: SQLite serves one machine, whose
+// processes share that clock.
+type executor struct {
+	d  *Driver
+	tx *sql.Tx
+}
+
+// queries returns the sqlc queries to run: the prepared ones when they
+// exist and (for a transaction) tx was begun on the pool, else unprepared
+// ones, which parse their SQL at every call. With SQLite in pure Go,
+// parsing the long claim statement was most of Mutate's CPU time.
+func (e executor) queries(ctx context.Context) *sqlitedb.Queries {
+	p := e.d.prepared.Load()
+	if e.tx == nil {
+		if p != nil {
+			return p.q
+		}
+		return sqlitedb.New(e.d.db)
+	}
+	if p != nil && p.owns(ctx, e.tx) {
+		return p.q.WithTx(e.tx)
+	}
+	return sqlitedb.New(e.tx)
+}
+
+func clock(now int64) int64 {
+	if now != 0 {
+		return now
+	}
+	return time.Now().UnixMilli()
+}
+
+func (e executor) Now(context.Context) (int64, error) { return time.Now().UnixMilli(), nil }
+
+// Claim inserts the row; most claims are of new keys and end there. When
+// the key has a row it reads it, and tries to take it over only if the row
+// may be (a replay, a reused key and a live lease, the usual answers to a
+// retry, end with the read). Each write decides atomically on its own (the
+// insert only when the key has no row, the update only when the row may be
+// taken over) and tells its caller whether it won in the same statement,
+// so no write is ever committed unbeknown to the claim. The read and the
+// update are apart on a pool; if the row changed in between, the update
+// matches nothing and the ledger starts over. (sqlc 1.31 leaves a named
+// parameter unrewritten inside ON CONFLICT … DO UPDATE … WHERE, which is
+// one reason SQLite does not use PostgreSQL's single upsert: see
+// queries/sqlite/ledger.sql.)
+func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
+	now := clock(a.Now)
+	q := e.queries(ctx)
+	token := sql.NullString{String: a.Token, Valid: true}
+	leaseExpiresAt := sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true}
+	n, err := q.ClaimInsert(ctx, sqlitedb.ClaimInsertParams{
+		Scope:          a.Scope,
+		Key:            a.Key,
+		Fingerprint:    a.Fingerprint,
+		LeaseToken:     token,
+		LeaseExpiresAt: leaseExpiresAt,
+		Now:            now,
+		ExpiresAt:      now + a.TTLMillis,
+	})
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	if n == 1 {
+		return idriver.ClaimResult{Won: true, Fence: 1, LeaseExpiresAt: now + a.LeaseMillis}, nil
+	}
+	got, err := q.Get(ctx, sqlitedb.GetParams{Scope: a.Scope, Key: a.Key})
+	if errors.Is(err, sql.ErrNoRows) {
+		return idriver.ClaimResult{}, nil // gone since the insert: the ledger starts over
+	}
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	r := row(got)
+	if !mayTakeOver(r, a.Fingerprint, now) {
+		return idriver.ClaimResult{Row: r, Now: now}, nil
+	}
+	fence, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
+		Fingerprint:    a.Fingerprint,
+		LeaseToken:     token,
+		LeaseExpiresAt: leaseExpiresAt,
+		Now:            now,
+		ExpiresAt:      now + a.TTLMillis,
+		Scope:          a.Scope,
+		Key:            a.Key,
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return idriver.ClaimResult{}, nil
+	}
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	return idriver.ClaimResult{Won: true, Fence: fence, LeaseExpiresAt: now + a.LeaseMillis}, nil
+}
+
+// mayTakeOver mirrors the WHERE of ClaimTakeover: the row has expired, or
+// it is in flight with a lease that ran out and the same fingerprint.
+func mayTakeOver(r *idriver.Row, fingerprint []byte, now int64) bool {
+	expired := r.ExpiresAt <= now && (r.State == "completed" || r.LeaseExpiresAt <= now)
+	return expired || (r.State == "in_flight" && r.LeaseExpiresAt <= now && string(r.Fingerprint) == string(fingerprint))
+}
+
+func row(g sqlitedb.IdempotencyLedger) *idriver.Row {
+	return &idriver.Row{
+		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
+		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
+		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+	}
+}
+
+func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
+	now := clock(p.Now)
+	got, err := e.queries(ctx).Get(ctx, sqlitedb.GetParams{Scope: p.Scope, Key: p.Key})
+	if errors.Is(err, sql.ErrNoRows) {
+		return idriver.GetResult{Now: now}, nil
+	}
+	if err != nil {
+		return idriver.GetResult{}, err
+	}
+	return idriver.GetResult{Row: row(got), Now: now}, nil
+}
+
+func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	now := clock(p.Now)
+	n, err := e.queries(ctx).Complete(ctx, sqlitedb.CompleteParams{
+		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
+		Headers:    p.Headers,
+		Body:       p.Body,
+		Now:        sql.NullInt64{Int64: now, Valid: true},
+		ExpiresAt:  now + p.TTLMillis,
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+		Fence:      p.Fence,
+	})
+	return n == 1, err
+}
+
+func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+	n, err := e.queries(ctx).Release(ctx, sqlitedb.ReleaseParams{
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+		Fence:      p.Fence,
+	})
+	return n == 1, err
+}
+
+func (e executor) Abandon(ctx context.Context, p idriver.LeaseParams) error {
+	_, err := e.queries(ctx).Abandon(ctx, sqlitedb.AbandonParams{
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+	})
+	return err
+}
+
+func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bool, error) {
+	until := clock(p.Now) + p.LeaseMillis
+	n, err := e.queries(ctx).Extend(ctx, sqlitedb.ExtendParams{
+		LeaseExpiresAt: sql.NullInt64{Int64: until, Valid: true},
+		Scope:          p.Scope,
+		Key:            p.Key,
+		LeaseToken:     sql.NullString{String: p.Token, Valid: true},
+		Fence:          p.Fence,
+	})
+	return until, n == 1 && err == nil, err
+}
+
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
+	return e.queries(ctx).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: p.Now, BatchSize: int64(p.Limit)})
+}
+
+func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {
+	row, err := e.queries(ctx).Stats(ctx, now)
+	if err != nil {
+		return idriver.StatsResult{}, err
+	}
+	return idriver.StatsResult{
+		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired,
+		Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+	}, nil
+}
+
+func (e executor) Savepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "SAVEPOINT "+name)
+}
+
+func (e executor) RollbackToSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
+}
+
+func (e executor) ReleaseSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "RELEASE SAVEPOINT "+name)
+}
+
+// errNoTx is the error of a savepoint statement on the pool.
+var errNoTx = errors.New("sqlite: savepoint outside a transaction")
+
+func (e executor) exec(ctx context.Context, stmt string) error {
+	if e.tx == nil {
+		return errNoTx
+	}
+	_, err := e.tx.ExecContext(ctx, stmt)
+	return err
+}
