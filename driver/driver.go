@@ -132,6 +132,11 @@ type Executor interface {
 	PurgeBatch(ctx context.Context, p PurgeBatchParams) (int64, error)
 	// Stats counts the rows, expired ones as of now.
 	Stats(ctx context.Context, now int64) (StatsResult, error)
+	// FindKey returns up to limit rows with key in any scope, ordered by
+	// scope; ListInFlight up to limit rows in flight, oldest claim first.
+	// Both read the whole table: they serve operators, not requests.
+	FindKey(ctx context.Context, key string, limit int) ([]Row, error)
+	ListInFlight(ctx context.Context, limit int) ([]Row, error)
 	// Savepoint, RollbackToSavepoint and ReleaseSavepoint run
 	// SAVEPOINT name, ROLLBACK TO SAVEPOINT name and RELEASE SAVEPOINT
 	// name. name is an SQL identifier made by the ledger.

@@ -268,3 +268,32 @@ func (e executor) exec(ctx context.Context, stmt string) error {
 	_, err := e.tx.Exec(ctx, stmt)
 	return txDone(err)
 }
+
+func (e executor) FindKey(ctx context.Context, key string, limit int) ([]idriver.Row, error) {
+	got, err := pgxdb.New(e.db).FindKey(ctx, pgxdb.FindKeyParams{Key: key, MaxRows: int64(limit)})
+	if err != nil {
+		return nil, txDone(err)
+	}
+	return rows(got), nil
+}
+
+func (e executor) ListInFlight(ctx context.Context, limit int) ([]idriver.Row, error) {
+	got, err := pgxdb.New(e.db).ListInFlight(ctx, int64(limit))
+	if err != nil {
+		return nil, txDone(err)
+	}
+	return rows(got), nil
+}
+
+func rows(got []pgxdb.IdempotencyLedger) []idriver.Row {
+	out := make([]idriver.Row, len(got))
+	for i, g := range got {
+		out[i] = idriver.Row{
+			Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
+			LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+			Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
+			CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+		}
+	}
+	return out
+}

@@ -329,3 +329,21 @@ func (e executor) exec(ctx context.Context, stmt string) error {
 	_, err := e.tx.ExecContext(ctx, stmt)
 	return err
 }
+
+func (e executor) FindKey(ctx context.Context, key string, limit int) ([]idriver.Row, error) {
+	got, err := e.queries(ctx).FindKey(ctx, sqlitedb.FindKeyParams{Key: key, MaxRows: int64(limit)})
+	return rows(got), err
+}
+
+func (e executor) ListInFlight(ctx context.Context, limit int) ([]idriver.Row, error) {
+	got, err := e.queries(ctx).ListInFlight(ctx, int64(limit))
+	return rows(got), err
+}
+
+func rows(got []sqlitedb.IdempotencyLedger) []idriver.Row {
+	out := make([]idriver.Row, len(got))
+	for i, g := range got {
+		out[i] = *row(g)
+	}
+	return out
+}

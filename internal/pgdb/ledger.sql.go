@@ -195,6 +195,60 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (sql.NullInt64, 
 	return lease_expires_at, err
 }
 
+const findKey = `-- name: FindKey :many
+SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at
+FROM idempotency_ledger
+WHERE key = $1
+ORDER BY scope
+LIMIT $2::bigint
+`
+
+type FindKeyParams struct {
+	Key     string
+	MaxRows int64
+}
+
+// Every record with the key, in whatever scope, for operators
+// (Ledger.Find). The primary key begins with the scope, so this reads the
+// whole table: it is not for a request's path.
+func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]IdempotencyLedger, error) {
+	rows, err := q.db.QueryContext(ctx, findKey, arg.Key, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IdempotencyLedger
+	for rows.Next() {
+		var i IdempotencyLedger
+		if err := rows.Scan(
+			&i.Scope,
+			&i.Key,
+			&i.Fingerprint,
+			&i.State,
+			&i.LeaseToken,
+			&i.LeaseExpiresAt,
+			&i.Fence,
+			&i.Status,
+			&i.Headers,
+			&i.Body,
+			&i.CreatedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const get = `-- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at,
@@ -249,6 +303,54 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 		&i.Now,
 	)
 	return i, err
+}
+
+const listInFlight = `-- name: ListInFlight :many
+SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at
+FROM idempotency_ledger
+WHERE state = 'in_flight'
+ORDER BY created_at, scope, key
+LIMIT $1::bigint
+`
+
+// The records in flight, oldest claim first, for operators
+// (Ledger.InFlight); expired ones included. Reads the whole table.
+func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]IdempotencyLedger, error) {
+	rows, err := q.db.QueryContext(ctx, listInFlight, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IdempotencyLedger
+	for rows.Next() {
+		var i IdempotencyLedger
+		if err := rows.Scan(
+			&i.Scope,
+			&i.Key,
+			&i.Fingerprint,
+			&i.State,
+			&i.LeaseToken,
+			&i.LeaseExpiresAt,
+			&i.Fence,
+			&i.Status,
+			&i.Headers,
+			&i.Body,
+			&i.CreatedAt,
+			&i.CompletedAt,
+			&i.ExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const now = `-- name: Now :one

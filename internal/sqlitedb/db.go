@@ -39,8 +39,14 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.extendStmt, err = db.PrepareContext(ctx, extend); err != nil {
 		return nil, fmt.Errorf("error preparing query Extend: %w", err)
 	}
+	if q.findKeyStmt, err = db.PrepareContext(ctx, findKey); err != nil {
+		return nil, fmt.Errorf("error preparing query FindKey: %w", err)
+	}
 	if q.getStmt, err = db.PrepareContext(ctx, get); err != nil {
 		return nil, fmt.Errorf("error preparing query Get: %w", err)
+	}
+	if q.listInFlightStmt, err = db.PrepareContext(ctx, listInFlight); err != nil {
+		return nil, fmt.Errorf("error preparing query ListInFlight: %w", err)
 	}
 	if q.purgeBatchStmt, err = db.PrepareContext(ctx, purgeBatch); err != nil {
 		return nil, fmt.Errorf("error preparing query PurgeBatch: %w", err)
@@ -81,9 +87,19 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing extendStmt: %w", cerr)
 		}
 	}
+	if q.findKeyStmt != nil {
+		if cerr := q.findKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing findKeyStmt: %w", cerr)
+		}
+	}
 	if q.getStmt != nil {
 		if cerr := q.getStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getStmt: %w", cerr)
+		}
+	}
+	if q.listInFlightStmt != nil {
+		if cerr := q.listInFlightStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listInFlightStmt: %w", cerr)
 		}
 	}
 	if q.purgeBatchStmt != nil {
@@ -145,7 +161,9 @@ type Queries struct {
 	claimTakeoverStmt *sql.Stmt
 	completeStmt      *sql.Stmt
 	extendStmt        *sql.Stmt
+	findKeyStmt       *sql.Stmt
 	getStmt           *sql.Stmt
+	listInFlightStmt  *sql.Stmt
 	purgeBatchStmt    *sql.Stmt
 	releaseStmt       *sql.Stmt
 	statsStmt         *sql.Stmt
@@ -160,7 +178,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		claimTakeoverStmt: q.claimTakeoverStmt,
 		completeStmt:      q.completeStmt,
 		extendStmt:        q.extendStmt,
+		findKeyStmt:       q.findKeyStmt,
 		getStmt:           q.getStmt,
+		listInFlightStmt:  q.listInFlightStmt,
 		purgeBatchStmt:    q.purgeBatchStmt,
 		releaseStmt:       q.releaseStmt,
 		statsStmt:         q.statsStmt,

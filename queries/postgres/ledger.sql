@@ -142,3 +142,24 @@ SELECT
     COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
     COALESCE(max(created_at), 0)::bigint AS newest_created_at
 FROM idempotency_ledger;
+
+-- name: FindKey :many
+-- Every record with the key, in whatever scope, for operators
+-- (Ledger.Find). The primary key begins with the scope, so this reads the
+-- whole table: it is not for a request's path.
+SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at
+FROM idempotency_ledger
+WHERE key = @key
+ORDER BY scope
+LIMIT @max_rows::bigint;
+
+-- name: ListInFlight :many
+-- The records in flight, oldest claim first, for operators
+-- (Ledger.InFlight); expired ones included. Reads the whole table.
+SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at
+FROM idempotency_ledger
+WHERE state = 'in_flight'
+ORDER BY created_at, scope, key
+LIMIT @max_rows::bigint;
