@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -183,25 +184,75 @@ func runStats(ctx context.Context, e *env, args []string) error {
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "inspect", "-db DSN [-scope S] -key K [-json]\n\nShows one record: scope, key and header values quoted as Go strings,\nthe body as text when it is printable UTF-8. With -json, one JSON object\n(the body as a JSON string when it is UTF-8, else base64 in body_base64).")
+	fs := newFlagSet(e, "inspect", "-db DSN [-scope S] -key K | -in-flight [-limit N] [-json]\n\n"+
+		"Shows the record of -key in -scope; without -scope, the records of -key in every scope\n"+
+		"(the whole table is read); with -in-flight, a line per record in flight, oldest first.\n"+
+		"Scope, key and header values are quoted as Go strings, the body shown as text when it is\n"+
+		"printable UTF-8. With -json, one JSON object for one record, an array for the others\n"+
+		"(the body as a JSON string when it is UTF-8, else base64 in body_base64).")
 	dsn := dbFlag(fs)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	scope := fs.String("scope", "", "the record's scope (empty, the default, is the scope of records stored without one)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	scope := fs.String("scope", "", "the record's scope (\"\" is the scope of records stored without one); unset: every scope")
 	key := fs.String("key", "", "the record's idempotency key")
+	inFlight := fs.Bool("in-flight", false, "list the records in flight instead")
+	limit := fs.Int("limit", 100, "the most records listed by -in-flight or a search of every scope")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
-	if *key == "" {
-		return usagef("-key is required")
+	scoped := false
+	fs.Visit(func(f *flag.Flag) { scoped = scoped || f.Name == "scope" })
+	switch {
+	case *inFlight && (*key != "" || scoped):
+		return usagef("-in-flight lists every record in flight: it takes no -key or -scope")
+	case !*inFlight && *key == "":
+		return usagef("-key (or -in-flight) is required")
+	case *limit < 1:
+		return usagef("-limit must be at least 1, got %d", *limit)
 	}
 	db, l, err := openLedger(ctx, *dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if *inFlight {
+		rs, err := l.InFlight(ctx, *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, recordsJSON(rs))
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "scope\tkey\tfence\tcreated\tlease expires")
+		for _, r := range rs {
+			fmt.Fprintf(tw, "%q\t%q\t%d\t%s\t%s\n", r.Scope, r.Key, r.Fence, formatTime(r.CreatedAt), formatTime(r.LeaseExpiresAt))
+		}
+		return tw.Flush()
+	}
+	if !scoped {
+		rs, err := l.Find(ctx, *key, *limit)
+		if err != nil {
+			return err
+		}
+		if len(rs) == 0 {
+			return fmt.Errorf("no record of key %q in any scope", *key)
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, recordsJSON(rs))
+		}
+		for i, r := range rs {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			if err := printRecord(e, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	r, err := l.Get(ctx, *scope, *key)
 	if err != nil {
 		return err
@@ -209,6 +260,11 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, newRecordJSON(r))
 	}
+	return printRecord(e, r)
+}
+
+// printRecord shows one record as inspect prints it.
+func printRecord(e *env, r *ledger.Record) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scope\t%q\n", r.Scope)
 	fmt.Fprintf(tw, "key\t%q\n", r.Key)
@@ -238,9 +294,10 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if r.State != ledger.StateInFlight {
-		_, err = fmt.Fprintf(e.stdout, "body\n%s\n", formatBody(r.Outcome.Body))
+		_, err := fmt.Fprintf(e.stdout, "body\n%s\n", formatBody(r.Outcome.Body))
+		return err
 	}
-	return err
+	return nil
 }
 
 func sortedKeys(h map[string][]string) []string {

@@ -93,3 +93,13 @@ func headerValueJSON(v string) any {
 	}
 	return map[string]string{"base64": base64.StdEncoding.EncodeToString([]byte(v))}
 }
+
+// recordsJSON is a list of records as a JSON array ([] when empty, never
+// null).
+func recordsJSON(rs []*ledger.Record) []recordJSON {
+	out := make([]recordJSON, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, newRecordJSON(r))
+	}
+	return out
+}

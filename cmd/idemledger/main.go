@@ -8,7 +8,7 @@
 //	idemledger migrate -db DSN [-force] [up|down|version]
 //	idemledger purge   -db DSN [-batch N] [-timeout D] [-q]
 //	idemledger stats   -db DSN [-json]
-//	idemledger inspect -db DSN [-scope S] -key K [-json]
+//	idemledger inspect -db DSN [-scope S] -key K | -in-flight [-limit N] [-json]
 //	idemledger version
 //
 // Every subcommand takes -h ("idemledger help CMD" says the same). Without

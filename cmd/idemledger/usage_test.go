@@ -26,7 +26,7 @@ func TestUsageLinesListEveryFlag(t *testing.T) {
 	}
 	docLines := lineOf(regexp.MustCompile(`(?m)^//\tidemledger (\w+) +(.*)$`), string(src))
 	readmeLines := lineOf(regexp.MustCompile("(?m)^go run ./cmd/idemledger (\\w+) (.*?)(?: +#.*)?$"), string(readme))
-	flagToken := regexp.MustCompile(`(?:^|[\s\[])-([a-z]+)\b`)
+	flagToken := regexp.MustCompile(`(?:^|[\s\[])-([a-z]+(?:-[a-z]+)*)\b`)
 
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
