@@ -106,6 +106,13 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := m.cfg
+	if underMiddleware(p.r, m.l, p.req) {
+		// An outer Middleware of the same ledger holds this very key for
+		// this request and will store the answer: claiming it again would
+		// find that claim and answer 409 for ever.
+		m.next.ServeHTTP(w, p.r)
+		return
+	}
 
 	claim, err := m.l.Claim(r.Context(), p.req)
 	if err != nil {
