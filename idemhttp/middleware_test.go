@@ -2,6 +2,7 @@ package idemhttp
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"database/sql"
 	"errors"
@@ -699,6 +700,44 @@ func TestOverLimitResponseSentWhole(t *testing.T) {
 		}
 		if rec := b.record(t, "k"); rec == nil || rec.Outcome.Status != 200 || len(rec.Outcome.Body) != 0 || !isNotStoredMarker(rec.Outcome) {
 			t.Fatalf("over-long response: record %+v, want a marker of status 200", rec)
+		}
+	})
+}
+
+// TestCompressedReplay: an answer the handler compressed (gzip, as
+// connect-go does by default) is replayed with its Content-Encoding, so
+// the retry decodes to the same body; without the field the client would
+// get gzip bytes it takes for the body itself.
+func TestCompressedReplay(t *testing.T) {
+	const plain = `{"charge":"ch_1","amount":1250}`
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	io.WriteString(zw, plain)
+	zw.Close()
+	eachEngine(t, func(t *testing.T, e string) {
+		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(201)
+			w.Write(gz.Bytes())
+		})
+		// Asking for gzip itself, the client gets the bytes as sent.
+		accept := http.Header{"Accept-Encoding": {"gzip"}}
+		for i, replayed := range []string{"", "true"} {
+			a := b.doHeader(t, "POST", "/charges", `{}`, accept, "k")
+			if a.status != 201 || a.header.Get("Content-Encoding") != "gzip" || a.header.Get(DefaultReplayHeader) != replayed {
+				t.Fatalf("answer %d: %d, Content-Encoding %q, replayed %q", i, a.status, a.header.Get("Content-Encoding"), a.header.Get(DefaultReplayHeader))
+			}
+			zr, err := gzip.NewReader(strings.NewReader(a.body))
+			if err != nil {
+				t.Fatalf("answer %d does not decode: %v", i, err)
+			}
+			if got, err := io.ReadAll(zr); err != nil || string(got) != plain {
+				t.Fatalf("answer %d decodes to %q, %v; want %q", i, got, err, plain)
+			}
+		}
+		if b.calls.Load() != 1 {
+			t.Fatalf("handler ran %d times, want 1", b.calls.Load())
 		}
 	})
 }

@@ -20,8 +20,16 @@ const DefaultInFlightRetryAfter = time.Second
 
 // DefaultReplayHeaders are the response header fields that are stored and
 // replayed by default. Options.ReplayHeaders adds to them.
+//
+// Content-Encoding is among them because the stored body is the bytes the
+// handler wrote: a handler (or a compressing layer inside the middleware,
+// or connect-go, which compresses with gzip by default) that wrote a
+// compressed body needs the field for its replay to be readable. Such a
+// body is replayed compressed to whoever retries, whatever its
+// Accept-Encoding; put a compressing layer outside the middleware to
+// negotiate per request.
 var DefaultReplayHeaders = []string{
-	"Content-Type", "Content-Language", "Location", "ETag",
+	"Content-Type", "Content-Encoding", "Content-Language", "Location", "ETag",
 	"Last-Modified", "Cache-Control", "Link",
 }
 
