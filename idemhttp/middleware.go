@@ -247,8 +247,11 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request, next http.Han
 			Detail: "the request could not be fingerprinted", Err: err})
 		return nil, false
 	}
-	return &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp},
-		start: start, route: route(r, next)}, true
+	p := &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}, start: start}
+	if cfg.observer != nil {
+		p.route = route(r, next) // a route lookup only for the events
+	}
+	return p, true
 }
 
 // readBody reads the whole request body, refusing one longer than the
