@@ -94,8 +94,8 @@ type Options struct {
 	// the response body stored. A longer response is still sent to the
 	// client in full, but cannot be stored: the ledger keeps a marker
 	// instead, so the handler does not run again for the key, and retries
-	// get 410 (CodeOutcomeNotStored); the event is stored with Reason
-	// oversized. Default DefaultMaxBodyBytes (1 MiB).
+	// get 410 (CodeOutcomeNotStored); it is reported as a stored event
+	// with Reason oversized. Default DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
 
 	// ReleaseOversized releases the key, instead of keeping a marker, when

@@ -20,9 +20,9 @@ type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 // effects are all in the ledger's database: it begins a transaction there,
 // runs fn inside ledger.MutateOutcome (the claim, fn's writes and the
 // stored response share one savepoint), and commits when
-// [Options].ShouldStore accepts fn's status, rolling back otherwise. fn's response is
-// buffered and sent after the commit; a retry gets the stored response, as
-// [Middleware] would give it. The package doc's section Transactional
+// [Options].ShouldStore accepts fn's status, rolling back otherwise. fn's
+// response is buffered and sent after the commit; a retry gets the stored
+// response, as [Middleware] would give it. The package doc's section Transactional
 // handlers says how it differs from Middleware (concurrent duplicates wait
 // and replay, SQLite's write lock is held for fn's run, FailurePolicy does
 // not apply), and Events what [Options].Observer receives.
