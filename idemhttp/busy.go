@@ -37,9 +37,8 @@ func busy(err error) bool {
 // later may well succeed. FailurePolicy does not apply: the store is not
 // down, and running the handler unprotected would give up the guarantee
 // for a moment's contention.
-func (cfg *config) refuseBusy(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
+func (cfg *config) refuseBusy(w http.ResponseWriter, r *http.Request, err error) {
 	secs := retryAfterSeconds(cfg.retryAfter, cfg.retryAfter)
-	cfg.emit(r, p, event{kind: evStoreBusy, retryAfter: secs, err: err})
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeBusy,
 		Detail: "the idempotency store is busy; retry later", RetryAfter: time.Duration(secs) * time.Second, Err: err})

@@ -81,39 +81,43 @@ func TestCommitPoint(t *testing.T) {
 		attempts int
 		again    answerWant // a later request with the same key
 		paid     int
-		logged   string // a log record with its reason
+		events   []ledger.Event // of all requests, in order
 	}{
 		{"panic after the commit point", Options{}, true, func(http.ResponseWriter) { panic("boom") },
 			answerWant{500, problem500, "true"}, 2, answerWant{500, problem500, "true"}, 1,
-			`"msg":"idempotency: stored after the commit point","method":"POST","path":"/pay","reason":"panic"`},
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonPanic, 500),
+				ev(ledger.EventReplayed, "", 500), ev(ledger.EventReplayed, "", 500)}},
 		{"panic, no commit point", Options{}, false, func(http.ResponseWriter) { panic("boom") },
 			answerWant{}, 5, answerWant{}, 6,
-			`"msg":"idempotency: released","method":"POST","path":"/pay","reason":"panic"`},
+			times(6, ev(ledger.EventClaimed, "", 0), ev(ledger.EventReleased, ledger.ReasonPanic, 0))},
 		{"503 after the commit point", Options{}, true, func(w http.ResponseWriter) { w.WriteHeader(503) },
 			answerWant{503, "", "true"}, 2, answerWant{503, "", "true"}, 1,
-			`"msg":"idempotency: stored after the commit point","method":"POST","path":"/pay","reason":"status","status":503`},
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonStatus, 503),
+				ev(ledger.EventReplayed, "", 503), ev(ledger.EventReplayed, "", 503)}},
 		{"503, no commit point", Options{}, false, func(w http.ResponseWriter) { w.WriteHeader(503) },
 			answerWant{503, "", ""}, 5, answerWant{503, "", ""}, 6,
-			`"msg":"idempotency: released","method":"POST","path":"/pay","reason":"status"`},
+			times(6, ev(ledger.EventClaimed, "", 0), ev(ledger.EventReleased, ledger.ReasonStatus, 503))},
 		{"flush after the commit point", Options{}, true, func(w http.ResponseWriter) {
 			io.WriteString(w, "part,")
 			w.(http.Flusher).Flush()
 			io.WriteString(w, "rest")
 		}, answerWant{200, "part,rest", ""}, 1, answerWant{200, "part,rest", "true"}, 1,
-			`"msg":"idempotency: stored after the commit point","method":"POST","path":"/pay","reason":"flush","status":200`},
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonFlush, 200),
+				ev(ledger.EventReplayed, "", 200)}},
 		{"flush, no commit point", Options{}, false, func(w http.ResponseWriter) {
 			io.WriteString(w, "part,")
 			w.(http.Flusher).Flush()
 		}, answerWant{200, "part,", ""}, 1, answerWant{200, "part,", ""}, 2,
-			`"msg":"idempotency: released","method":"POST","path":"/pay","reason":"flush"`},
+			times(2, ev(ledger.EventClaimed, "", 0), ev(ledger.EventReleased, ledger.ReasonFlush, 200))},
 		{"oversized after the commit point, ReleaseOversized", Options{MaxBodyBytes: 8, ReleaseOversized: true}, true, func(w http.ResponseWriter) {
 			io.WriteString(w, "sixteen bytes...")
 		}, answerWant{200, "sixteen bytes...", ""}, 1, answerWant{410, gone, "true"}, 1,
-			`"msg":"idempotency: answer not stored","method":"POST","path":"/pay","reason":"oversized","status":200`},
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonOversized, 200),
+				ev(ledger.EventReplayed, "", 410)}},
 		{"oversized, ReleaseOversized, no commit point", Options{MaxBodyBytes: 8, ReleaseOversized: true}, false, func(w http.ResponseWriter) {
 			io.WriteString(w, "sixteen bytes...")
 		}, answerWant{200, "sixteen bytes...", ""}, 1, answerWant{200, "sixteen bytes...", ""}, 2,
-			`"msg":"idempotency: released","method":"POST","path":"/pay","reason":"oversized"`},
+			times(2, ev(ledger.EventClaimed, "", 0), ev(ledger.EventReleased, ledger.ReasonOversized, 200))},
 	}
 	eachEngine(t, func(t *testing.T, e string) {
 		for _, tt := range tests {
@@ -162,9 +166,7 @@ func TestCommitPoint(t *testing.T) {
 				if n := paid(); n != tt.paid {
 					t.Fatalf("paid %d times, want %d", n, tt.paid)
 				}
-				if !strings.Contains(b.logs.String(), tt.logged) {
-					t.Fatalf("no record %s in the logs:\n%s", tt.logged, b.logs.String())
-				}
+				b.obs.check(t, tt.events...)
 			})
 		}
 	})
@@ -199,15 +201,8 @@ func TestOversizedAnswerKeepsKey(t *testing.T) {
 		if n := paid(); n != 1 || b.calls.Load() != 1 {
 			t.Fatalf("paid %d times, handler ran %d times; want 1, 1", n, b.calls.Load())
 		}
-		logs := b.logs.String()
-		for _, rec := range []string{
-			`"level":"WARN","msg":"idempotency: answer not stored","method":"POST","path":"/pay","reason":"oversized","status":201,"limit":1048576}`,
-			`"level":"INFO","msg":"idempotency: replayed","method":"POST","path":"/pay","reason":"oversized","status":410}`,
-		} {
-			if !strings.Contains(logs, rec) {
-				t.Fatalf("no record %s in the logs:\n%s", rec, logs)
-			}
-		}
+		b.obs.check(t, ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonOversized, 201),
+			ev(ledger.EventReplayed, "", 410), ev(ledger.EventReplayed, "", 410))
 	})
 }
 
@@ -218,7 +213,7 @@ func TestOversizedAnswerKeepsKey(t *testing.T) {
 // then the stored 201.
 func TestTimeoutHandlerOutside(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := &bundle{logs: &syncBuffer{}, e: e}
+		b := &bundle{obs: &recorder{}, e: e}
 		var pay func()
 		gate := make(chan struct{})
 		slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -5,37 +5,219 @@
 //
 // # Server
 //
-// Middleware has the standard shape, func(http.Handler) http.Handler, so it
-// wraps an http.ServeMux, a chi router or a single handler. It reads the
+// [Middleware] has the standard shape, func(http.Handler) http.Handler, so
+// it wraps an http.ServeMux, a chi router or a single handler. It reads the
 // Idempotency-Key field (draft-ietf-httpapi-idempotency-key-header-06) as
 // an RFC 9651 sf-string, accepting Stripe's bare keys too (a bare key is
-// the whole field value, never cut at ';'), fingerprints the
-// request (method, path with query, content type and body, with
-// hash.Request), and claims the key in the ledger in lease mode. The first
-// request runs the handler and its answer is stored; a retry gets the
-// stored answer with an Idempotent-Replayed: true field; a duplicate that
-// arrives while the first still runs gets 409 with Retry-After; a key used
-// again for another request gets 422. Options set every part of this
-// contract: which methods, whether the key is required, which statuses and
-// header fields are stored, the body limit, the refusal format (RFC 9457
-// problem documents by default), what to do when the ledger is down. A
-// handler marks the point past which it must not run again with Commit,
-// and reads the key, scope and fence that protect it with ClaimFrom.
+// the whole field value, never cut at ';'), fingerprints the request
+// (method, path with query, content type and body, with hash.Request), and
+// claims the key in the ledger in lease mode (ledger.Ledger.Claim), in its
+// own short transaction on the ledger's database. The first request runs
+// the handler and its answer is stored; a retry gets the stored answer
+// with an Idempotent-Replayed: true field; a duplicate that arrives while
+// the first still runs gets 409 with Retry-After; a key used again for
+// another request gets 422. [Options] set every part of this contract:
+// which methods, whether the key is required, which statuses and header
+// fields are stored, the body limit, the refusal format (RFC 9457 problem
+// documents by default), what to do when the ledger is down, and the
+// observer of the events. The longest key accepted is the ledger's
+// (ledger.Config.MaxKeyLength). A handler marks the point past which it
+// must not run again with [Commit], and reads the key, scope and fence
+// that protect it with [ClaimFrom].
 //
-// TxHandler is the transactional form, for handlers whose effects are all
-// in the ledger's database: the handler's writes, the ledger record and the
-// stored answer commit together, which makes the handler run exactly once
-// per key.
+// [TxHandler] is the transactional form, for handlers whose effects are
+// all in the ledger's database: the handler's writes, the ledger record and
+// the stored answer commit together, which makes the handler run exactly
+// once per key.
+//
+// # Answers
+//
+// For a request whose method is in Options.Methods and that carries a key,
+// Middleware answers:
+//
+//	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
+//	no key, Options.Required                           400 (CodeKeyMissing)
+//	Scope fails, or returns what the ledger refuses    400, or a *ScopeError's status (CodeScope)
+//	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
+//	first request with the key                         the handler's answer, stored if ShouldStore
+//	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
+//	same key and fingerprint, completed                the stored answer, plus ReplayHeader: true
+//	  ... stored by ledger.Mutate, not an HTTP answer  500 (CodeStoredOutcome)
+//	  ... an answer too large to keep (a marker)       410 (CodeOutcomeNotStored), plus ReplayHeader: true
+//	same key, other method, target or body             422 (CodeKeyReused)
+//	store busy (SQLite's lock held past busy_timeout)  503 with Retry-After (CodeBusy)
+//	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
+//
+// A request without a key and without Required, or with another method,
+// goes to the handler unprotected. The middleware's refusals never create
+// or complete a record.
+//
+// # Storing
+//
+// The handler's answer is sent to the client as it is written, and a copy
+// is kept. The claim is released, so that a retry runs the handler again,
+// when the handler panics (the panic goes on), when ShouldStore rejects the
+// status, and when the handler flushes, hijacks the connection or
+// announces trailers. An answer longer than MaxBodyBytes reaches the
+// client whole but is not stored: a marker keeps the key (retries get 410,
+// CodeOutcomeNotStored), unless ReleaseOversized is set. A handler whose
+// effect cannot be undone marks its commit point with [Commit] once the
+// effect is made: from then on none of these endings releases the key, and
+// retries replay what was stored (a panic as a 500 problem document).
+// Completion and release use a context that the client's disconnect does
+// not cancel (context.WithoutCancel), bounded by the ledger's lease, so a
+// client that hangs up does not lose its outcome.
+//
+// # Leases and the heartbeat
+//
+// While the handler runs, its lease is extended every third of the lease
+// (ledger.Ledger.Extend), so a handler slower than the lease keeps its
+// key. A failed extension (a busy or unreachable store) is tried again
+// after a ninth of the lease; only ledger.ErrLeaseLost ends the extensions.
+// A lease guards the key only while the store can be reached to extend it:
+// when extensions fail for longer than the lease, a retry that reaches the
+// store first takes the key over and runs the handler again (the first
+// run's completion then fails with ledger.ErrLeaseLost, reported as
+// lease_lost). Choose ledger.Config.Lease longer than the store outages
+// the service must ride out.
+//
+// # Timeouts
+//
+// Put http.TimeoutHandler outside the middleware, never inside it:
+// http.TimeoutHandler(Middleware(...)(h), d). Outside, the client gets the
+// timeout's 503 while the handler goes on under its claim, and retries get
+// 409 in flight and then the stored answer. Inside, the middleware sees the
+// timeout's 503 as the handler's answer and releases the key while the
+// handler still runs, so a retry runs it a second time; a commit point
+// cannot help, as the release comes first.
+//
+// # Transactional handlers
+//
+// [TxHandler] begins a transaction on the ledger's database (through the
+// ledger's driver), runs the [TxFunc] inside ledger.MutateOutcome, so that
+// the claim, fn's writes and the stored response share one savepoint, and
+// commits. A retry after the commit gets the stored response; a retry after
+// a crash or rollback finds no record and runs fn again, with none of the
+// first attempt's writes left behind. The stored response is a
+// ledger.Outcome as Middleware stores it, so a key may move between the two
+// forms, in a rolling deployment for instance: a retry replays the answer
+// that the other form stored. Under a Middleware (a route of a ServeMux
+// that the middleware wraps), TxHandler records its transaction under a key
+// derived from the middleware's, so that both work and the route keeps
+// exactly once for its database effects.
+//
+// fn's response is buffered and sent only after the commit, so a client
+// never sees an answer whose effects were then lost. Flush and Hijack are
+// not supported (http.ResponseController reports http.ErrNotSupported). fn
+// reads the key and the scope with [ClaimFrom] (Fence 0: the transaction
+// guards fn's writes). [Commit] does not change TxHandler's own record,
+// whose writes commit or vanish with the transaction; under a Middleware it
+// marks the Middleware's claim. The key, the scope, the fingerprint and the
+// refusals are as for Middleware, with these differences:
+//
+//   - The transaction commits when ShouldStore accepts the status, and is
+//     rolled back otherwise (fn's writes vanish with the claim, and the
+//     client gets fn's answer). Requests that pass through unprotected (no
+//     key, or a method outside Methods) follow the same rule, without the
+//     ledger.
+//   - A response longer than MaxBodyBytes cannot be stored, so the
+//     transaction is rolled back and the client gets 500
+//     (CodeResponseTooLarge): raise the limit for such handlers.
+//   - A concurrent duplicate waits for the first transaction (SQLite's
+//     write lock; immediate transactions) and then replays, rather than
+//     answering 409; 409 remains for a key held by a lease-mode claim. A
+//     duplicate that waits longer than the database's busy timeout gets
+//     503 busy (CodeBusy, with Retry-After).
+//   - On SQLite, fn's whole run holds the database's write lock, for every
+//     process that opens the file: every other TxHandler request, every
+//     Middleware claim and completion, and every other writer wait for it,
+//     and those that wait past busy_timeout get 503 busy. Keep fn short (no
+//     calls to other services inside it), or use PostgreSQL, whose locks
+//     are per row.
+//   - FailurePolicy does not apply: the ledger and fn's effects live in the
+//     same database, so when one is unreachable so is the other, and the
+//     answer is 503. A failed commit is 503 too.
+//
+// The transaction begins and commits with a context the client's
+// disconnect does not cancel; fn should use r.Context() for its own
+// statements if it wants them to stop when the client goes. If fn panics
+// the transaction is rolled back and the panic goes on.
+//
+// # Events
+//
+// Options.Observer (a ledger.Observer; nil, the default, reports nothing)
+// receives the events of protected requests, the hook that idemledger's
+// protection layers share: ledger.LogObserver writes them with slog,
+// package idemotel (a module of its own) records them as OpenTelemetry
+// metrics, and ledger.Observers feeds several. Every event has Method, the
+// request's method; Route, the route pattern (http.Request.Pattern as the
+// ServeMux set it for the middleware's route, or the pattern of the
+// *http.ServeMux that the middleware wraps, else empty: never the raw
+// path, which would make a metric series per id); and Duration, the time
+// since the middleware began its work on the request (Options.Now).
+// Status is the status the client is answered with; it is 0 where the event
+// comes before any answer (claimed, a failed extension, fail open) and
+// after a panic before the commit point. The events, in the order a request
+// reports them:
+//
+//	event              Reason or Op                 Status            when
+//	claimed            -                            0                 the claim won: the handler runs
+//	stored             -                            the answer's      the answer was stored
+//	stored             oversized                    the answer's      too long to store: a marker kept (410 for retries)
+//	stored             panic                        500               a panic after the commit point, stored
+//	stored             status or flush              the answer's      an answer that would release the key, stored after the commit point
+//	released           panic                        0                 a panic before the commit point
+//	released           status, flush or oversized   the answer's      ShouldStore refused the status; flushed, hijacked or
+//	                                                                  with trailers (flush); over MaxBodyBytes with ReleaseOversized
+//	replayed           -                            the answer's      answered from the record (410 for a marker, 500 for a
+//	                                                                  record that is no HTTP answer)
+//	in_flight          -                            409               the key's first request still runs
+//	key_reused         -                            422               the key came with another request
+//	lease_lost         Op extend, complete,         the answer's (1)  another request took the key over
+//	                   or release
+//	store_busy         Op claim, complete,          the answer's (1)  the store stayed locked past its busy timeout
+//	                   release or extend
+//	store_unavailable  Op claim, complete,          the answer's (1)  the store failed otherwise
+//	                   release or extend
+//
+// (1) A failed claim is answered 503, or runs the handler unprotected with
+// FailOpen (Status 0); a failed extension has no answer yet (Status 0). A
+// failed Complete or Release reports its failure instead of stored or
+// released; the heartbeat goes on after a failed extension unless the
+// lease is lost.
+//
+// TxHandler reports claimed when its claim wins and fn runs, then stored
+// once the transaction commits, or released when it is rolled back: Reason
+// status (ShouldStore refused the status), oversized (Status 500, the
+// answer CodeResponseTooLarge), panic, or error when the transaction failed
+// after fn ran (storing the answer, or the commit, failed; Status 503).
+// A claim that loses reports replayed, in_flight or key_reused as under
+// Middleware; a transaction that cannot begin reports store_busy or
+// store_unavailable with Op claim. Under a Middleware both layers report,
+// each to its own Options.Observer.
+//
+// The failures (lease_lost, store_busy, store_unavailable, and released
+// with Reason error) carry Err, the cause, with every whole-word occurrence
+// of the key and of the scope in its text replaced by "[redacted]": the
+// ledger never quotes them, but a database driver's message may. errors.Is
+// still matches the cause's chain (ledger.ErrLeaseLost, ledger.ErrBusy);
+// errors.As and Unwrap do not reach it, since a driver's typed error may
+// hold the key in a field. Other events have no Err. The key and the scope
+// are in no event. Refusals of the key, the scope or the body, requests
+// that pass through unprotected, and a claim abandoned because the client
+// left report nothing.
+//
+// Observe is called synchronously, on the request's goroutine (the
+// heartbeat's for a failed extension), before the answer is complete: it
+// must be quick.
 //
 // # Client
 //
-// NewKey and GenerateKey make random UUID keys, SetKey writes one as an
-// sf-string, and Transport, an http.RoundTripper, keys every POST and PATCH
-// and retries it with the same key and body on network errors, 409 in
-// flight, 429 and 503 (502 and 504 by option), never a replayed answer. Its
-// errors are *TransportError, holding the key, so that the caller's own
-// retry keeps it. For keys derived from the request's content, see
+// [NewKey] and [GenerateKey] make random UUID keys, [SetKey] writes one as
+// an sf-string, and [Transport], an http.RoundTripper, keys every POST and
+// PATCH and retries it with the same key and body on network errors, 409
+// in flight, 429 and 503 (502 and 504 by option), never a replayed answer.
+// Its errors are *[TransportError], holding the key, so that the caller's
+// own retry keeps it. For keys derived from the request's content, see
 // hash.DeriveKey.
-//
-// Neither the key nor the scope is ever logged.
 package idemhttp

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,7 +55,7 @@ func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc[*sql.T
 	}
 	t.Cleanup(func() { fdb.Close() })
 	clk := &faultClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-	b := &bundle{db: db, logs: &syncBuffer{}}
+	b := &bundle{db: db, obs: &recorder{}}
 	// The ledger runs on fdb, unprepared, so that faultdb sees (and
 	// counts) every statement.
 	l, err := ledger.New(sqlite.New(fdb), ledger.Config{Lease: time.Minute, Now: clk.Now})
@@ -66,7 +65,7 @@ func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc[*sql.T
 	l.Close() // unprepared: faultdb does not see prepared statements
 	b.l = l
 	opts.Scope = func(*http.Request) (string, error) { return testScope, nil }
-	opts.Logger = slog.New(slog.NewJSONHandler(b.logs, nil))
+	opts.Observer = b.obs
 	var handler http.Handler
 	if fn != nil {
 		handler = TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
@@ -155,6 +154,7 @@ func TestMiddlewareFaults(t *testing.T) {
 			for n, stage := range []string{"claim", "completion"} {
 				key := fmt.Sprint("first-", stage)
 				before := b.calls.Load()
+				b.obs.reset()
 				plan.FailAt(n+1, nil)
 				a := b.do(t, "POST", "/orders", "1", key)
 				plan.Disarm()
@@ -164,9 +164,6 @@ func TestMiddlewareFaults(t *testing.T) {
 					// The handler ran and answered; the outcome was lost.
 					if a.status != 201 || runs() != 1 || b.record(t, key).State != ledger.StateInFlight {
 						t.Fatalf("fault at the completion: %d, %d runs, record %+v", a.status, runs(), b.record(t, key))
-					}
-					if !strings.Contains(b.logs.String(), `"msg":"idempotency: completion failed"`) {
-						t.Errorf("no completion failed event in %s", b.logs)
 					}
 					if r := b.do(t, "POST", "/orders", "1", key); r.status != 409 || r.header.Get("Retry-After") != "1" || runs() != 1 {
 						t.Fatalf("retry while the lease holds: %+v, %d runs", r, runs())
@@ -188,6 +185,18 @@ func TestMiddlewareFaults(t *testing.T) {
 				if r := b.do(t, "POST", "/orders", "1", key); r.status != 201 || r.header.Get(DefaultReplayHeader) != "true" || runs() != ranBefore+1 {
 					t.Fatalf("fault at the %s: second retry: %+v, %d runs; want a replay", stage, r, runs())
 				}
+				var first []ledger.Event
+				switch {
+				case stage == "completion":
+					first = []ledger.Event{ev(ledger.EventClaimed, "", 0), evFail(ledger.EventStoreUnavailable, "complete", 201),
+						ev(ledger.EventInFlight, "", 409)}
+				case policy == FailClosed:
+					first = []ledger.Event{evFail(ledger.EventStoreUnavailable, "claim", 503)}
+				default:
+					first = []ledger.Event{evFail(ledger.EventStoreUnavailable, "claim", 0)}
+				}
+				b.obs.check(t, append(first, ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, "", 201),
+					ev(ledger.EventReplayed, "", 201))...)
 				t.Logf("fault at the %s: handler ran %d times for the key", stage, runs())
 			}
 

@@ -42,17 +42,19 @@ func (m *middleware[TTx]) startHeartbeat(p *prepared, c *ledger.Claim) *heartbea
 		ctx, cancel := m.detached(p.r)
 		err := m.l.Extend(ctx, c)
 		cancel()
-		switch {
-		case err == nil:
+		if err == nil {
 			// The beat keeps its period whatever the extension took.
 			hb.timer.Reset(max(every-time.Since(start), 0))
-		case errors.Is(err, ledger.ErrLeaseLost):
-			// Taken over (or purged): the completion will say so too.
-			m.cfg.emit(p.r, p, event{kind: evLeaseLost, err: err})
-		default:
-			retry := every / 3
-			m.cfg.emit(p.r, p, event{kind: evExtendFailed, retryIn: retry, err: err})
-			hb.timer.Reset(retry)
+			return
+		}
+		// Reported under the lock, so that a failed extension's event
+		// comes before the request's last event (stop waits for it).
+		m.cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "extend", Err: err})
+		// A lost lease (taken over, or purged) ends the beat, and the
+		// completion will fail too; any other failure is tried again
+		// sooner than the next regular beat.
+		if !errors.Is(err, ledger.ErrLeaseLost) {
+			hb.timer.Reset(every / 3)
 		}
 	}
 	hb.mu.Lock()

@@ -8,78 +8,24 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// Middleware protects handlers with the ledger l on the database db, in the
-// ledger's lease mode (see ledger.Ledger.Claim): it claims the key in its own short
-// transaction, runs the handler, then completes or releases the claim. The
-// handler's side effects may be anywhere (another service, a payment API);
-// for handlers whose effects are all in db, TxHandler gives exactly once.
+// Middleware returns middleware that protects handlers with the ledger l
+// in lease mode: a request with an idempotency key runs the handler once,
+// and its retries get the stored answer; a duplicate that arrives while the
+// first runs gets 409, a key reused for another request 422. The handler's
+// effects may be anywhere; for effects all in the ledger's database,
+// [TxHandler] gives exactly once. [Options] set the contract. The package
+// doc's sections have the details: Answers (every answer), Storing (what
+// is stored or released, and the commit point, [Commit]), Leases and the
+// heartbeat, Timeouts (where [http.TimeoutHandler] goes), and Events (what
+// [Options].Observer receives).
 //
-// For a request whose method is in opts.Methods and that carries a key, the
-// answers are:
-//
-//	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
-//	no key, opts.Required                              400 (CodeKeyMissing)
-//	Scope fails, or returns what the ledger refuses    400, or a *ScopeError's status (CodeScope)
-//	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
-//	first request with the key                         the handler's answer, stored if ShouldStore
-//	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
-//	same key and fingerprint, completed                the stored answer, plus ReplayHeader: true
-//	  ... stored by ledger.Mutate, not an HTTP answer  500 (CodeStoredOutcome)
-//	  ... an answer too large to keep (a marker)       410 (CodeOutcomeNotStored), plus ReplayHeader: true
-//	same key, other method, target or body             422 (CodeKeyReused)
-//	store busy (SQLite's lock held past busy_timeout)  503 with Retry-After (CodeBusy)
-//	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
-//
-// A request without a key and without Required, or with another method,
-// goes to the handler unprotected. The middleware's refusals never create or
-// complete a record.
-//
-// The handler's answer is sent to the client as it is written, and a copy
-// is kept. The claim is released, so a retry runs the handler again, when
-// the handler panics (the panic goes on), when ShouldStore rejects the
-// status, and when the handler flushes, hijacks the connection or
-// announces trailers; each release is logged at Warn with its reason. An
-// answer longer than MaxBodyBytes reaches the client whole but is not
-// stored: a marker keeps the key (retries get 410, CodeOutcomeNotStored),
-// unless ReleaseOversized is set. A handler whose effect cannot be undone
-// marks its commit point with Commit once the effect is made: from then on
-// none of these endings releases the key, and retries replay what was
-// stored (a panic as a 500 problem document). Completion and release use a context that the
-// client's disconnect does not cancel (context.WithoutCancel), bounded by
-// the ledger's lease, so a client that hangs up does not lose its outcome.
-// While the handler runs, its lease is extended every third of the lease
-// (ledger.Ledger.Extend), so a handler slower than the lease keeps its key.
-// A failed extension (a busy or unreachable store) is logged at Warn and
-// tried again after a ninth of the lease; only ledger.ErrLeaseLost ends the
-// extensions, logged at Error. A lease guards the key only while the store
-// can be reached to extend it: when extensions fail for longer than the
-// lease, a retry that reaches the store first takes the key over and runs
-// the handler again (the first run's completion then fails with
-// ledger.ErrLeaseLost, logged). Choose ledger.Config.Lease longer than the
-// store outages the service must ride out.
-//
-// The claims run on the ledger's own database (its driver's pool), the
-// longest key accepted is the ledger's Config.MaxKeyLength.
-//
-// The handler reads the key, the scope and the fence from its request's
-// context with ClaimFrom.
-//
-// Put http.TimeoutHandler outside the middleware, never inside it:
-// http.TimeoutHandler(Middleware(...)(h), d). Outside, the client gets the
-// timeout's 503 while the handler goes on under its claim, and retries get
-// 409 in flight and then the stored answer. Inside, the middleware sees the
-// timeout's 503 as the handler's answer and releases the key while the
-// handler still runs, so a retry runs it a second time; a commit point
-// cannot help, as the release comes first.
-//
-// Middleware panics when l is nil, or when opts.Scope is nil. The
-// returned function and the handlers it makes are safe for concurrent use.
+// Middleware panics when l is nil or opts.Scope is nil. The returned
+// function and the handlers it makes are safe for concurrent use.
 func Middleware[TTx any](l *ledger.Ledger[TTx], opts Options) func(http.Handler) http.Handler {
 	if l == nil {
 		panic("idemhttp: Middleware needs a ledger")
@@ -97,7 +43,7 @@ type middleware[TTx any] struct {
 }
 
 func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p, ok := m.cfg.prepare(w, r)
+	p, ok := m.cfg.prepare(w, r, m.next)
 	if !ok {
 		return
 	}
@@ -116,7 +62,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	claim, err := m.l.Claim(r.Context(), p.req)
 	if err != nil {
-		if cfg.refuseLedger(w, p, err, m.l.Lease()) {
+		if cfg.refuseLedger(w, p, err, m.l.Lease(), true) {
 			return
 		}
 		// Fail open: the handler runs without a claim.
@@ -124,11 +70,11 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if claim.Replayed() {
-		cfg.replay(w, p.r, claim.Replay.Outcome)
+		cfg.replay(w, p, claim.Replay.Outcome)
 		return
 	}
+	cfg.emit(p, ledger.Event{Kind: ledger.EventClaimed})
 
-	start := cfg.now()
 	cw := newCapture(w, cfg.allow, cfg.maxBody)
 	h := &held{l: m.l, req: p.req, fence: claim.Fence, lease: true}
 	hb := m.startHeartbeat(p, claim)
@@ -143,28 +89,28 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// effect. The panic goes on either way.
 		hb.stop()
 		if h.committed.Load() {
-			m.complete(p, claim, cfg.failure(p.r), reasonPanic, start)
+			m.complete(p, claim, cfg.failure(p.r), reasonPanic)
 			return
 		}
-		m.release(p, claim, reasonPanic)
+		m.release(p, claim, reasonPanic, 0)
 	}()
 	m.next.ServeHTTP(cw, withHeld(p.r, h))
 	finished = true
 	hb.stop()
 	cw.finish()
 
-	out, why, keep := m.outcome(p.r, cw, h.committed.Load())
+	out, why, keep := m.outcome(cw, h.committed.Load())
 	if !keep {
-		m.release(p, claim, why)
+		m.release(p, claim, why, cw.status)
 		return
 	}
-	m.complete(p, claim, out, why, start)
+	m.complete(p, claim, out, why)
 }
 
 // outcome decides what becomes of the handler's answer: the Outcome to
 // store, or keep false to release the key. why is the reason the answer is
 // not stored as the handler gave it (empty when it is).
-func (m *middleware[TTx]) outcome(r *http.Request, cw *capture, committed bool) (out ledger.Outcome, why reason, keep bool) {
+func (m *middleware[TTx]) outcome(cw *capture, committed bool) (out ledger.Outcome, why reason, keep bool) {
 	cfg := m.cfg
 	switch {
 	case cw.hijacked || cw.status < 200:
@@ -194,22 +140,17 @@ func (m *middleware[TTx]) outcome(r *http.Request, cw *capture, committed bool) 
 	return ledger.Outcome{}, why, false
 }
 
-// complete stores out; why, when not empty, says why out is not the
-// handler's answer as given, and is logged at Warn.
-func (m *middleware[TTx]) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, why reason, start time.Time) {
-	cfg := m.cfg
-	switch {
-	case why == "":
-	case isNotStoredMarker(out):
-		cfg.emit(p.r, p, event{kind: evNotStored, reason: why, status: out.Status, limit: cfg.maxBody})
-	default:
-		cfg.emit(p.r, p, event{kind: evKept, reason: why, status: out.Status})
-	}
+// complete stores out and reports it stored, or the failure. why, when not
+// empty, says why out is not the handler's answer as given (a marker, a
+// failure kept after the commit point), and is the event's Reason.
+func (m *middleware[TTx]) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, why reason) {
 	ctx, cancel := m.detached(p.r)
 	defer cancel()
 	if err := m.l.Complete(ctx, c, out); err != nil {
-		cfg.emit(p.r, p, event{kind: evCompleteFailed, reason: why, status: out.Status, took: cfg.now().Sub(start), err: err})
+		m.cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "complete", Status: out.Status, Err: err})
+		return
 	}
+	m.cfg.emit(p, ledger.Event{Kind: ledger.EventStored, Reason: eventReason(why), Status: out.Status})
 }
 
 // detached returns a context that outlives the client's disconnect but not
@@ -219,72 +160,38 @@ func (m *middleware[TTx]) detached(r *http.Request) (context.Context, context.Ca
 	return context.WithTimeout(context.WithoutCancel(r.Context()), max(m.l.Lease(), time.Second))
 }
 
-func (m *middleware[TTx]) release(p *prepared, c *ledger.Claim, why reason) {
-	m.cfg.emit(p.r, p, event{kind: evReleased, reason: why})
+// release gives the key back and reports it released, or the failure.
+// status is the answer's (0 after a panic, which has none).
+func (m *middleware[TTx]) release(p *prepared, c *ledger.Claim, why reason, status int) {
 	ctx, cancel := m.detached(p.r)
 	defer cancel()
 	if err := m.l.Release(ctx, c); err != nil {
-		m.cfg.emit(p.r, p, event{kind: evReleaseFailed, reason: why, err: err})
+		m.cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "release", Status: status, Err: err})
+		return
 	}
+	m.cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: eventReason(why), Status: status})
 }
 
 // prepared is a protected request, ready for the ledger: r has its body
-// replaced by the bytes read, and req names the record.
+// replaced by the bytes read, and req names the record. start is when the
+// middleware began its work on it, route its route pattern (see route):
+// the events report both.
 type prepared struct {
-	r   *http.Request
-	req ledger.Request
-}
-
-// redact returns err's text with the key and the scope blotted out. The
-// ledger promises not to quote them, but a database driver's message makes
-// no such promise, and logs must never carry them. Only whole words are
-// replaced (an occurrence bounded by characters that cannot belong to a
-// key), so that a scope such as "s" or "42" does not garble the message.
-func (p *prepared) redact(err error) string {
-	msg := err.Error()
-	for _, secret := range []string{p.req.Key, p.req.Scope} {
-		msg = redactWord(msg, secret)
-	}
-	return msg
-}
-
-// redactWord replaces each occurrence of word in s that is not part of a
-// longer run of letters, digits or '-', '_', '.'.
-func redactWord(s, word string) string {
-	if word == "" {
-		return s
-	}
-	var b strings.Builder
-	from := 0 // s[:from] is written
-	for at := 0; ; {
-		i := strings.Index(s[at:], word)
-		if i < 0 {
-			b.WriteString(s[from:])
-			return b.String()
-		}
-		i += at
-		end := i + len(word)
-		if (i == 0 || !wordByte(s[i-1])) && (end == len(s) || !wordByte(s[end])) {
-			b.WriteString(s[from:i])
-			b.WriteString("[redacted]")
-			from, at = end, end
-			continue
-		}
-		at = i + 1
-	}
-}
-
-func wordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+	r     *http.Request
+	req   ledger.Request
+	start time.Time
+	route string
 }
 
 // prepare reads the key, the scope and the body, and takes the fingerprint.
 // It returns (nil, true) for a request to pass through unprotected, and
-// (nil, false) when it has already written a refusal.
-func (cfg *config) prepare(w http.ResponseWriter, r *http.Request) (*prepared, bool) {
+// (nil, false) when it has already written a refusal. next is the handler
+// the request goes to, which may know its route (see route).
+func (cfg *config) prepare(w http.ResponseWriter, r *http.Request, next http.Handler) (*prepared, bool) {
 	if !cfg.methods[r.Method] {
 		return nil, true
 	}
+	start := cfg.now()
 	key, err := ParseKey(r.Header, cfg.keyRules)
 	switch {
 	case errors.Is(err, ErrMissingKey) && !cfg.required:
@@ -347,7 +254,11 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request) (*prepared, b
 			Detail: "the request could not be fingerprinted", Err: err})
 		return nil, false
 	}
-	return &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}}, true
+	p := &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}, start: start}
+	if cfg.observer != nil {
+		p.route = route(r, next) // a route lookup only for the events
+	}
+	return p, true
 }
 
 // readBody reads the whole request body, refusing one longer than the
@@ -377,25 +288,28 @@ func keyProblem(err error, max int) string {
 	return "it must be a non-empty string of printable ASCII, sent once"
 }
 
-// refuseLedger answers a Claim error. It reports false when the request is
-// to run unprotected instead (FailOpen and the ledger unreachable).
-func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, lease time.Duration) bool {
+// refuseLedger answers a Claim error, and reports it. It reports false
+// when the request is to run unprotected instead: the ledger unreachable,
+// FailOpen set and failOpen true (Middleware; TxHandler passes false, as
+// its handler cannot run without the store).
+func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, lease time.Duration, failOpen bool) bool {
 	r := p.r
 	var inFlight *ledger.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
 		secs := retryAfterSeconds(inFlight.RetryAfter, min(lease, cfg.retryAfter))
-		cfg.emit(r, p, event{kind: evInFlight, retryAfter: secs})
+		cfg.emit(p, ledger.Event{Kind: ledger.EventInFlight, Status: http.StatusConflict})
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		cfg.refuse(w, r, Refusal{Status: http.StatusConflict, Code: CodeInFlight,
 			Detail: "a request with this idempotency key is in flight", RetryAfter: time.Duration(secs) * time.Second, Err: err})
 		return true
 	case errors.Is(err, ledger.ErrKeyReused):
-		cfg.emit(r, p, event{kind: evKeyReused})
+		cfg.emit(p, ledger.Event{Kind: ledger.EventKeyReused, Status: http.StatusUnprocessableEntity})
 		cfg.refuse(w, r, Refusal{Status: http.StatusUnprocessableEntity, Code: CodeKeyReused,
 			Detail: "this idempotency key was used with another request", Err: err})
 		return true
 	case errors.Is(err, ledger.ErrInvalidRequest):
+		// A refusal of the key, before any record: no event.
 		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeKeyInvalid,
 			Detail: "the idempotency key is not accepted by the ledger", Err: err})
 		return true
@@ -408,30 +322,41 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 		return true
 	}
 	if busy(err) {
-		cfg.refuseBusy(w, r, p, err)
+		cfg.emit(p, ledger.Event{Kind: ledger.EventStoreBusy, Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
+		cfg.refuseBusy(w, r, err)
 		return true
 	}
-	cfg.emit(r, p, event{kind: evStoreUnavailable, failOpen: cfg.policy == FailOpen, err: err})
-	if cfg.policy == FailOpen {
+	if failOpen && cfg.policy == FailOpen {
+		// The handler runs unprotected: its answer is not known yet.
+		cfg.emit(p, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Err: err})
 		return false
 	}
-	cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-		Detail: "the idempotency store is unavailable; retry later", Err: err})
+	cfg.emit(p, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
+	cfg.refuseUnavailable(w, r, err)
 	return true
 }
 
-// replay writes a stored outcome: its header lines exactly as stored, the
-// replay marker, its status and its body. An outcome with no HTTP status
-// (ledger.Mutate stores 0) cannot be answered: it is refused, since
+// refuseUnavailable answers 503 (CodeUnavailable): the store failed.
+func (cfg *config) refuseUnavailable(w http.ResponseWriter, r *http.Request, err error) {
+	cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		Detail: "the idempotency store is unavailable; retry later", Err: err})
+}
+
+// replay writes a stored outcome, and reports it replayed: its header
+// lines exactly as stored, the replay marker, its status and its body. An
+// outcome with no HTTP status (ledger.Mutate stores 0) cannot be answered:
+// it is refused with 500 (reported replayed with that status), since
 // net/http would panic on the status. A marker of an answer that was not
 // kept is answered with refuseNotStored.
-func (cfg *config) replay(w http.ResponseWriter, r *http.Request, out ledger.Outcome) {
+func (cfg *config) replay(w http.ResponseWriter, p *prepared, out ledger.Outcome) {
+	r := p.r
 	if isNotStoredMarker(out) {
+		cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: http.StatusGone})
 		cfg.refuseNotStored(w, r, out)
 		return
 	}
 	if out.Status < 100 || out.Status > 999 {
-		cfg.emit(r, nil, event{kind: evStoredNotHTTP, status: out.Status})
+		cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: http.StatusInternalServerError})
 		cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeStoredOutcome,
 			Detail: "the answer stored for this idempotency key cannot be replayed over HTTP"})
 		return
@@ -446,7 +371,7 @@ func (cfg *config) replay(w http.ResponseWriter, r *http.Request, out ledger.Out
 		h["Content-Type"] = nil
 	}
 	h.Set(cfg.replayHeader, "true")
-	cfg.emit(r, nil, event{kind: evReplayed, status: out.Status})
+	cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: out.Status})
 	w.WriteHeader(out.Status)
 	if len(out.Body) > 0 {
 		_, _ = w.Write(out.Body)

@@ -2,13 +2,13 @@ package idemhttp
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -43,7 +43,7 @@ type bundle struct {
 	// database handle.
 	closeStore func()
 	calls      atomic.Int64 // handler runs
-	logs       *syncBuffer
+	obs        *recorder    // the events, when the bundle's Options use it
 }
 
 type syncBuffer struct {
@@ -127,24 +127,41 @@ func newLedger[TTx any](t *testing.T, d driver.Driver[TTx], cfg ledger.Config) *
 	return l
 }
 
-// setup serves h behind Middleware over a fresh database of driver e. opts.Scope defaults to testScope and
-// opts.Logger to a JSON log into b.logs; lcfg configures the ledger.
+// setup serves h behind Middleware over a fresh database of driver e.
+// opts.Scope defaults to testScope and opts.Observer to b.obs; lcfg
+// configures the ledger.
 func setup(t *testing.T, e string, opts Options, lcfg ledger.Config, h http.HandlerFunc) *bundle {
 	t.Helper()
-	b := &bundle{logs: &syncBuffer{}, e: e}
+	return setupRoute(t, e, opts, lcfg, "", h)
+}
+
+// setupRoute is setup with the middleware on the route pattern of a
+// ServeMux (mux.Handle(pattern, Middleware(...)(h))), or serving every
+// request itself when pattern is empty.
+func setupRoute(t *testing.T, e string, opts Options, lcfg ledger.Config, pattern string, h http.HandlerFunc) *bundle {
+	t.Helper()
+	b := &bundle{obs: &recorder{}, e: e}
 	if opts.Scope == nil {
 		opts.Scope = func(*http.Request) (string, error) { return testScope, nil }
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewJSONHandler(b.logs, nil))
+	if opts.Observer == nil {
+		opts.Observer = b.obs
 	}
 	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.calls.Add(1)
 		h(w, r)
 	})
+	routed := func(h http.Handler) http.Handler {
+		if pattern == "" {
+			return h
+		}
+		mux := http.NewServeMux()
+		mux.Handle(pattern, h)
+		return mux
+	}
 	sv := serveOn(t, e, lcfg,
-		func(l *ledger.Ledger[*sql.Tx]) http.Handler { return Middleware(l, opts)(counted) },
-		func(l *ledger.Ledger[pgx.Tx]) http.Handler { return Middleware(l, opts)(counted) })
+		func(l *ledger.Ledger[*sql.Tx]) http.Handler { return routed(Middleware(l, opts)(counted)) },
+		func(l *ledger.Ledger[pgx.Tx]) http.Handler { return routed(Middleware(l, opts)(counted)) })
 	b.l, b.db, b.closeStore = sv.l, sv.db, sv.close
 	b.srv = httptest.NewUnstartedServer(sv.handler)
 	// The panics and superfluous WriteHeader calls that tests provoke on
@@ -528,9 +545,11 @@ func TestStoreUnavailable(t *testing.T) {
 					t.Fatalf("fail open: %+v, handler ran %d", a, b.calls.Load())
 				}
 			}
-			if !strings.Contains(b.logs.String(), `"msg":"idempotency: store unavailable"`) {
-				t.Fatalf("no store unavailable event in %s", b.logs)
+			status := 503
+			if policy == FailOpen {
+				status = 0 // the handler runs unprotected: no answer yet
 			}
+			b.obs.check(t, evFail(ledger.EventStoreUnavailable, "claim", status))
 		}
 	})
 }
@@ -599,40 +618,40 @@ func TestReleasedOutcomes(t *testing.T) {
 			opts    Options
 			handler http.HandlerFunc
 			stored  bool
-			reason  string // logged with the release
+			reason  ledger.Reason // of the release
 		}{
-			{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false, "status"},
-			{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false, "status"},
-			{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false, "status"},
+			{"500 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, false, ledger.ReasonStatus},
+			{"429 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, false, ledger.ReasonStatus},
+			{"409 not stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(409) }, false, ledger.ReasonStatus},
 			{"404 stored", Options{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, true, ""},
 			{"500 stored Stripe-style", Options{ShouldStore: StoreServerErrors}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, true, ""},
-			{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false, "status"},
+			{"404 not stored 2xx-only", Options{ShouldStore: StoreSuccess}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }, false, ledger.ReasonStatus},
 			{"flushed", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "part")
 				w.(http.Flusher).Flush()
-			}, false, "flush"},
+			}, false, ledger.ReasonFlush},
 			{"flushed via ResponseController", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "part")
 				if err := http.NewResponseController(w).Flush(); err != nil {
 					panic(err)
 				}
-			}, false, "flush"},
+			}, false, ledger.ReasonFlush},
 			{"trailers", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Trailer", "X-Sum")
 				io.WriteString(w, "data")
 				w.Header().Set("X-Sum", "1")
-			}, false, "trailers"},
+			}, false, ledger.ReasonFlush},
 			{"undeclared trailer", Options{}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "data")
 				w.Header().Set(http.TrailerPrefix+"X-Sum", "1")
-			}, false, "trailers"},
+			}, false, ledger.ReasonFlush},
 			{"body at limit", Options{MaxBodyBytes: 8}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "01234567")
 			}, true, ""},
 			{"body one byte over, ReleaseOversized", Options{MaxBodyBytes: 8, ReleaseOversized: true}, func(w http.ResponseWriter, r *http.Request) {
 				io.WriteString(w, "0123")
 				io.WriteString(w, "45678")
-			}, false, "oversized"},
+			}, false, ledger.ReasonOversized},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -656,10 +675,13 @@ func TestReleasedOutcomes(t *testing.T) {
 				if second.status != first.status || second.body != first.body {
 					t.Fatalf("second answer %+v differs from first %+v", second, first)
 				}
-				released := `"msg":"idempotency: released","method":"POST","path":"/","reason":"` + tt.reason + `"`
-				if n := strings.Count(b.logs.String(), released); tt.stored && n != 0 || !tt.stored && n != 2 {
-					t.Fatalf("%d release records %s in the logs, want %d:\n%s", n, released, wantCalls, b.logs.String())
+				want := []ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, "", first.status),
+					ev(ledger.EventReplayed, "", first.status)}
+				if !tt.stored {
+					run := []ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventReleased, tt.reason, first.status)}
+					want = append(run, run...)
 				}
+				b.obs.check(t, want...)
 			})
 		}
 	})
@@ -678,6 +700,44 @@ func TestOverLimitResponseSentWhole(t *testing.T) {
 		}
 		if rec := b.record(t, "k"); rec == nil || rec.Outcome.Status != 200 || len(rec.Outcome.Body) != 0 || !isNotStoredMarker(rec.Outcome) {
 			t.Fatalf("over-long response: record %+v, want a marker of status 200", rec)
+		}
+	})
+}
+
+// TestCompressedReplay: an answer the handler compressed (gzip, as
+// connect-go does by default) is replayed with its Content-Encoding, so
+// the retry decodes to the same body; without the field the client would
+// get gzip bytes it takes for the body itself.
+func TestCompressedReplay(t *testing.T) {
+	const plain = `{"charge":"ch_1","amount":1250}`
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	io.WriteString(zw, plain)
+	zw.Close()
+	eachEngine(t, func(t *testing.T, e string) {
+		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(201)
+			w.Write(gz.Bytes())
+		})
+		// Asking for gzip itself, the client gets the bytes as sent.
+		accept := http.Header{"Accept-Encoding": {"gzip"}}
+		for i, replayed := range []string{"", "true"} {
+			a := b.doHeader(t, "POST", "/charges", `{}`, accept, "k")
+			if a.status != 201 || a.header.Get("Content-Encoding") != "gzip" || a.header.Get(DefaultReplayHeader) != replayed {
+				t.Fatalf("answer %d: %d, Content-Encoding %q, replayed %q", i, a.status, a.header.Get("Content-Encoding"), a.header.Get(DefaultReplayHeader))
+			}
+			zr, err := gzip.NewReader(strings.NewReader(a.body))
+			if err != nil {
+				t.Fatalf("answer %d does not decode: %v", i, err)
+			}
+			if got, err := io.ReadAll(zr); err != nil || string(got) != plain {
+				t.Fatalf("answer %d decodes to %q, %v; want %q", i, got, err, plain)
+			}
+		}
+		if b.calls.Load() != 1 {
+			t.Fatalf("handler ran %d times, want 1", b.calls.Load())
 		}
 	})
 }
@@ -866,7 +926,10 @@ func TestConcurrentIdenticalRequests(t *testing.T) {
 	})
 }
 
-func TestLogsOmitKeyAndScope(t *testing.T) {
+// TestEventsOmitKeyAndScope: the events of a first request, an in-flight
+// duplicate, a replay, a reused key and a store failure carry neither the
+// key nor the scope, in any field or in Err's text.
+func TestEventsOmitKeyAndScope(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		const key, scope = "KEY-7f3a9c", "SCOPE-b81d"
 		release := make(chan struct{})
@@ -887,14 +950,12 @@ func TestLogsOmitKeyAndScope(t *testing.T) {
 		b.do(t, "POST", "/p", "b", key) // reused
 		b.closeStore()
 		b.do(t, "POST", "/p", "a", key) // store unavailable
-		logs := b.logs.String()
-		for _, ev := range []string{"in flight", "replayed", "reused", "store unavailable"} {
-			if !strings.Contains(logs, `"msg":"idempotency: `+ev+`"`) {
-				t.Errorf("no %q event in logs:\n%s", ev, logs)
+		b.obs.check(t, ev(ledger.EventClaimed, "", 0), ev(ledger.EventInFlight, "", 409), ev(ledger.EventStored, "", 201),
+			ev(ledger.EventReplayed, "", 201), ev(ledger.EventKeyReused, "", 422), evFail(ledger.EventStoreUnavailable, "claim", 503))
+		for _, ev := range b.obs.all() {
+			if text := eventText(ev); strings.Contains(text, key) || strings.Contains(text, scope) {
+				t.Errorf("an event carries the key or the scope: %s", text)
 			}
-		}
-		if strings.Contains(logs, key) || strings.Contains(logs, scope) {
-			t.Fatalf("logs carry the key or scope:\n%s", logs)
 		}
 	})
 }
@@ -992,25 +1053,6 @@ func TestHeartbeatKeepsSlowHandlerKey(t *testing.T) {
 	})
 }
 
-func TestRedactWord(t *testing.T) {
-	tests := []struct{ msg, word, want string }{
-		{"sql: database is closed", "s", "sql: database is closed"},
-		{"no such table", "s", "no such table"},
-		{"user 42 not found in 4242", "42", "user [redacted] not found in 4242"},
-		{`key "k-1" and k-1, k-10`, "k-1", `key "[redacted]" and [redacted], k-10`},
-		{"abc", "abc", "[redacted]"},
-		{"abcabc", "abc", "abcabc"},
-		{"x", "", "x"},
-		{"a a a", "a a", "[redacted] a"},
-		{"k:k:k", "k:k", "[redacted]:k"},
-	}
-	for _, tt := range tests {
-		if got := redactWord(tt.msg, tt.word); got != tt.want {
-			t.Errorf("redactWord(%q, %q) = %q, want %q", tt.msg, tt.word, got, tt.want)
-		}
-	}
-}
-
 // A failed extension is not the end of the heartbeat: with the ledger's
 // table locked by another session for longer than an extension may wait
 // (SQLite's write lock; PostgreSQL's table lock), the beat fails, and once
@@ -1047,9 +1089,9 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 			}
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(b.logs.String(), `"msg":"idempotency: lease extension failed"`) {
+		for !b.obs.has(func(e ledger.Event) bool { return e.Op == "extend" }) {
 			if time.Now().After(deadline) {
-				t.Fatalf("no extension failed while the table was locked; logs:\n%s", b.logs.String())
+				t.Fatalf("no extension failed while the table was locked; events:\n%s", eventList(b.obs.all()))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -1061,7 +1103,7 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 			return r != nil && r.LeaseExpiresAt.After(first.LeaseExpiresAt)
 		})
 		if !rec.LeaseExpiresAt.After(first.LeaseExpiresAt) {
-			t.Fatalf("the heartbeat gave up after one failed extension: lease still ends at %v; logs:\n%s", first.LeaseExpiresAt, b.logs.String())
+			t.Fatalf("the heartbeat gave up after one failed extension: lease still ends at %v; events:\n%s", first.LeaseExpiresAt, eventList(b.obs.all()))
 		}
 		time.Sleep(time.Until(first.LeaseExpiresAt) + 50*time.Millisecond)
 		if a := b.do(t, "POST", "/", "", "k"); a.status != 409 {

@@ -30,7 +30,6 @@ func isNotStoredMarker(out ledger.Outcome) bool {
 // outcome of the key. See CodeOutcomeNotStored for why 410.
 func (cfg *config) refuseNotStored(w http.ResponseWriter, r *http.Request, out ledger.Outcome) {
 	why := reason(out.Header.Get(notStoredHeader))
-	cfg.emit(r, nil, event{kind: evReplayed, reason: why, status: http.StatusGone})
 	detail := "the request with this idempotency key completed"
 	if out.Status >= 100 && out.Status <= 999 {
 		detail += " with status " + strconv.Itoa(out.Status)

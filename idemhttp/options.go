@@ -1,11 +1,11 @@
 package idemhttp
 
 import (
-	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/ledger"
 )
 
 // DefaultMaxBodyBytes is the default of Options.MaxBodyBytes: 1 MiB.
@@ -20,8 +20,16 @@ const DefaultInFlightRetryAfter = time.Second
 
 // DefaultReplayHeaders are the response header fields that are stored and
 // replayed by default. Options.ReplayHeaders adds to them.
+//
+// Content-Encoding is among them because the stored body is the bytes the
+// handler wrote: a handler (or a compressing layer inside the middleware,
+// or connect-go, which compresses with gzip by default) that wrote a
+// compressed body needs the field for its replay to be readable. Such a
+// body is replayed compressed to whoever retries, whatever its
+// Accept-Encoding; put a compressing layer outside the middleware to
+// negotiate per request.
 var DefaultReplayHeaders = []string{
-	"Content-Type", "Content-Language", "Location", "ETag",
+	"Content-Type", "Content-Encoding", "Content-Language", "Location", "ETag",
 	"Last-Modified", "Cache-Control", "Link",
 }
 
@@ -48,7 +56,8 @@ const (
 	// handler does not run. This is the default.
 	FailClosed FailurePolicy = iota
 	// FailOpen runs the handler without protection: a retry may run it
-	// again. Each such request is logged as "store unavailable".
+	// again. Each such request is reported as a store_unavailable event
+	// with Status 0 (see Options.Observer).
 	FailOpen
 )
 
@@ -85,8 +94,8 @@ type Options struct {
 	// the response body stored. A longer response is still sent to the
 	// client in full, but cannot be stored: the ledger keeps a marker
 	// instead, so the handler does not run again for the key, and retries
-	// get 410 (CodeOutcomeNotStored), logged at Warn as "answer not
-	// stored". Default DefaultMaxBodyBytes (1 MiB).
+	// get 410 (CodeOutcomeNotStored); it is reported as a stored event
+	// with Reason oversized. Default DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
 
 	// ReleaseOversized releases the key, instead of keeping a marker, when
@@ -127,16 +136,15 @@ type Options struct {
 	// Default DefaultReplayHeader (Idempotent-Replayed).
 	ReplayHeader string
 
-	// Logger receives one record per event: replayed (Info), in flight
-	// (Info), reused (Warn), released (Warn, with the reason: panic,
-	// status, oversized, flush, trailers, hijack), answer not stored (Warn:
-	// a marker was kept instead), stored after the commit point (Warn, with
-	// the reason), store busy (Warn), lease extension failed (Warn), store
-	// unavailable (Error), lease lost (Error), a stored outcome that is no
-	// HTTP answer (Error), and a failed completion or release (Error).
-	// Records carry the method, the path and, where it applies, the status
-	// and the reason, never the key or the scope. Default: no logging.
-	Logger *slog.Logger
+	// Observer receives the events of protected requests (claimed,
+	// stored, replayed, in flight, key reused, released, lease lost, store
+	// busy, store unavailable), with the method, the route pattern, the
+	// answer's status and the time since the middleware began its work;
+	// the package doc's Events section says which, when, and with what.
+	// Events never hold the key or the scope. ledger.LogObserver logs
+	// them with slog; ledger.Observers feeds several observers (a logger
+	// and metrics). Default nil: no events.
+	Observer ledger.Observer
 
 	// InFlightRetryAfter caps the Retry-After sent with a 409 in flight,
 	// and is the Retry-After of a 503 busy (CodeBusy). The field says when
@@ -155,9 +163,9 @@ type Options struct {
 	// this cap) so that the client outlasts the handler.
 	InFlightRetryAfter time.Duration
 
-	// Now is the clock used to time handlers in log records. Default
-	// time.Now. The ledger keeps its own clock (ledger.Config.Now) for
-	// leases and expiry.
+	// Now is the clock of the events' Duration. Default time.Now. The
+	// ledger keeps its own clock (ledger.Config.Now) for leases and
+	// expiry.
 	Now func() time.Time
 }
 
@@ -216,7 +224,7 @@ type config struct {
 	refuse           RefuseFunc
 	replayHeader     string
 	retryAfter       time.Duration
-	log              *slog.Logger
+	observer         ledger.Observer
 	now              func() time.Time
 }
 
@@ -238,7 +246,7 @@ func newConfig(o Options, maxKey int) *config {
 		refuse:           o.Refuse,
 		replayHeader:     http.CanonicalHeaderKey(o.ReplayHeader),
 		retryAfter:       o.InFlightRetryAfter,
-		log:              o.Logger,
+		observer:         o.Observer,
 		now:              o.Now,
 	}
 	methods := o.Methods
@@ -276,9 +284,6 @@ func newConfig(o Options, maxKey int) *config {
 	}
 	if c.retryAfter <= 0 {
 		c.retryAfter = DefaultInFlightRetryAfter
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
 	}
 	if c.now == nil {
 		c.now = time.Now

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -237,19 +238,21 @@ func TestCredentialsNeverStored(t *testing.T) {
 	}
 }
 
-// No log record carries the key or the scope, on any event the middleware
-// and TxHandler log: replayed, in flight, reused, store unavailable (both
-// forms, fail open too), completion failed, release failed, lease extension
-// failed, response too large. The key and scope are chosen so that a
-// database error quoting its arguments would carry them; redact is tested on
-// such an error below.
-func TestLogsNeverCarryKeyOrScope(t *testing.T) {
+// No event carries the key or the scope, in its fields or in Err's text,
+// nor does LogObserver's output of them, on every kind of event the
+// middleware and TxHandler report: claimed, stored, replayed, in flight,
+// key reused, released, and store unavailable at the claim (both forms,
+// fail open too), the completion, the release and the extension. The key
+// and scope are chosen so that a database error quoting its arguments
+// would carry them; redact is tested on such errors below.
+func TestEventsNeverCarryKeyOrScope(t *testing.T) {
 	const key, scope = "KEY-c4f1e9-secret", "SCOPE-77d2a0-tenant"
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	obs := &recorder{}
 	opts := Options{
-		Scope:  func(*http.Request) (string, error) { return scope, nil },
-		Logger: logger,
+		Scope:    func(*http.Request) (string, error) { return scope, nil },
+		Observer: ledger.Observers(obs, ledger.LogObserver(logger)),
 	}
 	h := http.Header{HeaderName: {key}, "Content-Type": {"application/json"}}
 	newLedger := func(db *sql.DB, lease time.Duration) *ledger.Ledger[*sql.Tx] {
@@ -295,7 +298,7 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 		db.Close()
 		send(t, srv, "POST", "/p", `{}`, h)
 	}
-	// Lease extension failed, then completion failed: the handler outlives
+	// Extension failed, then completion failed: the handler outlives
 	// a third of its lease after the database went away.
 	{
 		db := testdb.SQLitePool(t)
@@ -315,7 +318,8 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 		})))
 		send(t, srv, "POST", "/p", `{}`, h)
 	}
-	// TxHandler: response too large, replayed, reused, store unavailable.
+	// TxHandler: response too large (released), claimed and stored,
+	// replayed, reused, store unavailable.
 	{
 		db := testdb.SQLitePool(t)
 		o := opts
@@ -333,31 +337,85 @@ func TestLogsNeverCarryKeyOrScope(t *testing.T) {
 		send(t, srv, "POST", "/p", `{}`, h)
 	}
 
-	out := logs.String()
-	for _, ev := range []string{"replayed", "in flight", "reused", "store unavailable", "completion failed",
-		"release failed", "lease extension failed", "response too large to store"} {
-		if !strings.Contains(out, `"msg":"idempotency: `+ev+`"`) {
-			t.Errorf("no %q record in the logs:\n%s", ev, out)
+	type seen struct {
+		kind ledger.EventKind
+		op   string
+	}
+	got := map[seen]bool{}
+	for _, e := range obs.all() {
+		got[seen{e.Kind, e.Op}] = true
+		if text := eventText(e); strings.Contains(text, "KEY-c4f1e9") || strings.Contains(text, "SCOPE-77d2a0") {
+			t.Errorf("an event carries the key or the scope: %s", text)
 		}
 	}
+	for _, want := range []seen{{ledger.EventClaimed, ""}, {ledger.EventStored, ""}, {ledger.EventReplayed, ""},
+		{ledger.EventInFlight, ""}, {ledger.EventKeyReused, ""}, {ledger.EventReleased, ""},
+		{ledger.EventStoreUnavailable, "claim"}, {ledger.EventStoreUnavailable, "complete"},
+		{ledger.EventStoreUnavailable, "release"}, {ledger.EventStoreUnavailable, "extend"}} {
+		if !got[want] {
+			t.Errorf("no %v event with Op %q in:\n%s", want.kind, want.op, eventList(obs.all()))
+		}
+	}
+	out := logs.String()
 	if strings.Contains(out, "KEY-c4f1e9") || strings.Contains(out, "SCOPE-77d2a0") {
 		t.Fatalf("the logs carry the key or the scope:\n%s", out)
 	}
-	if n := strings.Count(out, "\n"); n < 10 {
-		t.Fatalf("only %d log records:\n%s", n, out)
+	if n, want := strings.Count(out, "\n"), len(obs.all()); n != want {
+		t.Fatalf("%d log records for %d events:\n%s", n, want, out)
 	}
 }
 
-// redact blots out the key and the scope from a driver error that quotes
-// them, which is what reaches the logs.
+// TestRedact: every whole-word occurrence of the key or the scope is
+// blotted out of an error's text, whatever their length; words that only
+// contain them are left alone. The rule is idemgrpc's.
 func TestRedact(t *testing.T) {
-	p := &prepared{req: ledger.Request{Scope: "tenant-9", Key: "key-1"}}
-	err := errors.New(`UNIQUE constraint failed: ("tenant-9", "key-1"); key-1 again`)
-	if got, want := p.redact(err), `UNIQUE constraint failed: ("[redacted]", "[redacted]"); [redacted] again`; got != want {
-		t.Fatalf("redact = %q, want %q", got, want)
+	tests := []struct {
+		name, key, scope, msg, want string
+	}{
+		{"driver error quoting both", "key-1", "tenant-9", `UNIQUE constraint failed: ("tenant-9", "key-1"); key-1 again`,
+			`UNIQUE constraint failed: ("[redacted]", "[redacted]"); [redacted] again`},
+		{"one byte", "k", "t", `pq: duplicate key (scope, key)=(t, k) in "k"`,
+			`pq: duplicate key (scope, key)=([redacted], [redacted]) in "[redacted]"`},
+		{"one-byte scope in words", "k", "s", "sql: database is closed", "sql: database is closed"},
+		{"digits", "k", "42", "user 42 not found in 4242", "user [redacted] not found in 4242"},
+		{"dashed key", "k-1", "s", `key "k-1" and k-1, k-10`, `key "[redacted]" and [redacted], k-10`},
+		{"ten bytes", "order-4242", "tenant-007", "(tenant-007,order-4242)", "([redacted],[redacted])"},
+		{"whole message", "abc", "s", "abc", "[redacted]"},
+		{"inside a longer word", "abc", "s", "abcabc", "abcabc"},
+		{"adjacent occurrences merge", "a a", "z", "a a a", "[redacted]"},
+		{"overlapping occurrences merge", "k:k", "z", "k:k:k", "[redacted]"},
+		{"edge that is not a word byte", "-1", "s", "a-1 b-1c", "a[redacted] b-1c"},
+		{"multi-byte scope", "k", "é", "café é", "café [redacted]"},
+		{"empty scope", "k", "", "no scope, key k", "no scope, key [redacted]"},
+		{"nothing to blot", "K", "S", "ledger: lease lost", "ledger: lease lost"},
 	}
-	empty := &prepared{req: ledger.Request{Key: "k"}}
-	if got := empty.redact(errors.New("a k b")); got != "a [redacted] b" {
-		t.Fatalf("redact with an empty scope = %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redact(errors.New(tt.msg), tt.key, tt.scope).Error(); got != tt.want {
+				t.Errorf("redact(%q) = %q, want %q", tt.msg, got, tt.want)
+			}
+		})
+	}
+}
+
+// secretError is a driver's typed error that holds the key in a field.
+type secretError struct{ key string }
+
+func (e *secretError) Error() string { return "constraint violated" }
+
+// TestRedactChain: errors.Is sees through a redacted error (an observer
+// may still tell ledger.ErrBusy apart), errors.As and Unwrap do not, since
+// what they would reach may hold the key.
+func TestRedactChain(t *testing.T) {
+	err := redact(fmt.Errorf("complete k: %w (%w)", ledger.ErrBusy, &secretError{"k"}), "k", "s")
+	if got, want := err.Error(), "complete [redacted]: ledger: busy (constraint violated)"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+	if !errors.Is(err, ledger.ErrBusy) {
+		t.Error("errors.Is(ErrBusy) = false, want true")
+	}
+	var se *secretError
+	if errors.As(err, &se) || errors.Unwrap(err) != nil {
+		t.Error("the original error is reachable")
 	}
 }

@@ -17,60 +17,18 @@ import (
 type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 
 // TxHandler serves fn exactly once per idempotency key, for handlers whose
-// effects are all in the ledger's database: it begins a transaction there
-// (through the ledger's driver), runs fn inside
-// ledger.MutateOutcome (so the claim, fn's writes and the stored response
-// share one savepoint), and commits. A retry after the commit gets the stored
-// response; a retry after a crash or rollback finds no record and runs fn
-// again, with none of the first attempt's writes left behind.
+// effects are all in the ledger's database: it begins a transaction there,
+// runs fn inside ledger.MutateOutcome (the claim, fn's writes and the
+// stored response share one savepoint), and commits when
+// [Options].ShouldStore accepts fn's status, rolling back otherwise. fn's
+// response is buffered and sent after the commit; a retry gets the stored
+// response, as [Middleware] would give it. The package doc's section Transactional
+// handlers says how it differs from Middleware (concurrent duplicates wait
+// and replay, SQLite's write lock is held for fn's run, FailurePolicy does
+// not apply), and Events what [Options].Observer receives.
 //
-// The stored response is a ledger.Outcome as Middleware stores it
-// (ledger.MutateOutcome), so a key may move between the two forms, in a
-// rolling deployment for instance: a retry replays the answer that the
-// other form stored. Under a Middleware (a route of a ServeMux that the
-// middleware wraps), TxHandler records its transaction under a key derived
-// from the middleware's, so that both work and the route keeps exactly once
-// for its database effects.
-//
-// fn's response is buffered and sent only after the commit, so a client
-// never sees an answer whose effects were then lost. Flush and Hijack are
-// not supported (http.ResponseController reports http.ErrNotSupported).
-// fn reads the key and the scope with ClaimFrom (Fence 0: the transaction
-// guards fn's writes). Commit does not change TxHandler's own record, whose
-// writes commit or vanish with the transaction; under a Middleware it marks
-// the Middleware's claim.
-// The key, the scope, the fingerprint and the refusals are as for
-// Middleware, with these differences:
-//
-//   - The transaction commits when opts.ShouldStore accepts the status, and
-//     is rolled back otherwise (fn's writes vanish with the claim, and the
-//     client gets fn's answer). Requests that pass through unprotected (no
-//     key, or a method outside opts.Methods) follow the same rule, without
-//     the ledger.
-//   - A response longer than opts.MaxBodyBytes cannot be stored, so the
-//     transaction is rolled back and the client gets 500 (CodeResponseTooLarge):
-//     raise the limit for such handlers.
-//   - A concurrent duplicate waits for the first transaction (SQLite's write
-//     lock; immediate transactions) and then replays, rather than answering
-//     409; 409 remains for a key held by a lease-mode claim. A duplicate
-//     that waits longer than the database's busy timeout gets 503 busy
-//     (CodeBusy, with Retry-After).
-//   - On SQLite, fn's whole run holds the database's write lock, for every
-//     process that opens the file: every other TxHandler request, every
-//     Middleware claim and completion, and every other writer wait for it,
-//     and those that wait past busy_timeout get 503 busy. Keep fn short
-//     (no calls to other services inside it), or use PostgreSQL, whose
-//     locks are per row.
-//   - FailurePolicy does not apply: the ledger and fn's effects live in the
-//     same database, so when one is unreachable so is the other, and the
-//     answer is 503. A failed commit is 503 too.
-//
-// The transaction begins and commits with a context the client's disconnect
-// does not cancel; fn should use r.Context() for its own statements if it
-// wants them to stop when the client goes. If fn panics the transaction is
-// rolled back and the panic goes on.
-//
-// TxHandler panics when l or fn is nil, or opts.Scope is nil.
+// TxHandler panics when l or fn is nil, or opts.Scope is nil. The handler
+// is safe for concurrent use.
 func TxHandler[TTx any](l *ledger.Ledger[TTx], opts Options, fn TxFunc[TTx]) http.Handler {
 	if l == nil || fn == nil {
 		panic("idemhttp: TxHandler needs a ledger and a function")
@@ -94,7 +52,7 @@ func (e *errNotStored) Error() string { return "idemhttp: response not stored" }
 
 func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := h.cfg
-	p, ok := cfg.prepare(w, r)
+	p, ok := cfg.prepare(w, r, nil)
 	if !ok {
 		return
 	}
@@ -102,7 +60,10 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := h.l.Driver()
 	tx, err := d.Begin(ctx)
 	if err != nil {
-		h.unavailable(w, r, p, err)
+		if p != nil {
+			cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
+		}
+		h.unavailable(w, r, err)
 		return
 	}
 	defer d.Rollback(ctx, tx) // after a commit, a no-op
@@ -112,7 +73,7 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if buf.tooLarge() || !cfg.shouldStore(buf.status) {
 			_ = d.Rollback(ctx, tx)
 		} else if err := d.Commit(ctx, tx); err != nil {
-			h.unavailable(w, r, nil, err)
+			h.unavailable(w, r, err)
 			return
 		}
 		h.send(w, r, buf)
@@ -129,38 +90,66 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fr = withHeld(p.r, &held{l: h.l, req: p.req})
 	}
 	var first *buffer
+	// ran: the claim won and fn was called; finished: MutateOutcome
+	// returned (it did not, when fn panicked).
+	ran, finished := false, false
+	defer func() {
+		if ran && !finished {
+			// MutateOutcome rolled the claim and fn's writes back to its
+			// savepoint; the panic goes on.
+			_ = d.Rollback(ctx, tx)
+			cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonPanic})
+		}
+	}()
 	res, err := ledger.MutateOutcome(ctx, h.l, tx, req, func(context.Context) (ledger.Outcome, error) {
+		ran = true
+		cfg.emit(p, ledger.Event{Kind: ledger.EventClaimed})
 		first = h.run(w, fr, tx)
 		if first.tooLarge() || !cfg.shouldStore(first.status) {
 			return ledger.Outcome{}, &errNotStored{first}
 		}
 		return ledger.Outcome{Status: first.status, Header: first.outcomeHeader(cfg.allow), Body: first.body}, nil
 	})
+	finished = true
 	var notStored *errNotStored
 	switch {
 	case errors.As(err, &notStored):
 		_ = d.Rollback(ctx, tx)
+		if notStored.buf.tooLarge() {
+			cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonOversized, Status: http.StatusInternalServerError})
+		} else {
+			cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonStatus, Status: notStored.buf.status})
+		}
 		h.send(w, p.r, notStored.buf)
+		return
+	case err != nil && ran:
+		// fn ran, and then the transaction failed: storing the answer or
+		// releasing the savepoint (the store failed, or fn ended the
+		// transaction itself). fn's writes and the claim are gone.
+		_ = d.Rollback(ctx, tx)
+		h.failed(w, p, err)
 		return
 	case err != nil:
 		_ = d.Rollback(ctx, tx)
-		if cfg.refuseLedger(w, p, err, h.l.Lease()) {
-			return
-		}
-		// refuseLedger lets a request through only under FailOpen, which
-		// TxHandler does not honour.
-		cfg.refuse(w, p.r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Detail: "the idempotency store is unavailable; retry later", Err: err})
+		// refuseLedger lets no request through with failOpen false:
+		// TxHandler's handler cannot run without the store.
+		cfg.refuseLedger(w, p, err, h.l.Lease(), false)
 		return
 	}
 	if err := d.Commit(ctx, tx); err != nil {
-		h.unavailable(w, p.r, p, err)
+		if ran {
+			h.failed(w, p, err)
+			return
+		}
+		cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
+		h.unavailable(w, p.r, err)
 		return
 	}
 	if res.Replayed {
-		cfg.replay(w, p.r, res.Value)
+		cfg.replay(w, p, res.Value)
 		return
 	}
+	cfg.emit(p, ledger.Event{Kind: ledger.EventStored, Status: first.status})
 	h.send(w, p.r, first)
 }
 
@@ -172,9 +161,10 @@ func (h *txHandler[TTx]) run(w http.ResponseWriter, r *http.Request, tx TTx) *bu
 	return buf
 }
 
+// send writes fn's buffered answer, or 500 (CodeResponseTooLarge) when it
+// was too long to store.
 func (h *txHandler[TTx]) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
 	if buf.tooLarge() {
-		h.cfg.emit(r, nil, event{kind: evTxTooLarge, limit: h.cfg.maxBody})
 		h.cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeResponseTooLarge,
 			Detail: "the response is longer than " + strconv.FormatInt(h.cfg.maxBody, 10) + " bytes and could not be stored"})
 		return
@@ -182,12 +172,20 @@ func (h *txHandler[TTx]) send(w http.ResponseWriter, r *http.Request, buf *buffe
 	buf.writeTo(w)
 }
 
-func (h *txHandler[TTx]) unavailable(w http.ResponseWriter, r *http.Request, p *prepared, err error) {
+// failed answers a transaction that failed after fn ran, and reports the
+// claim released with ReasonError: the rollback took it away with fn's
+// writes, so a retry runs fn again.
+func (h *txHandler[TTx]) failed(w http.ResponseWriter, p *prepared, err error) {
+	h.cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Status: http.StatusServiceUnavailable, Err: err})
+	h.unavailable(w, p.r, err)
+}
+
+// unavailable answers a failure of the store: 503 busy (CodeBusy, with
+// Retry-After) for a lock not had in time, else 503 (CodeUnavailable).
+func (h *txHandler[TTx]) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	if busy(err) {
-		h.cfg.refuseBusy(w, r, p, err)
+		h.cfg.refuseBusy(w, r, err)
 		return
 	}
-	h.cfg.emit(r, p, event{kind: evStoreUnavailable, err: err})
-	h.cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-		Detail: "the idempotency store is unavailable; retry later", Err: err})
+	h.cfg.refuseUnavailable(w, r, err)
 }

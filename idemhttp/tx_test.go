@@ -20,7 +20,7 @@ import (
 // an orders table, the handler's business data.
 func txSetup(t *testing.T, e string, opts Options, fn TxFunc[*sql.Tx]) *bundle {
 	t.Helper()
-	b := &bundle{db: openSQL(t, e), logs: &syncBuffer{}}
+	b := &bundle{db: openSQL(t, e), obs: &recorder{}}
 	if _, err := b.db.Exec(ordersTable[e]); err != nil {
 		t.Fatal(err)
 	}

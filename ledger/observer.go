@@ -70,8 +70,9 @@ const (
 	ReasonStatus Reason = "status"
 	// ReasonOversized: the answer was larger than the layer may store.
 	ReasonOversized Reason = "oversized"
-	// ReasonFlush: the handler flushed or hijacked the connection, so the
-	// answer left before it could be stored whole.
+	// ReasonFlush: the handler flushed, hijacked the connection or
+	// announced trailers, so the answer left before it could be stored
+	// whole.
 	ReasonFlush Reason = "flush"
 	// ReasonError: the handler returned an error (gRPC) or its
 	// transaction failed.
@@ -92,9 +93,10 @@ type Event struct {
 	// Method is the HTTP request method, or the gRPC full method name
 	// ("/package.Service/Method").
 	Method string
-	// Route is the matched route pattern (http.Request.Pattern) when the
-	// layer knows one, else the request path; the gRPC full method name
-	// for gRPC. Use it, not a raw path, as a metric attribute.
+	// Route is the matched route pattern (http.Request.Pattern, a
+	// router's template) when the layer knows one, else empty, never the
+	// raw path, which would make a metric series per id; the gRPC full
+	// method name for gRPC.
 	Route string
 	// Status is the answer's HTTP status or gRPC code, when there is one
 	// (0 otherwise).

@@ -82,8 +82,6 @@ func Example() {
 	mw := idemhttp.Middleware(l, idemhttp.Options{
 		Scope:  func(r *http.Request) (string, error) { return "tenant-1", nil },
 		Refuse: connectRefuse,
-		// Connect compresses its answers (gzip): the replay must say so.
-		ReplayHeaders: []string{"Content-Encoding"},
 	})
 	mux := http.NewServeMux()
 	mux.Handle(chargeProcedure, mw(chargeHandler(&runs)))
