@@ -16,7 +16,7 @@ import (
 // replay. It used to find the outer claim and answer 409 for ever.
 func TestNestedMiddleware(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := &bundle{logs: &syncBuffer{}, e: e}
+		b := &bundle{e: e}
 		opts := Options{Scope: func(*http.Request) (string, error) { return testScope, nil }}
 		nest := func(mw func(http.Handler) http.Handler) http.Handler {
 			mux := http.NewServeMux()

@@ -32,7 +32,10 @@ func TestTransportAttemptTimeout(t *testing.T) {
 		var seen []Attempt
 		tr := fastTransport()
 		tr.MaxAttempts = 20
-		tr.AttemptTimeout = 100 * time.Millisecond
+		// Long enough for a claim or a replay on a loaded machine (an
+		// attempt that times out before its 409 or its replay only adds
+		// an attempt), short enough for the blocked first attempt.
+		tr.AttemptTimeout = time.Second
 		tr.OnAttempt = func(a Attempt) {
 			seen = append(seen, a)
 			if a.Status == 409 {

@@ -26,7 +26,7 @@ func TestTxHandlerPgx(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := newLedger(t, d.Driver, ledger.Config{})
-	b := &bundle{db: d.SQL, l: l, logs: &syncBuffer{}, e: testdb.PgxV5}
+	b := &bundle{db: d.SQL, l: l, e: testdb.PgxV5}
 	h := TxHandler(l, Options{Scope: func(*http.Request) (string, error) { return testScope, nil }},
 		func(w http.ResponseWriter, r *http.Request, tx pgx.Tx) {
 			b.calls.Add(1)

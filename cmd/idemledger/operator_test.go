@@ -252,20 +252,22 @@ func TestPurgeTimeout(t *testing.T) {
 				SELECT 's', 'k' || n, ?, 'completed', 1, 200, 1, 1, 2 FROM (`+series(e, total)+`) AS g`), []byte(strings.Repeat("\x01", 32))); err != nil {
 				t.Fatal(err)
 			}
-			p := idemledger(t, "", "purge", "-db", dsn, "-batch", "1", "-timeout", "300ms", "-q")
+			p := idemledger(t, "", "purge", "-db", dsn, "-batch", "1", "-timeout", "1s", "-q")
 			p.want(t, 1)
 			var n int
 			if _, err := fmt.Sscanf(p.stdout, "%d\n", &n); err != nil {
 				t.Fatalf("stdout %q: %v", p.stdout, err)
 			}
-			if want := fmt.Sprintf("idemledger purge: stopped by -timeout 300ms after %d records\n", n); p.stderr != want {
+			if want := fmt.Sprintf("idemledger purge: stopped by -timeout 1s after %d records\n", n); p.stderr != want {
 				t.Errorf("stderr %q, want %q", p.stderr, want)
 			}
 			var left int
 			if err := db.QueryRow(`SELECT count(*) FROM idempotency_ledger`).Scan(&left); err != nil {
 				t.Fatal(err)
 			}
-			if n == 0 || n == total || left != total-n {
+			// On a loaded machine the deadline may pass before the first
+			// batch; the count must be exact whatever it is.
+			if n == total || left != total-n {
 				t.Errorf("purge reported %d of %d, %d left", n, total, left)
 			}
 
