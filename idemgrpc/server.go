@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -278,7 +279,7 @@ func (s *server) emit(ctx context.Context, c *call, e ledger.Event) {
 	e.Method, e.Route = c.method, c.method
 	e.Duration = time.Since(c.start)
 	if e.Err != nil {
-		e.Err = redact(e.Err, c.req.Key, c.req.Scope)
+		e.Err = redact.Error(e.Err, c.req.Key, c.req.Scope)
 	}
 	s.cfg.Observer.Observe(ctx, e)
 }

@@ -1,4 +1,8 @@
-package idemgrpc
+// Package redact blots idempotency keys and scopes out of error texts, for
+// the protection layers (idemhttp, idemgrpc), whose events and logs must
+// never carry either: the ledger never quotes them, but a database
+// driver's message may.
+package redact
 
 import (
 	"errors"
@@ -10,7 +14,7 @@ const redacted = "[redacted]"
 
 // redactedError is an error whose text has the key and the scope blotted
 // out. errors.Is still sees the original's chain (ledger.ErrLeaseLost,
-// ledger.ErrRetryable, context.DeadlineExceeded), but neither Unwrap nor
+// ledger.ErrBusy, context.DeadlineExceeded), but neither Unwrap nor
 // errors.As reaches it: a driver's typed error may hold the key in a field
 // its text does not show.
 type redactedError struct {
@@ -23,17 +27,18 @@ func (e *redactedError) Error() string { return e.msg }
 // Is reports whether the original error matches target.
 func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
 
-// redact returns err with every whole-word occurrence of each secret (the
-// key and the scope, which the ledger never quotes but a database driver's
-// message may) in its text replaced by "[redacted]". Whole words, so that a
-// one-byte key "k" is blotted in "(t1, k)" but leaves "key" alone: a short
-// secret garbles no more of the message than its own occurrences, and no
-// length is exempt. An occurrence is whole when the byte before it and
-// the byte after it are not word bytes (ASCII letters, digits, '_' and any
-// byte of a multi-byte UTF-8 sequence), except at an edge where the secret
-// itself ends in a byte that is not a word byte: "k-" is blotted in "ak-1".
-// Empty secrets are skipped.
-func redact(err error, secrets ...string) error {
+// Error returns err with every whole-word occurrence of each secret (the
+// key and the scope: the ledger never quotes them, but a database driver's
+// message may) in its text replaced by "[redacted]". Whole words, so that
+// a one-byte key "k" is blotted in "(t1, k)" but leaves "key" alone: a
+// short secret garbles no more of the message than its own occurrences,
+// and no length is exempt. An occurrence is whole when the bytes around it
+// are not word bytes (ASCII letters, digits, '_' and the bytes of
+// multi-byte UTF-8 sequences), except on a side where the secret itself
+// ends in a byte that is not a word byte: "-1" is blotted in "a-1".
+// Overlapping occurrences are blotted as one. Empty secrets are skipped.
+// Both layers use it, so that they hide the same.
+func Error(err error, secrets ...string) error {
 	msg := err.Error()
 	var hide []bool // hide[i]: byte i of msg belongs to a secret
 	for _, secret := range secrets {
@@ -46,8 +51,7 @@ func redact(err error, secrets ...string) error {
 				break
 			}
 			i += from
-			end := i + len(secret)
-			if wholeWord(msg, secret, i, end) {
+			if end := i + len(secret); wholeWord(msg, secret, i, end) {
 				if hide == nil {
 					hide = make([]bool, len(msg))
 				}
