@@ -34,6 +34,9 @@ import (
 //     commit), on the driver's own pool;
 //   - first, replay: Middleware with a fresh key per request, and with
 //     one stored key;
+//   - read: the floor of a replay, the same work without the ledger: one
+//     SELECT of a stored order by primary key on the pool, answered 201
+//     (no fingerprint, no record to decode, no replayed headers);
 //   - bare-tx: the same INSERT in a transaction of its own (BEGIN, INSERT,
 //     COMMIT);
 //   - tx-first, tx-replay: TxHandler.
@@ -61,6 +64,8 @@ type clientsEnv[TTx any] struct {
 	// its id.
 	insert   func(ctx context.Context, body string) (int64, error)
 	insertTx func(ctx context.Context, tx TTx, body string) (int64, error)
+	// read reads order 1's body.
+	read     func(ctx context.Context) (string, error)
 	begin    func(ctx context.Context) (TTx, error)
 	commit   func(ctx context.Context, tx TTx) error
 	rollback func(ctx context.Context, tx TTx) error
@@ -106,6 +111,10 @@ func sqliteClientsEnv(b *testing.B, sync sqlite.Synchronous) *clientsEnv[*sql.Tx
 		}
 		return res.LastInsertId()
 	}
+	e.read = func(ctx context.Context) (body string, err error) {
+		err = db.QueryRowContext(ctx, `SELECT body FROM orders WHERE id = 1`).Scan(&body)
+		return body, err
+	}
 	sqlTxFuncs(e, db)
 	return e
 }
@@ -138,6 +147,10 @@ func postgresClientsEnv(b *testing.B) *clientsEnv[*sql.Tx] {
 		err = tx.QueryRowContext(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id)
 		return id, err
 	}
+	e.read = func(ctx context.Context) (body string, err error) {
+		err = db.QueryRowContext(ctx, `SELECT body FROM orders WHERE id = 1`).Scan(&body)
+		return body, err
+	}
 	sqlTxFuncs(e, db)
 	return e
 }
@@ -167,6 +180,10 @@ func pgxClientsEnv(b *testing.B) *clientsEnv[pgx.Tx] {
 		err = tx.QueryRow(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id)
 		return id, err
 	}
+	e.read = func(ctx context.Context) (body string, err error) {
+		err = pool.QueryRow(ctx, `SELECT body FROM orders WHERE id = 1`).Scan(&body)
+		return body, err
+	}
 	e.begin = pool.Begin
 	e.commit = func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
 	e.rollback = func(ctx context.Context, tx pgx.Tx) error { return tx.Rollback(ctx) }
@@ -190,6 +207,22 @@ func (e *clientsEnv[TTx]) handler() http.Handler {
 		in, _ := io.ReadAll(r.Body)
 		id, err := e.insert(r.Context(), string(in))
 		answerOrder(w, id, err)
+	})
+}
+
+// readOrder is the read floor: order 1, read and answered.
+func (e *clientsEnv[TTx]) readOrder() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		body, err := e.read(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", "/orders/1")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, body)
 	})
 }
 
@@ -221,6 +254,9 @@ func (e *clientsEnv[TTx]) txHandler() http.Handler {
 }
 
 func runClients[TTx any](b *testing.B, e *clientsEnv[TTx]) {
+	if id, err := e.insert(context.Background(), benchBody); err != nil || id != 1 {
+		b.Fatalf("order 1: id %d, %v", id, err)
+	}
 	cases := []struct {
 		name   string
 		make   func() http.Handler
@@ -230,6 +266,7 @@ func runClients[TTx any](b *testing.B, e *clientsEnv[TTx]) {
 		{"bare", e.handler, false, false},
 		{"first", func() http.Handler { return Middleware(e.l, benchOptions())(e.handler()) }, true, false},
 		{"replay", func() http.Handler { return Middleware(e.l, benchOptions())(e.handler()) }, true, true},
+		{"read", e.readOrder, false, false},
 		{"bare-tx", e.bareTx, false, false},
 		{"tx-first", e.txHandler, true, false},
 		{"tx-replay", e.txHandler, true, true},
