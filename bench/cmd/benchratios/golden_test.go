@@ -16,7 +16,8 @@ import (
 //	go run ./cmd/benchratios $s < results/$DATE-$s.txt > cmd/benchratios/testdata/$s.golden
 //
 // for s in ledger-sqlite, ledger-sqlite-row, ledger-sqlite-full, idemhttp
-// and ledger-postgres. The command's output was first checked byte for byte against the Python script it
+// and ledger-postgres ($DATE is resultsDate), and idemhttp-clients ($DATE
+// from sectionDates). The command's output was first checked byte for byte against the Python script it
 // replaced, on the rounds of 2026-11-29 (git show
 // 54003fe:bench/results/pairs.py); TestGoldenTablesInBenchmarksMD keeps
 // BENCHMARKS.md showing these tables. When the benchmarks are run again,
