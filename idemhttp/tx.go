@@ -39,6 +39,10 @@ type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 // guards fn's writes). Commit does not change TxHandler's own record, whose
 // writes commit or vanish with the transaction; under a Middleware it marks
 // the Middleware's claim.
+// A retry of a completed record is answered from a plain read, as are a
+// key held by a lease-mode claim and a reused key: on SQLite before BEGIN,
+// so it never waits for the write lock; on PostgreSQL the claim in the
+// transaction writes nothing.
 // The key, the scope, the fingerprint and the refusals are as for
 // Middleware, with these differences:
 //
@@ -55,10 +59,6 @@ type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 //     409; 409 remains for a key held by a lease-mode claim. A duplicate
 //     that waits longer than the database's busy timeout gets 503 busy
 //     (CodeBusy, with Retry-After).
-//   - A retry of a completed record is answered from a plain read (on
-//     SQLite before BEGIN, so it never waits for the write lock; on
-//     PostgreSQL the claim in the transaction writes nothing), as are a
-//     key held by a lease-mode claim and a reused key.
 //   - On SQLite, fn's whole run holds the database's write lock, for every
 //     process that opens the file: every other TxHandler request, every
 //     Middleware claim and completion, and every other writer wait for it,
