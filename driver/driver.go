@@ -110,7 +110,11 @@ type Executor interface {
 	// Now returns the engine's current time.
 	Now(ctx context.Context) (int64, error)
 	// Claim claims a key with an atomic conditional write (see
-	// ClaimParams).
+	// ClaimParams), attempted only when a plain read of the row shows
+	// none, or one that may be taken over: when the row stands
+	// (completed and unexpired, in flight under a live lease, or another
+	// fingerprint and unexpired) Claim writes nothing, takes no row or
+	// write lock of its own, and returns that row (see ClaimResult).
 	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
 	// Get reads a record; a missing one is a nil Row with no error.
 	Get(ctx context.Context, p GetParams) (GetResult, error)
@@ -161,8 +165,11 @@ type ClaimParams struct {
 }
 
 // ClaimResult is a claim's answer. When Won is false, Row may hold the row
-// that stands, read at Now, so that the ledger need not read it again; a
-// nil Row asks the ledger to read it (Executor.Get).
+// as read, with Now the engine's time taken at or after that read (never
+// before it: a row unexpired at Now was unexpired when read), so that the
+// ledger need not read it again; a nil Row asks the ledger to read it
+// (Executor.Get). The row may be stale when the claim lost a race; the
+// ledger then starts over.
 type ClaimResult struct {
 	Won bool
 	// Fence and LeaseExpiresAt describe the won lease.
@@ -178,7 +185,8 @@ type GetParams struct {
 }
 
 // GetResult is a read: Row is nil when the key has no record; Now is the
-// engine's time at the read (0 when the engine cannot tell on a miss).
+// engine's time at the read or after it, never before (0 when the engine
+// cannot tell on a miss).
 type GetResult struct {
 	Row *Row
 	Now int64

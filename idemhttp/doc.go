@@ -143,6 +143,11 @@
 // statements if it wants them to stop when the client goes. If fn panics
 // the transaction is rolled back and the panic goes on.
 //
+// A retry of a completed record, a key held by a lease-mode claim and a
+// reused key are answered from a plain read: on SQLite before BEGIN, so a
+// replay never waits for the write lock; on PostgreSQL the claim inside the
+// transaction writes nothing for them.
+//
 // # Events
 //
 // Options.Observer (a ledger.Observer; nil, the default, reports nothing)

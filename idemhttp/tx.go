@@ -57,6 +57,9 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
+	if p != nil && h.lookup(w, p, r) {
+		return
+	}
 	d := h.l.Driver()
 	tx, err := d.Begin(ctx)
 	if err != nil {
@@ -151,6 +154,47 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg.emit(p, ledger.Event{Kind: ledger.EventStored, Status: first.status})
 	h.send(w, p.r, first)
+}
+
+// lookup answers a retry whose record stands (a replay, a live lease, a
+// reused key) from a plain read on SQLite, before BEGIN: SQLite's immediate
+// transactions take the database's write lock at BEGIN, so replays would
+// otherwise queue behind every writer and one another. It reports whether
+// it answered; a read that failed is answered as a failed claim (503).
+// No record, or one that may be taken over, goes on to the transaction,
+// which decides as before. On PostgreSQL the claim in the transaction writes nothing for
+// a record that stands, and the extra round trip would slow first
+// requests, so it is skipped there.
+func (h *txHandler[TTx]) lookup(w http.ResponseWriter, p *prepared, r *http.Request) bool {
+	if h.l.Engine() != "sqlite" {
+		return false
+	}
+	req := p.req
+	if underMiddleware(r, h.l, req) {
+		req.Key = nestedKey(req.Key) // as in ServeHTTP
+	}
+	c, err := h.l.Lookup(r.Context(), req)
+	switch {
+	case err != nil:
+		h.refuseLedger(w, p, err)
+		return true
+	case c == nil:
+		return false
+	}
+	h.cfg.replay(w, p.r, c.Replay.Outcome)
+	return true
+}
+
+// refuseLedger answers an error of the ledger: a refusal (in flight, key
+// reused) or 503.
+func (h *txHandler[TTx]) refuseLedger(w http.ResponseWriter, p *prepared, err error) {
+	if h.cfg.refuseLedger(w, p, err, h.l.Lease()) {
+		return
+	}
+	// refuseLedger lets a request through only under FailOpen, which
+	// TxHandler does not honour.
+	h.cfg.refuse(w, p.r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		Detail: "the idempotency store is unavailable; retry later", Err: err})
 }
 
 // run calls fn with a buffering writer.

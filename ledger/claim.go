@@ -47,19 +47,21 @@ func (c *Claim) lease() driver.LeaseParams {
 // upsert and the read that explains why the upsert lost.
 const claimAttempts = 5
 
-// Claim claims req's key with an atomic conditional write: on PostgreSQL one
-// INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING; on SQLite an INSERT …
-// ON CONFLICT DO NOTHING for a key without a record and, only when that
-// inserts nothing and the record read next may be taken over, one
-// conditional UPDATE … RETURNING (each statement
-// decides and reports in one step, so a claim never writes without knowing
-// it won; see queries/sqlite/ledger.sql for why SQLite splits it). It wins, and
+// Claim claims req's key with an atomic conditional write, attempted only
+// when a plain read of the key's record shows none or one that may be
+// taken over (see the package doc, Replays): on PostgreSQL one statement
+// whose CTE reads the row and runs INSERT … ON CONFLICT DO UPDATE … WHERE …
+// RETURNING only then; on SQLite a SELECT, then an INSERT … ON CONFLICT DO
+// NOTHING for a key without a record or one conditional UPDATE … RETURNING
+// for a record that may be taken over (each write decides and reports in
+// one step, so a claim never writes without knowing it won; see
+// queries/sqlite/ledger.sql for why SQLite splits it). It wins, and
 // returns a Claim holding a fresh lease, when the key has no record, when
 // the record has expired (anyone may take it over; see Record.Expired), or
 // when the record is in flight with a lease that has run out and the same
 // fingerprint (the earlier holder is presumed dead; the fence grows so that
-// it cannot write any more). Otherwise it reads the record and returns, in
-// this order of precedence:
+// it cannot write any more). Otherwise it answers from the record it read
+// (reading it again if a write lost a race), in this order of precedence:
 //
 //   - ErrKeyReused when the fingerprint differs;
 //   - an *InFlightError (errors.Is(err, ErrInFlight)) when the record is in
@@ -68,8 +70,8 @@ const claimAttempts = 5
 //
 // Claim runs on the driver's pool and commits at once: lease mode. Bad
 // input returns an error wrapping ErrInvalidRequest before the database is
-// used. The upsert and the read are two statements; if the row changes
-// between them the claim starts over (a few times at most).
+// used. If the row changes between the read and the write, the claim
+// starts over (a few times at most).
 //
 // If ctx ends while the claim runs, Claim returns an error wrapping ctx's
 // error, and the driver cannot tell whether the write committed. Claim then
@@ -145,9 +147,28 @@ func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.
 }
 
 // standing answers a claim of req against the key's record r, read at now
-// (Unix milliseconds), when r stands: ErrKeyReused, an *InFlightError, or
-// a replay Claim, in Claim's order of precedence. It returns neither when
-// r does not stand: a claim may take it over.
+// (Unix milliseconds, the engine's time at the read or after it), when r
+// stands: ErrKeyReused, an *InFlightError, or a replay Claim, in Claim's
+// order of precedence. It returns neither when r does not stand: a claim
+// may take it over.
+//
+// Each answer is safe to give from a plain read, without the write or a
+// lock, because what makes r stand cannot be undone by anyone but its
+// holder before a time that now has not reached:
+//
+//   - key reused: r is unexpired, and a claim with another fingerprint can
+//     only take r over once it has expired; until then r only changes by
+//     its own holder (or a takeover with r's fingerprint), which keeps
+//     the differing fingerprint, or by Release, after which the answer
+//     was still true at the read;
+//   - in flight: the lease is live, and only its holder (token and fence)
+//     completes, releases or extends it before it runs out;
+//   - replay: a completed record never changes until it expires (Complete,
+//     Release and Extend need an in-flight row; takeover and Purge need an
+//     expired one).
+//
+// now is never taken before the read, so r unexpired at now was unexpired
+// at the read.
 func standing(req Request, r *Record, now int64) (*Claim, error) {
 	lease := r.LeaseExpiresAt.UnixMilli()
 	if expired(r.State, r.ExpiresAt.UnixMilli(), lease, now) ||

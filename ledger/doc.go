@@ -26,6 +26,7 @@
 // holder's Complete, Release and Extend fail with ErrLeaseLost.
 //
 // Get reads a record; Purge deletes expired ones in bounded batches.
+// Lookup answers a retry from a plain read, claiming nothing.
 //
 // Times are kept as Unix milliseconds (UTC).
 //
@@ -64,12 +65,44 @@
 // Mutate returns an error matching ErrRetryable: roll tx back and run the
 // whole transaction again, which replays.
 //
+// What tx allows a replay: on PostgreSQL, the claim of a record that stands
+// writes nothing, locks no row and assigns tx no transaction id, so a tx
+// that does nothing else commits without writing WAL. On SQLite, the
+// immediate transactions of sqlite.Open hold the database's write lock
+// from BEGIN: a replay in tx writes nothing, but other writers have
+// waited for tx all the same. To answer retries without that lock, call
+// Ledger.Lookup on the pool before beginning tx, as idemhttp's TxHandler
+// does.
+//
 // An *InFlightError comes when the key is held by a lease-mode claim
 // (Ledger.Claim, idemhttp's Middleware), including one made earlier in tx
 // itself. T must survive encoding/json: the replayed Value is the JSON
 // decoding of the first one; a value whose JSON does not decode back into
 // T is refused (and rolled back) on the first execution. The stored Outcome
 // has Status 0, no Header and the JSON as Body.
+//
+// # Replays
+//
+// A claim reads the key's record before it writes, and writes only when
+// there is no record or one that may be taken over. A retry of a
+// completed, unexpired record with the same fingerprint is answered from
+// that plain read, with no write and no lock (no row lock, no SQLite write
+// lock, no WAL flush); so are a key held under a live lease (an
+// *InFlightError) and a key reused with another fingerprint while its
+// record is unexpired (ErrKeyReused). On PostgreSQL the read and the
+// conditional write are one statement; on SQLite the read is a SELECT on
+// the pool, outside any transaction.
+//
+// The answer is safe because a record that stands cannot change under it.
+// A completed record never changes until it expires; an in-flight record
+// changes only by its lease holder (Complete, Release, Extend) until its
+// lease runs out; a takeover, and Purge, touch only records that have
+// expired (or in flight under a lease that ran out). Expiry is judged by
+// the engine's clock, read in the same statement as the record on
+// PostgreSQL and just after it on SQLite, never before: a record unexpired
+// at that time was unexpired at the read, so the answer was true at the
+// instant of the read, whatever happens after it. A record being taken
+// over or purged has expired, and is never answered from.
 //
 // # Engines
 //

@@ -35,8 +35,10 @@ var savepoints atomic.Uint64
 // Business writes and the ledger row commit or vanish together. fn must
 // write through tx, never through the pool (see the package doc, Mutate,
 // for the whole contract: savepoints, fn's errors and panics, nesting,
-// concurrent duplicates, isolation levels). TTx is inferred from l, so a
-// call reads ledger.Mutate(ctx, l, tx, req, fn) on every driver.
+// concurrent duplicates, isolation levels, and what tx allows a replay: on
+// SQLite tx already holds the write lock, so answer retries first with
+// [Ledger.Lookup] on the pool). TTx is inferred from l, so a call reads
+// ledger.Mutate(ctx, l, tx, req, fn) on every driver.
 //
 // Errors: ErrInvalidRequest (wrapped) before tx is used; ErrKeyReused;
 // ErrRetryable (wrapped); *InFlightError; fn's error unchanged; an error

@@ -146,8 +146,13 @@ func (e executor) Now(ctx context.Context) (int64, error) {
 	return n, txDone(err)
 }
 
+// Claim runs the one statement of queries/postgres (Claim): it reads the
+// row and writes only when the row does not stand, so a replay, an in-flight
+// answer or a reused key costs one round trip and no write (see the query's
+// comment for why that is safe). It returns the row it read, with the
+// server's clock at the read, for the ledger to explain a lost claim.
 func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
-	row, err := pgxdb.New(e.db).Claim(ctx, pgxdb.ClaimParams{
+	r, err := pgxdb.New(e.db).Claim(ctx, pgxdb.ClaimParams{
 		Scope:       a.Scope,
 		Key:         a.Key,
 		Fingerprint: a.Fingerprint,
@@ -156,13 +161,23 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		TtlMillis:   a.TTLMillis,
 		Now:         at(a.Now),
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return idriver.ClaimResult{}, nil
-	}
 	if err != nil {
 		return idriver.ClaimResult{}, txDone(err)
 	}
-	return idriver.ClaimResult{Won: true, Fence: row.Fence, LeaseExpiresAt: row.LeaseExpiresAt.Int64}, nil
+	if r.WonFence != 0 {
+		return idriver.ClaimResult{Won: true, Fence: r.WonFence, LeaseExpiresAt: r.WonLeaseExpiresAt}, nil
+	}
+	if !r.CurFound {
+		// A row committed after the statement's snapshot stood in the
+		// way: the ledger reads it (Get).
+		return idriver.ClaimResult{Now: r.Now}, nil
+	}
+	return idriver.ClaimResult{Now: r.Now, Row: &idriver.Row{
+		Scope: a.Scope, Key: a.Key, Fingerprint: r.Fingerprint, State: r.State,
+		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt, Fence: r.Fence,
+		Status: r.Status, Headers: r.Headers, Body: r.Body,
+		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt,
+	}}, nil
 }
 
 func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {

@@ -83,8 +83,13 @@ func at(now int64) sql.NullInt64 { return sql.NullInt64{Int64: now, Valid: now !
 
 func (e executor) Now(ctx context.Context) (int64, error) { return pgdb.New(e.db).Now(ctx) }
 
+// Claim runs the one statement of queries/postgres (Claim): it reads the
+// row and writes only when the row does not stand, so a replay, an in-flight
+// answer or a reused key costs one round trip and no write (see the query's
+// comment for why that is safe). It returns the row it read, with the
+// server's clock at the read, for the ledger to explain a lost claim.
 func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
-	row, err := pgdb.New(e.db).Claim(ctx, pgdb.ClaimParams{
+	r, err := pgdb.New(e.db).Claim(ctx, pgdb.ClaimParams{
 		Scope:       a.Scope,
 		Key:         a.Key,
 		Fingerprint: a.Fingerprint,
@@ -93,13 +98,23 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		TtlMillis:   a.TTLMillis,
 		Now:         at(a.Now),
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return idriver.ClaimResult{}, nil
-	}
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	return idriver.ClaimResult{Won: true, Fence: row.Fence, LeaseExpiresAt: row.LeaseExpiresAt.Int64}, nil
+	if r.WonFence != 0 {
+		return idriver.ClaimResult{Won: true, Fence: r.WonFence, LeaseExpiresAt: r.WonLeaseExpiresAt}, nil
+	}
+	if !r.CurFound {
+		// A row committed after the statement's snapshot stood in the
+		// way: the ledger reads it (Get).
+		return idriver.ClaimResult{Now: r.Now}, nil
+	}
+	return idriver.ClaimResult{Now: r.Now, Row: &idriver.Row{
+		Scope: a.Scope, Key: a.Key, Fingerprint: r.Fingerprint, State: r.State,
+		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt, Fence: r.Fence,
+		Status: r.Status, Headers: r.Headers, Body: r.Body,
+		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt,
+	}}, nil
 }
 
 func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {

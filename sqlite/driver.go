@@ -156,65 +156,94 @@ func clock(now int64) int64 {
 
 func (e executor) Now(context.Context) (int64, error) { return time.Now().UnixMilli(), nil }
 
-// Claim inserts the row; most claims are of new keys and end there. When
-// the key has a row it reads it, and tries to take it over only if the row
-// may be (a replay, a reused key and a live lease, the usual answers to a
-// retry, end with the read). Each write decides atomically on its own (the
-// insert only when the key has no row, the update only when the row may be
-// taken over) and tells its caller whether it won in the same statement,
-// so no write is ever committed unbeknown to the claim. The read and the
-// update are apart on a pool; if the row changed in between, the update
-// matches nothing and the ledger starts over. (sqlc 1.31 leaves a named
-// parameter unrewritten inside ON CONFLICT … DO UPDATE … WHERE, which is
-// one reason SQLite does not use PostgreSQL's single upsert: see
-// queries/sqlite/ledger.sql.)
+// Claim, on the pool, reads the key's row first, with a plain SELECT that
+// takes no write lock (it runs outside any transaction, beside other
+// readers and beside the one writer, thanks to WAL), and answers from it
+// when the row stands: a replay, a live lease, a reused key. That is safe
+// because a standing row only changes by its own lease holder (Complete,
+// Release, Extend, Abandon) or once it has expired, and now is read after
+// the SELECT: a row unexpired at now was unexpired at the read, so the
+// answer held at that instant. Only a key without a row, or a row that may
+// be taken over, leads to a write.
+//
+// Inside a transaction (ledger.Mutate) the caller's BEGIN IMMEDIATE
+// already holds the write lock and nothing commits before the caller
+// does, so reading first would save nothing but cost a first execution
+// (the usual case there: idemhttp's TxHandler answers replays with a read
+// before BEGIN) one more statement. There Claim inserts first, as an
+// INSERT … ON CONFLICT DO NOTHING that finds the key changes no page, and
+// reads the row only when the insert found one.
+//
+// Each write decides atomically on its own (ClaimInsert only when the key
+// has no row, ClaimTakeover only when the row may be taken over) and tells
+// its caller whether it won in the same statement, so no write is ever
+// committed unbeknown to the claim. If the row changes between the read
+// and the write, the write matches nothing and the ledger starts over.
+// (sqlc 1.31 leaves a named parameter unrewritten inside ON CONFLICT … DO
+// UPDATE … WHERE, which is one reason SQLite does not use PostgreSQL's
+// single upsert: see queries/sqlite/ledger.sql.)
 func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
-	now := clock(a.Now)
 	q := e.queries(ctx)
-	token := sql.NullString{String: a.Token, Valid: true}
-	leaseExpiresAt := sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true}
-	n, err := q.ClaimInsert(ctx, sqlitedb.ClaimInsertParams{
-		Scope:          a.Scope,
-		Key:            a.Key,
-		Fingerprint:    a.Fingerprint,
-		LeaseToken:     token,
-		LeaseExpiresAt: leaseExpiresAt,
-		Now:            now,
-		ExpiresAt:      now + a.TTLMillis,
-	})
-	if err != nil {
-		return idriver.ClaimResult{}, err
-	}
-	if n == 1 {
-		return idriver.ClaimResult{Won: true, Fence: 1, LeaseExpiresAt: now + a.LeaseMillis}, nil
+	if e.tx != nil {
+		now := clock(a.Now)
+		won, err := claimInsert(ctx, q, a, now)
+		if won.Won || err != nil {
+			return won, err
+		}
 	}
 	got, err := q.Get(ctx, sqlitedb.GetParams{Scope: a.Scope, Key: a.Key})
 	if errors.Is(err, sql.ErrNoRows) {
-		return idriver.ClaimResult{}, nil // gone since the insert: the ledger starts over
+		if e.tx != nil {
+			// The insert found a row that is gone (not possible while
+			// tx holds the write lock): the ledger starts over.
+			return idriver.ClaimResult{}, nil
+		}
+		// No row at the read: insert. Should another claim insert one
+		// first, this inserts nothing and the ledger reads that row.
+		return claimInsert(ctx, q, a, clock(a.Now))
 	}
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	r := row(got)
-	if !mayTakeOver(r, a.Fingerprint, now) {
+	// now after the read, never before: see above.
+	now := clock(a.Now)
+	if r := row(got); !mayTakeOver(r, a.Fingerprint, now) {
 		return idriver.ClaimResult{Row: r, Now: now}, nil
 	}
 	fence, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
 		Fingerprint:    a.Fingerprint,
-		LeaseToken:     token,
-		LeaseExpiresAt: leaseExpiresAt,
+		LeaseToken:     sql.NullString{String: a.Token, Valid: true},
+		LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
 		Now:            now,
 		ExpiresAt:      now + a.TTLMillis,
 		Scope:          a.Scope,
 		Key:            a.Key,
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return idriver.ClaimResult{}, nil
+		return idriver.ClaimResult{}, nil // changed since the read: the ledger starts over
 	}
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
 	return idriver.ClaimResult{Won: true, Fence: fence, LeaseExpiresAt: now + a.LeaseMillis}, nil
+}
+
+// claimInsert inserts a new in-flight row for a key that has none; Won is
+// false, with no Row, when the key has one.
+func claimInsert(ctx context.Context, q *sqlitedb.Queries, a idriver.ClaimParams, now int64) (idriver.ClaimResult, error) {
+	n, err := q.ClaimInsert(ctx, sqlitedb.ClaimInsertParams{
+		Scope:          a.Scope,
+		Key:            a.Key,
+		Fingerprint:    a.Fingerprint,
+		LeaseToken:     sql.NullString{String: a.Token, Valid: true},
+		LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
+		Now:            now,
+		ExpiresAt:      now + a.TTLMillis,
+	})
+	if err != nil || n != 1 {
+		return idriver.ClaimResult{}, err
+	}
+	return idriver.ClaimResult{Won: true, Fence: 1, LeaseExpiresAt: now + a.LeaseMillis}, nil
 }
 
 // mayTakeOver mirrors the WHERE of ClaimTakeover: the row has expired, or
@@ -233,9 +262,11 @@ func row(g sqlitedb.IdempotencyLedger) *idriver.Row {
 	}
 }
 
+// Get reads the row, then the clock: a row unexpired at now was unexpired
+// at the read (see Claim).
 func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
-	now := clock(p.Now)
 	got, err := e.queries(ctx).Get(ctx, sqlitedb.GetParams{Scope: p.Scope, Key: p.Key})
+	now := clock(p.Now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return idriver.GetResult{Now: now}, nil
 	}

@@ -17,6 +17,7 @@ var layouts = map[string]layout{
 	"ledger-sqlite-full": ledgerSQLiteFull,
 	"idemhttp":           idemHTTP,
 	"ledger-postgres":    ledgerPostgres,
+	"idemhttp-clients":   idemHTTPClients,
 }
 
 // ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
@@ -181,4 +182,66 @@ func ledgerPostgres(w io.Writer, f *figures) {
 		fmt.Fprintf(w, "clients=%d: replay vs first: %s× the throughput by wall clock, %s× by CPU time (client + server)\n\n", n,
 			times(f.ratio(p+"replay", p+"first", "ops/s")), times(f.ratio(p+"first", p+"replay", totalCPU)))
 	}
+}
+
+// clientsDrivers are the drivers of BenchmarkClients, in its order.
+var clientsDrivers = []string{"sqlite-full", "sqlite-normal", "postgres", "pgxv5"}
+
+// idemHTTPClients is the section "idemhttp under concurrency (issue 14)":
+// for every driver and 1 and 16 clients, each handler's throughput over
+// loopback HTTP against the bare handler's and the bare transaction's
+// from the same round, its CPU time and, on PostgreSQL, the server's WAL
+// per request; then the issue's targets, replay against bare, beside the
+// floor (read: the same work without the ledger).
+func idemHTTPClients(w io.Writer, f *figures) {
+	fmt.Fprintf(w, "%d rounds. Throughputs: higher is better.\n\n", len(f.rounds))
+	handlers := []string{"bare", "first", "replay", "read", "bare-tx", "tx-first", "tx-replay"}
+	for _, d := range clientsDrivers {
+		pg := d == "postgres" || d == "pgxv5"
+		for _, n := range []int{1, 16} {
+			p := fmt.Sprintf("BenchmarkClients/driver=%s/clients=%d/", d, n)
+			fmt.Fprintf(w, "driver=%s, clients=%d\n\n", d, n)
+			head, rule := "| handler | requests/s (median, min–max) | × bare | × bare-tx | CPU µs/op | allocs/op |", "|---|---:|---:|---:|---:|---:|"
+			if pg {
+				head, rule = head+" WAL B/op |", rule+"---:|"
+			}
+			fmt.Fprintln(w, head)
+			fmt.Fprintln(w, rule)
+			for _, h := range handlers {
+				name := p + h
+				ns := f.values(name, "ns/op")
+				rate := summary{med: 1e9 / ns.med, min: 1e9 / ns.max, max: 1e9 / ns.min}
+				// Times in inverse order: bare's time over name's is
+				// name's throughput over bare's.
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.0f |", h, spread(rate, num),
+					times(f.ratio(p+"bare", name, "ns/op")), times(f.ratio(p+"bare-tx", name, "ns/op")),
+					micro(f.values(name, "cpu-ns/op").med), f.values(name, "allocs/op").med)
+				if pg {
+					fmt.Fprintf(w, " %s |", num(f.values(name, "wal-B/op").med))
+				}
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintln(w, "| target (replay throughput × bare) | measured | met | floor: read × bare | replay × read |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|")
+	for _, t := range []struct {
+		driver  string
+		clients int
+		want    float64
+	}{
+		{"postgres", 1, 2}, {"postgres", 16, 1.4}, {"pgxv5", 1, 2}, {"pgxv5", 16, 1.4},
+		{"sqlite-full", 16, 10}, {"sqlite-normal", 16, 1.1},
+	} {
+		p := fmt.Sprintf("BenchmarkClients/driver=%s/clients=%d/", t.driver, t.clients)
+		r := f.ratio(p+"bare", p+"replay", "ns/op")
+		met := "yes"
+		if r.med < t.want {
+			met = "no"
+		}
+		fmt.Fprintf(w, "| %s, %d clients: ≥ %.1f× | %s | %s | %s | %s |\n", t.driver, t.clients, t.want, times(r), met,
+			times(f.ratio(p+"bare", p+"read", "ns/op")), times(f.ratio(p+"read", p+"replay", "ns/op")))
+	}
+	fmt.Fprintln(w)
 }

@@ -1,0 +1,38 @@
+package ledger
+
+import (
+	"context"
+
+	"github.com/idemledger/idemledger/driver"
+)
+
+// Lookup answers req from one plain read of its record on the driver's
+// pool, as [Ledger.Claim] would answer when the record stands, but claims
+// nothing: a Claim whose Replay is the completed record, ErrKeyReused, or
+// an *InFlightError. It returns a nil Claim and no error when the key has
+// no record or one that a claim may take over: claim it then (Claim,
+// Mutate). It never writes and takes no lock; see the package doc,
+// Replays, for why its answer is safe to act on. idemhttp's TxHandler
+// calls it before beginning its transaction on SQLite, where BEGIN takes
+// the database's write lock. Bad input returns an error wrapping
+// ErrInvalidRequest before the database is used.
+func (l *Ledger[TTx]) Lookup(ctx context.Context, req Request) (*Claim, error) {
+	if err := l.checkCall(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.check(req); err != nil {
+		return nil, err
+	}
+	got, err := l.db.Get(ctx, driver.GetParams{Scope: req.Scope, Key: req.Key, Now: l.clock()})
+	if err != nil {
+		return nil, wrapOp("lookup", classify(err))
+	}
+	if got.Row == nil {
+		return nil, nil
+	}
+	r, err := record(got.Row)
+	if err != nil {
+		return nil, wrapOp("lookup", err)
+	}
+	return standing(req, r, got.Now)
+}
