@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,6 +155,7 @@ func testReplayRace[TTx any](t *testing.T, b *bundle[TTx]) {
 		mu              sync.Mutex
 		won, replays    int
 		inFlight, purge int64
+		gaveUp          int
 		failures        []string
 	)
 	fail := func(format string, args ...any) {
@@ -205,6 +207,17 @@ func testReplayRace[TTx any](t *testing.T, b *bundle[TTx]) {
 					inFlight++
 					mu.Unlock()
 					continue
+				case err != nil && strings.Contains(err.Error(), "the record kept changing"):
+					// With a 10 ms TTL the record can expire and be
+					// taken over by another goroutine between this
+					// claim's read and its write five times running
+					// (under -race especially): Claim gives up, which
+					// is its documented limit under churn that no real
+					// TTL produces, and no answer was given.
+					mu.Lock()
+					gaveUp++
+					mu.Unlock()
+					continue
 				case err != nil:
 					fail("claim: %v", err)
 					return
@@ -242,7 +255,7 @@ func testReplayRace[TTx any](t *testing.T, b *bundle[TTx]) {
 	for _, f := range failures {
 		t.Error(f)
 	}
-	t.Logf("%d claims won, %d replays, %d in flight, %d purged", won, replays, inFlight, purge)
+	t.Logf("%d claims won, %d replays, %d in flight, %d purged, %d claims gave up", won, replays, inFlight, purge, gaveUp)
 	if replays == 0 || won <= keys {
 		t.Errorf("%d replays, %d won claims: the race did not mix replays and takeovers", replays, won)
 	}
