@@ -9,9 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/cputime"
 	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/pgxv5"
 	"github.com/idemledger/idemledger/postgres"
 )
 
@@ -26,6 +30,33 @@ func pgBenchDB(b *testing.B, clients int) *sql.DB {
 		b.Fatal(err)
 	}
 	return db
+}
+
+// pgxBenchDB is pgBenchDB reached through a pgxpool.Pool of clients
+// connections, pgx's defaults otherwise (QueryExecModeCacheStatement).
+func pgxBenchDB(b *testing.B, clients int) *pgxpool.Pool {
+	b.Helper()
+	_, dsn := testdb.PostgresDSN(b)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = int32(clients)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	return pool
+}
+
+// pgxInsertOrder is pgInsertOrder in a pgx.Tx.
+func pgxInsertOrder(ctx context.Context, tx pgx.Tx, item string) (id int64, err error) {
+	err = tx.QueryRow(ctx, "INSERT INTO orders (item) VALUES ($1) RETURNING id", item).Scan(&id)
+	return id, err
 }
 
 // pgInsertOrder is the business transaction's write on PostgreSQL.
@@ -80,8 +111,10 @@ func parallel(b *testing.B, clients int, op func(i int) error) {
 // concurrent clients, one business transaction (BEGIN, INSERT, COMMIT)
 // without the ledger ("plain"), inside Mutate with a new key every time
 // ("first"), and a retry that replays a completed key ("replay"; the
-// clients replay different keys, as retries of different requests do).
-// The ledger reads the server's clock, as in production.
+// clients replay different keys, as retries of different requests do):
+// through database/sql (driver postgres) and, prefixed "pgx-", through a
+// pgxpool.Pool (driver pgxv5). The ledger reads the server's clock, as in
+// production.
 func BenchmarkPostgresMutate(b *testing.B) {
 	ctx := context.Background()
 	for _, clients := range []int{1, 8, 32} {
@@ -134,6 +167,61 @@ func BenchmarkPostgresMutate(b *testing.B) {
 			}
 			parallel(b, clients, func(i int) error {
 				res, err := mutate(db, l, fmt.Sprint("order-", i%keys))
+				if err == nil && !res.Replayed {
+					err = fmt.Errorf("order-%d: not a replay", i%keys)
+				}
+				return err
+			})
+		})
+
+		pgxMutate := func(pool *pgxpool.Pool, l *Ledger[pgx.Tx], key string) (Result[int64], error) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return Result[int64]{}, err
+			}
+			defer tx.Rollback(ctx)
+			req := Request{Scope: "bench", Key: key, Fingerprint: hash.Bytes([]byte(key))}
+			res, err := Mutate(ctx, l, tx, req, func(ctx context.Context) (int64, error) {
+				return pgxInsertOrder(ctx, tx, key)
+			})
+			if err != nil {
+				return res, err
+			}
+			return res, tx.Commit(ctx)
+		}
+		b.Run(prefix+"pgx-plain", func(b *testing.B) {
+			pool := pgxBenchDB(b, clients)
+			parallel(b, clients, func(i int) error {
+				tx, err := pool.Begin(ctx)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback(ctx)
+				if _, err := pgxInsertOrder(ctx, tx, fmt.Sprint("order-", i)); err != nil {
+					return err
+				}
+				return tx.Commit(ctx)
+			})
+		})
+		b.Run(prefix+"pgx-first", func(b *testing.B) {
+			pool := pgxBenchDB(b, clients)
+			l, _ := New(pgxv5.New(pool), Config{})
+			parallel(b, clients, func(i int) error {
+				_, err := pgxMutate(pool, l, fmt.Sprint("order-", i))
+				return err
+			})
+		})
+		b.Run(prefix+"pgx-replay", func(b *testing.B) {
+			const keys = 256
+			pool := pgxBenchDB(b, clients)
+			l, _ := New(pgxv5.New(pool), Config{})
+			for i := range keys {
+				if _, err := pgxMutate(pool, l, fmt.Sprint("order-", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			parallel(b, clients, func(i int) error {
+				res, err := pgxMutate(pool, l, fmt.Sprint("order-", i%keys))
 				if err == nil && !res.Replayed {
 					err = fmt.Errorf("order-%d: not a replay", i%keys)
 				}
