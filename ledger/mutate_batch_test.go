@@ -206,3 +206,35 @@ func testMutateCancelledMidBatch[TTx any](t *testing.T, b *bundle[TTx]) {
 		t.Errorf("%d ledger rows, %d orders; want none", n, m)
 	}
 }
+
+// TestMutateCancelledBefore calls Mutate with a context that is already
+// cancelled, in a transaction whose connection has run Mutate before (its
+// statements are prepared): nothing is sent, so there is no savepoint to
+// roll back to, and the transaction stays usable.
+func TestMutateCancelledBefore(t *testing.T) {
+	eachDriver(t, testMutateCancelledBefore[*sql.Tx], testMutateCancelledBefore[pgx.Tx])
+}
+
+func testMutateCancelledBefore[TTx any](t *testing.T, b *bundle[TTx]) {
+	runs := 0
+	b.inTx(t, func(tx TTx) {
+		if _, err := ledger.Mutate(b.ctx, b.l, tx, req("warm", "p"), placeOrder(b, tx, "warm", &runs)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(b.ctx)
+		cancel()
+		_, err := ledger.Mutate(ctx, b.l, tx, req("k", "p"), placeOrder(b, tx, "book", &runs))
+		if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "rollback:") {
+			t.Fatalf("Mutate error %v; want one matching context.Canceled, with nothing to roll back", err)
+		}
+		if _, err := b.insertOrder(b.ctx, tx, "after"); err != nil {
+			t.Fatalf("insert after the cancelled Mutate: %v", err)
+		}
+	})
+	if runs != 1 {
+		t.Errorf("fn ran %d times; want 1 (warm)", runs)
+	}
+	if n, m := b.count(t, "idempotency_ledger"), b.count(t, "orders"); n != 1 || m != 2 {
+		t.Errorf("%d ledger rows, %d orders; want 1 and 2", n, m)
+	}
+}

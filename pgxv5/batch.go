@@ -229,9 +229,11 @@ func (p *pair) send(ctx context.Context, sql string, args []any) (sent, error) {
 	}
 	if p.before != "" {
 		if _, err := s.exec(); err != nil {
-			// A transport error leaves it unknown whether the savepoint
-			// was set: report it as the step's (driver.Batcher).
-			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) {
+			// The savepoint was not set when the server refused it, or
+			// when nothing was sent (ctx was already done, the connection
+			// closed). Any other error leaves it unknown: report it as the
+			// step's (driver.Batcher).
+			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
 				p.beforeErr = err
 			}
 			s.close()
