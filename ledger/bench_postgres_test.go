@@ -203,6 +203,40 @@ func BenchmarkPostgresMutate(b *testing.B) {
 				return tx.Commit(ctx)
 			})
 		})
+		// The floor of Mutate's shape on pgx: the plain transaction plus
+		// the writes and round trips Mutate adds, without the ledger's
+		// logic (one more INSERT sent with a SAVEPOINT, one UPDATE sent
+		// with its RELEASE): five round trips.
+		b.Run(prefix+"pgx-floor", func(b *testing.B) {
+			pool := pgxBenchDB(b, clients)
+			if _, err := pool.Exec(ctx, `CREATE TABLE floor (k text PRIMARY KEY, v bytea)`); err != nil {
+				b.Fatal(err)
+			}
+			parallel(b, clients, func(i int) error {
+				key := fmt.Sprint("order-", i)
+				tx, err := pool.Begin(ctx)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback(ctx)
+				batch := &pgx.Batch{}
+				batch.Queue("SAVEPOINT floor")
+				batch.Queue("INSERT INTO floor (k) VALUES ($1)", key)
+				if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+					return err
+				}
+				if _, err := pgxInsertOrder(ctx, tx, key); err != nil {
+					return err
+				}
+				batch = &pgx.Batch{}
+				batch.Queue("UPDATE floor SET v = $2 WHERE k = $1", key, []byte(key))
+				batch.Queue("RELEASE SAVEPOINT floor")
+				if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+					return err
+				}
+				return tx.Commit(ctx)
+			})
+		})
 		b.Run(prefix+"pgx-first", func(b *testing.B) {
 			pool := pgxBenchDB(b, clients)
 			l, _ := New(pgxv5.New(pool), Config{})

@@ -12,11 +12,14 @@ type layout func(w io.Writer, f *figures)
 
 // layouts are the sections of BENCHMARKS.md by command-line argument.
 var layouts = map[string]layout{
-	"ledger-sqlite":      ledgerSQLite,
-	"ledger-sqlite-row":  ledgerSQLiteRow,
-	"ledger-sqlite-full": ledgerSQLiteFull,
-	"idemhttp":           idemHTTP,
-	"ledger-postgres":    ledgerPostgres,
+	"ledger-sqlite":       ledgerSQLite,
+	"ledger-sqlite-row":   ledgerSQLiteRow,
+	"ledger-sqlite-full":  ledgerSQLiteFull,
+	"idemhttp":            idemHTTP,
+	"ledger-postgres":     ledgerPostgres,
+	"ledger-postgres-pgx": ledgerPostgresPgx,
+	// The same tables, for the rounds of the build before the batching.
+	"ledger-postgres-pgx-before": ledgerPostgresPgx,
 }
 
 // ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
@@ -181,4 +184,28 @@ func ledgerPostgres(w io.Writer, f *figures) {
 		fmt.Fprintf(w, "clients=%d: replay vs first: %s× the throughput by wall clock, %s× by CPU time (client + server)\n\n", n,
 			times(f.ratio(p+"replay", p+"first", "ops/s")), times(f.ratio(p+"first", p+"replay", totalCPU)))
 	}
+}
+
+// ledgerPostgresPgx is the section "ledger (PostgreSQL): database/sql and
+// pgx": Mutate's first execution against a plain transaction of the same
+// driver, as throughputs, with 1, 8 and 32 clients, for database/sql
+// (driver postgres) and pgx (driver pgxv5) measured in the same rounds.
+func ledgerPostgresPgx(w io.Writer, f *figures) {
+	addTotalCPU(f.rounds)
+	fmt.Fprintf(w, "%d rounds.\n\n", len(f.rounds))
+	fmt.Fprintln(w, "| clients | driver | transaction | ops/s (median, min–max) | × plain throughput | × plain (CPU, client + server) |")
+	fmt.Fprintln(w, "|---:|---|---|---:|---:|---:|")
+	for _, n := range []int{1, 8, 32} {
+		p := fmt.Sprintf("BenchmarkPostgresMutate/clients=%d/", n)
+		for _, d := range []struct{ name, prefix string }{{"database/sql", ""}, {"pgx", "pgx-"}} {
+			plain := p + d.prefix + "plain"
+			for _, tx := range []string{"plain", "first"} {
+				name := p + d.prefix + tx
+				fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s |\n", n, d.name, tx,
+					spread(f.values(name, "ops/s"), num), times(f.ratio(name, plain, "ops/s")),
+					times(f.ratio(plain, name, totalCPU)))
+			}
+		}
+	}
+	fmt.Fprintln(w)
 }
