@@ -38,5 +38,7 @@
 //     describe round trip of its own).
 //
 // The mode is read from the pool's or connection's configuration when
-// [New] is called.
+// [New] is called. The pipeline runs below pgx's tracers: a QueryTracer
+// or BatchTracer does not see the pairs (a PrepareTracer sees the first
+// use of each statement on a connection).
 package pgxv5
