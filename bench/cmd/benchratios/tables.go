@@ -187,25 +187,22 @@ func ledgerPostgres(w io.Writer, f *figures) {
 }
 
 // ledgerPostgresPgx is the section "ledger (PostgreSQL): database/sql and
-// pgx": Mutate's first execution against a plain transaction of the same
-// driver, as throughputs, with 1, 8 and 32 clients, for database/sql
-// (driver postgres) and pgx (driver pgxv5) measured in the same rounds.
+// pgx": from BenchmarkPostgresMutatePaired's rounds, Mutate's first
+// execution against a plain transaction of the same driver, as throughput
+// ratios measured turn by turn, with 1, 8 and 32 clients, for
+// database/sql (driver postgres) and pgx (driver pgxv5), and on pgx the
+// floor (plain plus Mutate's extra writes in the same five round trips).
 func ledgerPostgresPgx(w io.Writer, f *figures) {
-	addTotalCPU(f.rounds)
 	fmt.Fprintf(w, "%d rounds.\n\n", len(f.rounds))
-	fmt.Fprintln(w, "| clients | driver | transaction | ops/s (median, min–max) | × plain throughput | × plain (CPU, client + server) |")
-	fmt.Fprintln(w, "|---:|---|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| clients | database/sql: first × plain | pgx: first × plain | pgx: floor × plain | pgx: first × floor |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
 	for _, n := range []int{1, 8, 32} {
-		p := fmt.Sprintf("BenchmarkPostgresMutate/clients=%d/", n)
-		for _, d := range []struct{ name, prefix string }{{"database/sql", ""}, {"pgx", "pgx-"}} {
-			plain := p + d.prefix + "plain"
-			for _, tx := range []string{"plain", "first"} {
-				name := p + d.prefix + tx
-				fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s |\n", n, d.name, tx,
-					spread(f.values(name, "ops/s"), num), times(f.ratio(name, plain, "ops/s")),
-					times(f.ratio(plain, name, totalCPU)))
-			}
-		}
+		p := fmt.Sprintf("BenchmarkPostgresMutatePaired/clients=%d/", n)
+		// first-x over floor-x is the floor's time over first's: first's
+		// throughput relative to the floor's.
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", n,
+			times(f.values(p+"sql", "first-x")), times(f.values(p+"pgx", "first-x")),
+			times(f.values(p+"pgx", "floor-x")), times(f.ratioUnits(p+"pgx", "first-x", "floor-x")))
 	}
 	fmt.Fprintln(w)
 }
