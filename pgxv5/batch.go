@@ -69,13 +69,21 @@ func modeOf(db DB) batchMode {
 	return batchNone
 }
 
+// batches reports whether e sends pairs of statements in one round trip:
+// not in the description-caching modes, nor in pipeline mode on a pgx.Tx
+// that does not give its *pgx.Conn (a pgx.Batch would prepare each
+// savepoint name there).
+func (e executor) batches() bool {
+	return e.mode == batchBatch || e.mode == batchPipeline && e.tx.Conn() != nil
+}
+
 // SavepointClaim runs SAVEPOINT name and the claim in one round trip (see
 // driver.Batcher).
 func (e executor) SavepointClaim(ctx context.Context, name string, a idriver.ClaimParams) (idriver.ClaimResult, bool, error) {
 	if e.tx == nil {
 		return idriver.ClaimResult{}, false, errNoTx
 	}
-	if e.mode == batchNone {
+	if !e.batches() {
 		if err := e.Savepoint(ctx, name); err != nil {
 			return idriver.ClaimResult{}, false, err
 		}
@@ -96,7 +104,7 @@ func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams,
 	if e.tx == nil {
 		return false, false, errNoTx
 	}
-	if e.mode == batchNone {
+	if !e.batches() {
 		if ok, err = e.Complete(ctx, c); err != nil || !ok {
 			return ok, false, err
 		}
@@ -217,8 +225,8 @@ func (p *pair) send(ctx context.Context, sql string, args []any) (sent, error) {
 		s   sent
 		err error
 	)
-	if conn := p.tx.Conn(); p.mode == batchPipeline && conn != nil {
-		s, err = sendPipeline(ctx, conn, p.before, sql, args, p.after)
+	if p.mode == batchPipeline {
+		s, err = sendPipeline(ctx, p.tx.Conn(), p.before, sql, args, p.after)
 	} else {
 		s = sendBatch(ctx, p.tx, p.before, sql, args, p.after)
 	}

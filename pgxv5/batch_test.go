@@ -30,6 +30,12 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// noConnTx is a pgx.Tx wrapper (a tracing one, say) that does not give
+// its connection.
+type noConnTx struct{ pgx.Tx }
+
+func (noConnTx) Conn() *pgx.Conn { return nil }
+
 // TestMutateRoundTrips counts the round trips of a transaction around
 // Mutate on one connection, in each of pgx's query modes: BEGIN, the
 // savepoint with the claim, fn's INSERT, the outcome with RELEASE, COMMIT
@@ -38,17 +44,25 @@ func (c countingConn) Write(b []byte) (int, error) {
 func TestMutateRoundTrips(t *testing.T) {
 	for _, c := range []struct {
 		mode          pgx.QueryExecMode
+		noConn        bool // the pgx.Tx does not give its *pgx.Conn
 		first, replay int64
 	}{
-		{pgx.QueryExecModeCacheStatement, 5, 5},
-		{pgx.QueryExecModeExec, 5, 5},
-		{pgx.QueryExecModeSimpleProtocol, 5, 5},
+		{pgx.QueryExecModeCacheStatement, false, 5, 5},
+		{pgx.QueryExecModeExec, false, 5, 5},
+		{pgx.QueryExecModeSimpleProtocol, false, 5, 5},
 		// One statement at a time: describing each new savepoint name in
 		// a batch would cost a round trip of its own.
-		{pgx.QueryExecModeCacheDescribe, 7, 6},
-		{pgx.QueryExecModeDescribeExec, 10, 8},
+		{pgx.QueryExecModeCacheDescribe, false, 7, 6},
+		{pgx.QueryExecModeDescribeExec, false, 10, 8},
+		// No pipeline without the connection, and no pgx.Batch in this
+		// mode: one statement at a time.
+		{pgx.QueryExecModeCacheStatement, true, 7, 6},
 	} {
-		t.Run(c.mode.String(), func(t *testing.T) {
+		name := c.mode.String()
+		if c.noConn {
+			name += "/no-conn"
+		}
+		t.Run(name, func(t *testing.T) {
 			_, dsn := testdb.PostgresDSN(t)
 			ctx := context.Background()
 			cfg, err := pgxpool.ParseConfig(dsn)
@@ -83,6 +97,9 @@ func TestMutateRoundTrips(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer tx.Rollback(ctx)
+				if c.noConn {
+					tx = noConnTx{tx}
+				}
 				req := ledger.Request{Scope: "s", Key: key, Fingerprint: hash.Bytes([]byte(key))}
 				res, err := ledger.Mutate(ctx, l, tx, req, func(ctx context.Context) (id int64, err error) {
 					err = tx.QueryRow(ctx, "INSERT INTO orders (item) VALUES ($1) RETURNING id", key).Scan(&id)
@@ -109,6 +126,15 @@ func TestMutateRoundTrips(t *testing.T) {
 				if res != want.res || trips != want.trips {
 					t.Errorf("Mutate %d: %+v in %d round trips; want %+v in %d", i+1, res, trips, want.res, want.trips)
 				}
+			}
+			// Savepoint names are new every time: none is ever prepared
+			// (the pool's one connection is the one Mutate ran on).
+			var prepared int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement ~* '^(SAVEPOINT|RELEASE)'`).Scan(&prepared); err != nil {
+				t.Fatal(err)
+			}
+			if prepared != 0 {
+				t.Errorf("%d savepoint statements prepared on the connection; want 0", prepared)
 			}
 		})
 	}
