@@ -24,13 +24,16 @@ import (
 // tables of BENCHMARKS.md together.
 const resultsDate = "2026-11-30"
 
-var sections = []string{"ledger-sqlite", "ledger-sqlite-row", "ledger-sqlite-full", "idemhttp", "ledger-postgres"}
+var sections = []string{"ledger-sqlite", "ledger-sqlite-row", "ledger-sqlite-full", "idemhttp", "ledger-postgres",
+	"ledger-postgres-pgx-before", "ledger-postgres-pgx", "ledger-postgres-pgx-async-before", "ledger-postgres-pgx-async"}
 
 // sectionDates holds the dates of the sections measured apart from the
 // others (resultsDate): the A/B of pgx's batched Mutate (issue 13).
 var sectionDates = map[string]string{
-	"ledger-postgres-pgx-before": "2026-12-01",
-	"ledger-postgres-pgx":        "2026-12-01",
+	"ledger-postgres-pgx-before":       "2026-12-01",
+	"ledger-postgres-pgx":              "2026-12-01",
+	"ledger-postgres-pgx-async-before": "2026-12-01",
+	"ledger-postgres-pgx-async":        "2026-12-01",
 }
 
 func TestGolden(t *testing.T) {

@@ -18,8 +18,11 @@ var layouts = map[string]layout{
 	"idemhttp":            idemHTTP,
 	"ledger-postgres":     ledgerPostgres,
 	"ledger-postgres-pgx": ledgerPostgresPgx,
-	// The same tables, for the rounds of the build before the batching.
-	"ledger-postgres-pgx-before": ledgerPostgresPgx,
+	// The same tables, for the rounds of the build before the batching,
+	// and for the rounds with synchronous_commit=off.
+	"ledger-postgres-pgx-before":       ledgerPostgresPgx,
+	"ledger-postgres-pgx-async":        ledgerPostgresPgx,
+	"ledger-postgres-pgx-async-before": ledgerPostgresPgx,
 }
 
 // ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
