@@ -177,8 +177,11 @@ func (p *pair) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 		err = rows.Err()
 	}
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == guardedSQLState {
-		// No row changed; the server skipped after.
-		return pgconn.NewCommandTag("UPDATE 0"), p.finish(s, nil)
+		// No row changed; the server skipped after. Ending the batch
+		// reports the guard's error again: it is the answer, not a fault
+		// (a broken connection shows in Mutate's rollback, which follows).
+		_ = s.close()
+		return pgconn.NewCommandTag("UPDATE 0"), nil
 	}
 	return pgconn.NewCommandTag("UPDATE " + strconv.FormatInt(n, 10)), p.finish(s, err)
 }
