@@ -140,8 +140,8 @@ func TestMutateRoundTrips(t *testing.T) {
 	}
 }
 
-// TestMutateBatchedModes runs a first execution, a replay, a failing fn
-// and a nested Mutate in every query mode, for the batched paths that
+// TestMutateBatchedModes runs a first execution, a replay, a failing fn,
+// a lost lease and a nested Mutate in every query mode, for the batched paths that
 // the other tests (pgx's default mode) do not take.
 func TestMutateBatchedModes(t *testing.T) {
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheDescribe} {
@@ -173,11 +173,14 @@ func TestMutateBatchedModes(t *testing.T) {
 			}
 			defer tx.Rollback(ctx)
 			var got []string
-			for _, key := range []string{"a", "a", "fail", "outer"} {
+			for _, key := range []string{"a", "a", "fail", "stolen", "outer"} {
 				res, err := ledger.Mutate(ctx, l, tx, req(key), func(ctx context.Context) (string, error) {
 					switch key {
 					case "fail":
 						return "", fmt.Errorf("fn fails")
+					case "stolen": // the outcome then finds no lease
+						_, err := tx.Exec(ctx, "UPDATE idempotency_ledger SET lease_token = 'x' WHERE key = 'stolen'")
+						return "", err
 					case "outer":
 						inner, err := ledger.Mutate(ctx, l, tx, req("inner"), func(context.Context) (string, error) { return "in", nil })
 						return "out+" + inner.Value, err
@@ -189,7 +192,7 @@ func TestMutateBatchedModes(t *testing.T) {
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{`a:"a!",false,<nil>`, `a:"a!",true,<nil>`, `fail:"",false,fn fails`, `outer:"out+in",false,<nil>`}
+			want := []string{`a:"a!",false,<nil>`, `a:"a!",true,<nil>`, `fail:"",false,fn fails`, `stolen:"",false,ledger: lease lost`, `outer:"out+in",false,<nil>`}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("got %v\nwant %v", got, want)
 			}
