@@ -149,6 +149,32 @@ type Executor interface {
 	ReleaseSavepoint(ctx context.Context, name string) error
 }
 
+// Batcher is implemented by the Executors of drivers (Driver.TxExecutor's)
+// that can send a savepoint statement together with the ledger statement
+// next to it in one round trip. ledger.Mutate uses it when the transaction's
+// Executor has it, and otherwise runs the same statements one at a time:
+// the results must be the same either way.
+//
+// In both methods the statements run in order, and a statement that fails
+// stops the ones after it: the server never runs them.
+type Batcher interface {
+	// SavepointClaim runs SAVEPOINT name and then Claim(p). saved
+	// reports whether the savepoint was set: when it was not, the claim
+	// did not run and err is the SAVEPOINT's error. When it was, res and
+	// err are Claim's. An error that leaves it unknown which statements
+	// ran (the connection broke, ctx ended) is reported with saved true,
+	// as the claim's: the ledger then rolls back to the savepoint, which
+	// fails on a broken connection and says so.
+	SavepointClaim(ctx context.Context, name string, p ClaimParams) (res ClaimResult, saved bool, err error)
+	// CompleteRelease runs Complete(p) and then, only when Complete
+	// stored the outcome (the lease held), RELEASE SAVEPOINT name. ok and
+	// a non-nil err with released false are Complete's when it failed or
+	// the lease did not hold (the savepoint is still open then). When
+	// Complete stored the outcome and the RELEASE failed, ok is true,
+	// released false and err the RELEASE's.
+	CompleteRelease(ctx context.Context, p CompleteParams, name string) (ok, released bool, err error)
+}
+
 // ClaimParams is one claim attempt. It wins (inserts or takes over the row)
 // when the key has no row, when the row has expired (ExpiresAt passed and,
 // in flight, its lease too), or when the row is in flight with a lease that

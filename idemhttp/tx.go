@@ -176,25 +176,13 @@ func (h *txHandler[TTx]) lookup(w http.ResponseWriter, p *prepared, r *http.Requ
 	c, err := h.l.Lookup(r.Context(), req)
 	switch {
 	case err != nil:
-		h.refuseLedger(w, p, err)
+		h.cfg.refuseLedger(w, p, err, h.l.Lease(), false)
 		return true
 	case c == nil:
 		return false
 	}
-	h.cfg.replay(w, p.r, c.Replay.Outcome)
+	h.cfg.replay(w, p, c.Replay.Outcome)
 	return true
-}
-
-// refuseLedger answers an error of the ledger: a refusal (in flight, key
-// reused) or 503.
-func (h *txHandler[TTx]) refuseLedger(w http.ResponseWriter, p *prepared, err error) {
-	if h.cfg.refuseLedger(w, p, err, h.l.Lease()) {
-		return
-	}
-	// refuseLedger lets a request through only under FailOpen, which
-	// TxHandler does not honour.
-	h.cfg.refuse(w, p.r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-		Detail: "the idempotency store is unavailable; retry later", Err: err})
 }
 
 // run calls fn with a buffering writer.

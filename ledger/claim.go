@@ -93,13 +93,21 @@ func (l *Ledger[TTx]) Claim(ctx context.Context, req Request) (*Claim, error) {
 // claim is Claim on ex (the pool, or a transaction for Mutate) after the
 // checks.
 func (l *Ledger[TTx]) claim(ctx context.Context, ex driver.Executor, req Request) (*Claim, error) {
+	return l.claimFirst(ctx, ex, req, ex.Claim)
+}
+
+// claimFirst is claim whose first attempt runs through first instead of
+// ex.Claim (Mutate's sends its savepoint with it).
+func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Request, first func(context.Context, driver.ClaimParams) (driver.ClaimResult, error)) (*Claim, error) {
+	attempt := first
 	for range claimAttempts {
 		a := driver.ClaimParams{
 			Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint[:],
 			Token: newToken(), LeaseMillis: l.lease.Milliseconds(), TTLMillis: l.ttl.Milliseconds(),
 			Now: l.clock(),
 		}
-		won, err := ex.Claim(ctx, a)
+		won, err := attempt(ctx, a)
+		attempt = ex.Claim
 		if err != nil {
 			if ctx.Err() != nil {
 				l.abandon(ctx, ex, a)

@@ -53,7 +53,9 @@
 // same way: whenever Mutate returns an error, nothing of it is left in tx.
 // Only if that rollback itself fails (the error then says "ledger: mutate:
 // rollback:") may the claim and fn's writes remain: roll tx back then.
-// Mutate can be nested: each call has its own savepoint.
+// Mutate can be nested: each call has its own savepoint. Drivers that can
+// (pgxv5) send the SAVEPOINT with the claim and the outcome with the
+// RELEASE in one round trip each (driver.Batcher), with the same results.
 //
 // A concurrent duplicate in another transaction waits for the first to
 // commit or roll back, then replays (or, after a rollback, runs fn). It

@@ -51,17 +51,31 @@ func (l *Ledger[TTx]) CompleteTx(ctx context.Context, tx TTx, c *Claim, out Outc
 
 // complete is Complete on ex once c is checked.
 func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim, out Outcome) error {
-	if err := checkOutcome(out); err != nil {
+	p, err := l.completeParams(c, out)
+	if err != nil {
 		return err
+	}
+	return completed(ex.Complete(context.WithoutCancel(ctx), p))
+}
+
+// completeParams is the write that stores out for c.
+func (l *Ledger[TTx]) completeParams(c *Claim, out Outcome) (driver.CompleteParams, error) {
+	if err := checkOutcome(out); err != nil {
+		return driver.CompleteParams{}, err
 	}
 	headers, err := headerJSON(out)
 	if err != nil {
-		return wrapOp("complete", err)
+		return driver.CompleteParams{}, wrapOp("complete", err)
 	}
-	ok, err := ex.Complete(context.WithoutCancel(ctx), driver.CompleteParams{
+	return driver.CompleteParams{
 		LeaseParams: c.lease(), Status: int64(out.Status), Headers: headers, Body: out.Body,
 		TTLMillis: l.ttl.Milliseconds(), Now: l.clock(),
-	})
+	}, nil
+}
+
+// completed is Complete's answer from the driver's: ok reports whether the
+// lease held.
+func completed(ok bool, err error) error {
 	if err != nil {
 		return wrapOp("complete", classify(err))
 	}

@@ -128,9 +128,6 @@ func (outcomeCodec) decode(out Outcome) (Outcome, error) { return out, nil }
 func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor, req Request, fn func(context.Context) (T, error), cd codec[T]) (Result[T], error) {
 	var zero Result[T]
 	sp := "idemledger_" + strconv.FormatUint(savepoints.Add(1), 10)
-	if err := tx.Savepoint(ctx, sp); err != nil {
-		return zero, fmt.Errorf("ledger: mutate: %w", err)
-	}
 	// undo drops everything since the savepoint and pops it, leaving tx as
 	// it was before Mutate. It runs on failures that may come from a
 	// cancelled ctx, so it ignores the cancellation.
@@ -151,7 +148,20 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		return nil
 	}
 
-	c, err := l.claim(ctx, tx, req)
+	// The savepoint travels with the first claim attempt when the driver
+	// can batch them (driver.Batcher); a savepoint that fails stops the
+	// claim, and there is nothing to undo.
+	var spErr error
+	c, err := l.claimFirst(ctx, tx, req, func(ctx context.Context, a driver.ClaimParams) (driver.ClaimResult, error) {
+		res, saved, err := savepointClaim(ctx, tx, sp, a)
+		if !saved {
+			spErr = err
+		}
+		return res, err
+	})
+	if spErr != nil {
+		return zero, fmt.Errorf("ledger: mutate: %w", spErr)
+	}
 	if err != nil {
 		return zero, undo(err)
 	}
@@ -174,7 +184,26 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 	if err != nil {
 		return zero, undo(err)
 	}
-	if err := l.complete(ctx, tx, c, out); err != nil {
+	p, err := l.completeParams(c, out)
+	if err != nil {
+		return zero, undo(err)
+	}
+	// The outcome travels with the RELEASE when the driver can batch them;
+	// the RELEASE then runs only if the outcome was stored, so that a lost
+	// lease still finds the savepoint open to undo.
+	released := false
+	if b, ok := tx.(driver.Batcher); ok {
+		var stored bool
+		stored, released, err = b.CompleteRelease(context.WithoutCancel(ctx), p, sp)
+		if err != nil && stored {
+			// The RELEASE failed: undo below, as for release().
+			return zero, undo(fmt.Errorf("ledger: mutate: %w", err))
+		}
+		err = completed(stored, err)
+	} else {
+		err = completed(tx.Complete(context.WithoutCancel(ctx), p))
+	}
+	if err != nil {
 		if errors.Is(err, sql.ErrTxDone) {
 			err = fmt.Errorf("ledger: mutate: fn ended the transaction; it must leave tx open: %w", sql.ErrTxDone)
 		}
@@ -184,10 +213,27 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 	// writes and the outcome inside: a caller who commits after the error
 	// would commit them all. Undo, so that an error always means nothing
 	// of this Mutate is left in tx.
-	if err := release(); err != nil {
-		return zero, undo(err)
+	if !released {
+		if err := release(); err != nil {
+			return zero, undo(err)
+		}
 	}
 	return Result[T]{Value: v, Fence: c.Fence}, nil
+}
+
+// savepointClaim sets savepoint sp in tx and makes claim attempt a, in one
+// round trip when tx is a driver.Batcher. saved reports whether the
+// savepoint was set; when it was not, err is the SAVEPOINT's error and the
+// claim did not run.
+func savepointClaim(ctx context.Context, tx driver.Executor, sp string, a driver.ClaimParams) (res driver.ClaimResult, saved bool, err error) {
+	if b, ok := tx.(driver.Batcher); ok {
+		return b.SavepointClaim(ctx, sp, a)
+	}
+	if err := tx.Savepoint(ctx, sp); err != nil {
+		return res, false, err
+	}
+	res, err = tx.Claim(ctx, a)
+	return res, true, err
 }
 
 // runGuarded calls fn; if fn panics it undoes the savepoint first and then

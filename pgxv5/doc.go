@@ -15,4 +15,30 @@
 // (statement_timestamp()), never the replicas', unless ledger.Config.Now is
 // set. The ledger's table lives in the connection's current schema (the
 // first schema of its search_path that exists).
+//
+// # Round trips
+//
+// ledger.Mutate sends its SAVEPOINT together with the claim, and the
+// outcome's UPDATE together with RELEASE SAVEPOINT, each pair in one round
+// trip: a first execution costs two round trips besides fn's and the
+// caller's BEGIN and COMMIT, where the database/sql drivers need four.
+// Within a pair the server runs the second statement only if the first
+// succeeded, and the RELEASE only if the outcome was stored, so Mutate's
+// guarantees are those of the unbatched statements. How the pair travels
+// follows the connection's pgx.QueryExecMode:
+//
+//   - QueryExecModeCacheStatement (pgx's default): a pipeline, with the
+//     claim and the outcome's UPDATE prepared once per connection
+//     (pgx.Conn.Prepare, named after their text) and the savepoint
+//     statements, whose names are new every time, never prepared;
+//   - QueryExecModeExec and QueryExecModeSimpleProtocol (for PgBouncer's
+//     transaction pooling, say): a pgx.Batch, which prepares nothing there;
+//   - QueryExecModeCacheDescribe and QueryExecModeDescribeExec: one
+//     statement at a time, as before (each new savepoint name would cost a
+//     describe round trip of its own).
+//
+// The mode is read from the pool's or connection's configuration when
+// [New] is called. The pipeline runs below pgx's tracers: a QueryTracer
+// or BatchTracer does not see the pairs (a PrepareTracer sees the first
+// use of each statement on a connection).
 package pgxv5

@@ -34,7 +34,8 @@ type DB interface {
 // ledger.New. It holds nothing but the database, which stays the caller's
 // to close.
 type Driver struct {
-	db DB
+	db   DB
+	mode batchMode
 }
 
 var _ idriver.Driver[pgx.Tx] = (*Driver)(nil)
@@ -43,13 +44,15 @@ var _ idriver.Driver[pgx.Tx] = (*Driver)(nil)
 // or a *pgx.Conn (one goroutine at a time, as the connection itself). It
 // does not use db until an operation does. A nil db is refused by
 // ledger.New.
-func New(db DB) *Driver { return &Driver{db: db} }
+func New(db DB) *Driver { return &Driver{db: db, mode: modeOf(db)} }
 
 // DB returns the Executor on the pool.
 func (d *Driver) DB() idriver.Executor { return executor{db: d.db} }
 
 // TxExecutor returns the Executor inside tx.
-func (d *Driver) TxExecutor(tx pgx.Tx) idriver.Executor { return executor{db: tx, tx: tx} }
+func (d *Driver) TxExecutor(tx pgx.Tx) idriver.Executor {
+	return executor{db: tx, tx: tx, mode: d.mode}
+}
 
 // Begin begins a transaction on the database, at the server's default
 // isolation level.
@@ -117,9 +120,12 @@ func (d *Driver) Migration() idriver.Migration {
 // executor runs the queries of queries/postgres through sqlc's pgx/v5
 // package.
 type executor struct {
-	db pgxdb.DBTX
-	tx pgx.Tx // nil on the pool
+	db   pgxdb.DBTX
+	tx   pgx.Tx    // nil on the pool
+	mode batchMode // how Mutate's steps are batched in tx (batch.go)
 }
+
+var _ idriver.Batcher = executor{}
 
 // at is the @now parameter of the queries: NULL for the server's clock.
 func at(now int64) pgtype.Int8 { return pgtype.Int8{Int64: now, Valid: now != 0} }

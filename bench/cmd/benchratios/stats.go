@@ -91,6 +91,31 @@ func (f *figures) ratio(num, den, unit string) summary {
 	return summarize(xs)
 }
 
+// ratioUnits summarizes, for benchmark name, the per-round ratios of its
+// num unit to its den unit.
+func (f *figures) ratioUnits(name, num, den string) summary {
+	var xs []float64
+	for _, r := range f.rounds {
+		a, okA := r[name][num]
+		b, okB := r[name][den]
+		if okA && okB && b != 0 {
+			xs = append(xs, a/b)
+		}
+	}
+	if len(xs) == 0 {
+		err := f.missing(name, num)
+		if err == nil {
+			err = f.missing(name, den)
+		}
+		if err == nil {
+			err = fmt.Errorf("%s: no round has both %s and %s", name, num, den)
+		}
+		f.fail(err)
+		return summary{}
+	}
+	return summarize(xs)
+}
+
 // missing says what the rounds lack when the benchmark name has no
 // values of unit in any of them, and is nil when it has some.
 func (f *figures) missing(name, unit string) error {

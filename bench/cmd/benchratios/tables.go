@@ -12,12 +12,18 @@ type layout func(w io.Writer, f *figures)
 
 // layouts are the sections of BENCHMARKS.md by command-line argument.
 var layouts = map[string]layout{
-	"ledger-sqlite":      ledgerSQLite,
-	"ledger-sqlite-row":  ledgerSQLiteRow,
-	"ledger-sqlite-full": ledgerSQLiteFull,
-	"idemhttp":           idemHTTP,
-	"ledger-postgres":    ledgerPostgres,
-	"idemhttp-clients":   idemHTTPClients,
+	"ledger-sqlite":       ledgerSQLite,
+	"ledger-sqlite-row":   ledgerSQLiteRow,
+	"ledger-sqlite-full":  ledgerSQLiteFull,
+	"idemhttp":            idemHTTP,
+	"ledger-postgres":     ledgerPostgres,
+	"ledger-postgres-pgx": ledgerPostgresPgx,
+	"idemhttp-clients":    idemHTTPClients,
+	// The same tables, for the rounds of the build before the batching,
+	// and for the rounds with synchronous_commit=off.
+	"ledger-postgres-pgx-before":       ledgerPostgresPgx,
+	"ledger-postgres-pgx-async":        ledgerPostgresPgx,
+	"ledger-postgres-pgx-async-before": ledgerPostgresPgx,
 }
 
 // ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
@@ -242,6 +248,27 @@ func idemHTTPClients(w io.Writer, f *figures) {
 		}
 		fmt.Fprintf(w, "| %s, %d clients: ≥ %.1f× | %s | %s | %s | %s |\n", t.driver, t.clients, t.want, times(r), met,
 			times(f.ratio(p+"bare", p+"read", "ns/op")), times(f.ratio(p+"read", p+"replay", "ns/op")))
+	}
+	fmt.Fprintln(w)
+}
+
+// ledgerPostgresPgx is the section "ledger (PostgreSQL): database/sql and
+// pgx": from BenchmarkPostgresMutatePaired's rounds, Mutate's first
+// execution against a plain transaction of the same driver, as throughput
+// ratios measured turn by turn, with 1, 8 and 32 clients, for
+// database/sql (driver postgres) and pgx (driver pgxv5), and on pgx the
+// floor (plain plus Mutate's extra writes in the same five round trips).
+func ledgerPostgresPgx(w io.Writer, f *figures) {
+	fmt.Fprintf(w, "%d rounds.\n\n", len(f.rounds))
+	fmt.Fprintln(w, "| clients | database/sql: first × plain | pgx: first × plain | pgx: floor × plain | pgx: first × floor |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
+	for _, n := range []int{1, 8, 32} {
+		p := fmt.Sprintf("BenchmarkPostgresMutatePaired/clients=%d/", n)
+		// first-x over floor-x is the floor's time over first's: first's
+		// throughput relative to the floor's.
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", n,
+			times(f.values(p+"sql", "first-x")), times(f.values(p+"pgx", "first-x")),
+			times(f.values(p+"pgx", "floor-x")), times(f.ratioUnits(p+"pgx", "first-x", "floor-x")))
 	}
 	fmt.Fprintln(w)
 }
