@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemledger/idemledger/examples/internal/testledger"
 	"github.com/idemledger/idemledger/idemhttp"
+	"github.com/idemledger/idemledger/internal/testdb"
 )
 
 // outcome is what a Connect client saw of one call.
@@ -153,7 +154,7 @@ func TestConnectRefusals(t *testing.T) {
 // client reads as unavailable with either refusal writer.
 func TestConnectStoreUnavailable(t *testing.T) {
 	for _, refuse := range []idemhttp.RefuseFunc{nil, connectRefuse} {
-		db := testledger.SQLite(t)
+		db := testdb.SQLitePool(t)
 		mw := testledger.MiddlewareOn(t, db, idemhttp.Options{Scope: tenant, Refuse: refuse})
 		runs := 0
 		srv := httptest.NewServer(mw(chargeHandler(&runs)))
