@@ -17,7 +17,7 @@
 // engine's clock (the process's clock for SQLite, which serves one
 // machine; the server's statement_timestamp() for PostgreSQL, so that
 // replicas agree on leases), any other value replaces it (the ledger's
-// Config.Now, which tests use to move time by hand).
+// ledger.Options.Now, which tests use to move time by hand).
 //
 // # Errors
 //

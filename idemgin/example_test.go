@@ -33,7 +33,7 @@ func ExampleWrap() {
 	if err := schema.Migrate(context.Background(), d); err != nil {
 		panic(err)
 	}
-	l, err := ledger.New(d, ledger.Config{})
+	l, err := ledger.New(d, ledger.Options{})
 	if err != nil {
 		panic(err)
 	}

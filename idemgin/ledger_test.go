@@ -13,6 +13,7 @@ import (
 	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 var engines = []string{"sqlite", "postgres"}
@@ -31,14 +32,14 @@ func middleware(t testing.TB, engine string, opts idemhttp.Options) (func(http.H
 	var d *testdb.DB[*sql.Tx]
 	switch engine {
 	case "sqlite":
-		d = testdb.SQLiteDB(t)
+		d = testdb.SQLiteDB(t, sqlite.Options{})
 	case "postgres":
 		d = testdb.PostgresDB(t)
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
 	db, drv := d.SQL, d.Driver
-	l, err := ledger.New(drv, ledger.Config{})
+	l, err := ledger.New(drv, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

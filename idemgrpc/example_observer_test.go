@@ -36,7 +36,7 @@ func ExampleServerOptions_observer() {
 	if err := schema.Migrate(context.Background(), d); err != nil {
 		panic(err)
 	}
-	l, err := ledger.New(d, ledger.Config{})
+	l, err := ledger.New(d, ledger.Options{})
 	if err != nil {
 		panic(err)
 	}

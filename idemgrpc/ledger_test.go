@@ -12,6 +12,7 @@ import (
 	"github.com/idemledger/idemledger/idemgrpc"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 var engines = []string{"sqlite", "postgres"}
@@ -32,14 +33,14 @@ func newLedger(t testing.TB, engine string, lease time.Duration) (*ledger.Ledger
 	var d *testdb.DB[*sql.Tx]
 	switch engine {
 	case "sqlite":
-		d = testdb.SQLiteDB(t)
+		d = testdb.SQLiteDB(t, sqlite.Options{})
 	case "postgres":
 		d = testdb.PostgresDB(t)
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
 	db, drv := d.SQL, d.Driver
-	l, err := ledger.New(drv, ledger.Config{Lease: lease})
+	l, err := ledger.New(drv, ledger.Options{Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}

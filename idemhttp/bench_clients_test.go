@@ -76,7 +76,7 @@ type clientsEnv[TTx any] struct {
 const clientsOrdersPostgres = `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)`
 
 func newClientsLedger[TTx any](b *testing.B, d *testdb.DB[TTx]) *ledger.Ledger[TTx] {
-	l, err := ledger.New(d.Driver, ledger.Config{})
+	l, err := ledger.New(d.Driver, ledger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func sqlTxFuncs(e *clientsEnv[*sql.Tx], db *sql.DB) {
 }
 
 func sqliteClientsEnv(b *testing.B, sync sqlite.Synchronous) *clientsEnv[*sql.Tx] {
-	d := testdb.SQLiteDB(b, sqlite.WithSynchronous(sync))
+	d := testdb.SQLiteDB(b, sqlite.Options{Synchronous: sync})
 	db := d.SQL
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)

@@ -39,11 +39,11 @@ type benchEnv struct {
 }
 
 func newBenchEnv(b *testing.B, sync sqlite.Synchronous) *benchEnv {
-	db, _ := testdb.SQLiteFile(b, sqlite.WithSynchronous(sync))
+	db, _ := testdb.SQLiteFile(b, sqlite.Options{Synchronous: sync})
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
-	l, err := ledger.New(sqlite.New(db), ledger.Config{})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

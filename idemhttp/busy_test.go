@@ -36,13 +36,13 @@ func TestSQLiteBusyAnswer(t *testing.T) {
 	}
 	for _, f := range forms {
 		t.Run(f.name, func(t *testing.T) {
-			holder, path := testdb.SQLiteFile(t)
-			impatient, err := sqlite.Open(path, sqlite.WithBusyTimeout(time.Millisecond))
+			holder, path := testdb.SQLiteFile(t, sqlite.Options{})
+			impatient, err := sqlite.Options{BusyTimeout: time.Millisecond}.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer impatient.Close()
-			l := newLedger(t, sqlite.New(impatient), ledger.Config{})
+			l := newLedger(t, sqlite.New(impatient), ledger.Options{})
 			obs := &recorder{}
 			srv := serve(t, f.make(l, Options{
 				Scope:    func(*http.Request) (string, error) { return testScope, nil },
@@ -79,7 +79,7 @@ func TestClaimFrom(t *testing.T) {
 		return c.Scope + " " + c.Key + " " + strconv.FormatInt(c.Fence, 10)
 	}
 	eachEngine(t, func(t *testing.T, e string) {
-		mw := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		mw := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, show(r))
 		})
 		tx := txSetup(t, e, Options{}, func(w http.ResponseWriter, r *http.Request, _ *sql.Tx) {

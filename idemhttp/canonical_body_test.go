@@ -39,7 +39,7 @@ func TestFingerprintCanonicalBodies(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				b := setup(t, e, Options{}, ledger.Config{}, created)
+				b := setup(t, e, Options{}, ledger.Options{}, created)
 				if a := b.do(t, "POST", "/notes", tt.first, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
 					t.Fatalf("first: %d %.80q", a.status, a.body)
 				}

@@ -123,7 +123,7 @@ func TestCommitPoint(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				var pay func()
-				b := setup(t, e, tt.opts, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+				b := setup(t, e, tt.opts, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 					pay()
 					if tt.commit && !Commit(r.Context()) {
 						panic("Commit reports no claim under Middleware")
@@ -180,7 +180,7 @@ func TestOversizedAnswerKeepsKey(t *testing.T) {
 	big := strings.Repeat("p", 2<<20)
 	eachEngine(t, func(t *testing.T, e string) {
 		var pay func()
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			pay()
 			w.Header().Set("Location", "/payments/1")
 			w.WriteHeader(201)
@@ -224,7 +224,7 @@ func TestTimeoutHandlerOutside(t *testing.T) {
 		})
 		opts := Options{Scope: func(*http.Request) (string, error) { return testScope, nil }}
 		timeout := func(h http.Handler) http.Handler { return http.TimeoutHandler(h, 250*time.Millisecond, "timeout") }
-		sv := serveOn(t, e, ledger.Config{},
+		sv := serveOn(t, e, ledger.Options{},
 			func(l *ledger.Ledger[*sql.Tx]) http.Handler { return timeout(Middleware(l, opts)(slow)) },
 			func(l *ledger.Ledger[pgx.Tx]) http.Handler { return timeout(Middleware(l, opts)(slow)) })
 		b.l, b.db = sv.l, sv.db

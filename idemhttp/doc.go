@@ -21,7 +21,7 @@
 // fields are stored, the body limit, the refusal format (RFC 9457 problem
 // documents by default), what to do when the ledger is down, and the
 // observer of the events. The longest key accepted is the ledger's
-// (ledger.Config.MaxKeyLength). A handler marks the point past which it
+// (ledger.Options.MaxKeyLength). A handler marks the point past which it
 // must not run again with [Commit], and reads the key, scope and fence
 // that protect it with [ClaimFrom].
 //
@@ -78,7 +78,7 @@
 // when extensions fail for longer than the lease, a retry that reaches the
 // store first takes the key over and runs the handler again (the first
 // run's completion then fails with ledger.ErrLeaseLost, reported as
-// lease_lost). Choose ledger.Config.Lease longer than the store outages
+// lease_lost). Choose ledger.Options.Lease longer than the store outages
 // the service must ride out.
 //
 // # Timeouts

@@ -24,7 +24,7 @@ import (
 func TestTransportAndMiddlewareLostResponse(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		db := openSQL(t, e)
-		l, err := ledger.New(sqlDriver(e, db), ledger.Config{})
+		l, err := ledger.New(sqlDriver(e, db), ledger.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestTransportAndMiddlewareLostResponse(t *testing.T) {
 
 func TestConstructorsRefuseMissingParts(t *testing.T) {
 	db := testdb.SQLitePool(t)
-	l, _ := ledger.New(sqlite.New(db), ledger.Config{})
+	l, _ := ledger.New(sqlite.New(db), ledger.Options{})
 	scope := func(*http.Request) (string, error) { return "", nil }
 	noop := func(http.ResponseWriter, *http.Request, *sql.Tx) {}
 	for name, f := range map[string]func(){
@@ -102,7 +102,7 @@ func TestTransportWaitsOutInFlight(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		started := make(chan struct{})
 		var once atomic.Bool
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			if once.CompareAndSwap(false, true) {
 				close(started)
 			}

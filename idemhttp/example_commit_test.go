@@ -15,7 +15,7 @@ import (
 // so a retry cannot charge again. Without the mark, the 503 would release
 // the key and every retry would charge once more.
 func ExampleCommit() {
-	l, _, cleanup := openLedger(ledger.Config{})
+	l, _, cleanup := openLedger(ledger.Options{})
 	defer cleanup()
 
 	var charges atomic.Int32
@@ -44,7 +44,7 @@ func ExampleCommit() {
 // to an upstream service that takes idempotency keys too, the scope, and
 // the fence, to store beside its own writes.
 func ExampleClaimFrom() {
-	l, _, cleanup := openLedger(ledger.Config{})
+	l, _, cleanup := openLedger(ledger.Options{})
 	defer cleanup()
 
 	h := idemhttp.Middleware(l, idemhttp.Options{Scope: tenant})(http.HandlerFunc(

@@ -19,7 +19,7 @@ import (
 // The route is the ServeMux pattern, never the path with its id; neither
 // observer sees the key or the scope.
 func ExampleOptions_observer() {
-	l, _, cleanup := openLedger(ledger.Config{})
+	l, _, cleanup := openLedger(ledger.Options{})
 	defer cleanup()
 
 	// Log records without their time and duration, so that the output

@@ -23,7 +23,7 @@ import (
 // openLedger opens a fresh, migrated SQLite database in a temporary
 // directory and a ledger on it with cfg, its statements prepared on the
 // database. cleanup closes both and removes the directory.
-func openLedger(cfg ledger.Config) (*ledger.Ledger[*sql.Tx], *sql.DB, func()) {
+func openLedger(cfg ledger.Options) (*ledger.Ledger[*sql.Tx], *sql.DB, func()) {
 	dir, err := os.MkdirTemp("", "idemhttp-example")
 	if err != nil {
 		panic(err)
@@ -110,7 +110,7 @@ func createPayment(w http.ResponseWriter, r *http.Request) {
 // service's own JSON error vocabulary, with 409 for a reused key; replays
 // keep Location; records are kept for 24 hours.
 func Example_requiredKeyCustomErrors() {
-	l, _, cleanup := openLedger(ledger.Config{TTL: 24 * time.Hour})
+	l, _, cleanup := openLedger(ledger.Options{TTL: 24 * time.Hour})
 	defer cleanup()
 
 	refuse := func(w http.ResponseWriter, r *http.Request, ref idemhttp.Refusal) {
@@ -163,7 +163,7 @@ func Example_requiredKeyCustomErrors() {
 // 422, an unreachable store 503 (or the handler unprotected with FailOpen);
 // only answers below 500 are stored, and at most 1 MiB of body.
 func Example_defaults() {
-	l, db, cleanup := openLedger(ledger.Config{})
+	l, db, cleanup := openLedger(ledger.Options{})
 	defer cleanup()
 
 	g := newGate()
@@ -219,7 +219,7 @@ func Example_defaults() {
 // Seed 3: replays are marked with X-Idempotent-Replay; only 2xx answers are
 // stored; keys over 255 characters are refused.
 func Example_successOnlyCustomMarker() {
-	l, _, cleanup := openLedger(ledger.Config{MaxKeyLength: 255})
+	l, _, cleanup := openLedger(ledger.Options{MaxKeyLength: 255})
 	defer cleanup()
 
 	var notFound atomic.Int32

@@ -15,7 +15,7 @@ import (
 // A handler whose only effect is a database write runs exactly once per
 // key: the write, the ledger record and the stored answer commit together.
 func ExampleTxHandler() {
-	l, db, cleanup := openLedger(ledger.Config{})
+	l, db, cleanup := openLedger(ledger.Options{})
 	defer cleanup()
 	if _, err := db.Exec(`CREATE TABLE transfers (id INTEGER PRIMARY KEY, amount INTEGER)`); err != nil {
 		panic(err)

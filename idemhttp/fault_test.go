@@ -44,7 +44,7 @@ func (c *faultClock) Advance(d time.Duration) {
 // plan; b.db is a plain pool on the same file, to inspect it.
 func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc[*sql.Tx]) (*bundle, *faultdb.Plan, *faultClock) {
 	t.Helper()
-	db, path := testdb.SQLiteFile(t)
+	db, path := testdb.SQLiteFile(t, sqlite.Options{})
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc[*sql.T
 	b := &bundle{db: db, obs: &recorder{}}
 	// The ledger runs on fdb, unprepared, so that faultdb sees (and
 	// counts) every statement.
-	l, err := ledger.New(sqlite.New(fdb), ledger.Config{Lease: time.Minute, Now: clk.Now})
+	l, err := ledger.New(sqlite.New(fdb), ledger.Options{Lease: time.Minute, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,8 +52,8 @@ const fuzzMaxOps = 12
 // stored one, sent after it completed, is a replay. Across the input, each
 // scope and key has at most one run with a stored status: exactly once.
 func FuzzMiddleware(f *testing.F) {
-	db, _ := testdb.SQLiteFile(f)
-	l, err := ledger.New(sqlite.New(db), ledger.Config{})
+	db, _ := testdb.SQLiteFile(f, sqlite.Options{})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

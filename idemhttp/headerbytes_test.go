@@ -23,7 +23,7 @@ func TestReplayKeepsHeaderBytes(t *testing.T) {
 		t.Run(pr.name, func(t *testing.T) {
 			eachEngine(t, func(t *testing.T, e string) {
 				db := openSQL(t, e)
-				l, err := ledger.New(sqlDriver(e, db), ledger.Config{})
+				l, err := ledger.New(sqlDriver(e, db), ledger.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -43,7 +43,7 @@ func newHostile(t *testing.T, opts Options) *hostile {
 func newHostileServer(t *testing.T, opts Options, headerValues int) *hostile {
 	t.Helper()
 	s := &hostile{db: testdb.SQLitePool(t)}
-	l, err := ledger.New(sqlite.New(s.db), ledger.Config{})
+	l, err := ledger.New(sqlite.New(s.db), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

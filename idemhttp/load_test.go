@@ -100,7 +100,7 @@ func TestLoad(t *testing.T) {
 		id INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, key TEXT NOT NULL, body BLOB)`); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(sqlite.New(db), ledger.Config{})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

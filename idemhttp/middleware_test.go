@@ -99,7 +99,7 @@ type served struct {
 
 // serveOn builds a fresh database of driver e, a ledger on it with lcfg, and
 // the handler that mk makes of the ledger.
-func serveOn(t *testing.T, e string, lcfg ledger.Config, mkSQL func(*ledger.Ledger[*sql.Tx]) http.Handler, mkPgx func(*ledger.Ledger[pgx.Tx]) http.Handler) served {
+func serveOn(t *testing.T, e string, lcfg ledger.Options, mkSQL func(*ledger.Ledger[*sql.Tx]) http.Handler, mkPgx func(*ledger.Ledger[pgx.Tx]) http.Handler) served {
 	t.Helper()
 	switch e {
 	case testdb.PgxV5:
@@ -111,13 +111,13 @@ func serveOn(t *testing.T, e string, lcfg ledger.Config, mkSQL func(*ledger.Ledg
 		l := newLedger(t, d.Driver, lcfg)
 		return served{l: l, db: d.SQL, handler: mkSQL(l), close: d.CloseDriverDB}
 	default:
-		d := testdb.SQLiteDB(t)
+		d := testdb.SQLiteDB(t, sqlite.Options{})
 		l := newLedger(t, d.Driver, lcfg)
 		return served{l: l, db: d.SQL, handler: mkSQL(l), close: d.CloseDriverDB}
 	}
 }
 
-func newLedger[TTx any](t *testing.T, d driver.Driver[TTx], cfg ledger.Config) *ledger.Ledger[TTx] {
+func newLedger[TTx any](t *testing.T, d driver.Driver[TTx], cfg ledger.Options) *ledger.Ledger[TTx] {
 	t.Helper()
 	l, err := ledger.New(d, cfg)
 	if err != nil {
@@ -130,7 +130,7 @@ func newLedger[TTx any](t *testing.T, d driver.Driver[TTx], cfg ledger.Config) *
 // setup serves h behind Middleware over a fresh database of driver e.
 // opts.Scope defaults to testScope and opts.Observer to b.obs; lcfg
 // configures the ledger.
-func setup(t *testing.T, e string, opts Options, lcfg ledger.Config, h http.HandlerFunc) *bundle {
+func setup(t *testing.T, e string, opts Options, lcfg ledger.Options, h http.HandlerFunc) *bundle {
 	t.Helper()
 	return setupRoute(t, e, opts, lcfg, "", h)
 }
@@ -138,7 +138,7 @@ func setup(t *testing.T, e string, opts Options, lcfg ledger.Config, h http.Hand
 // setupRoute is setup with the middleware on the route pattern of a
 // ServeMux (mux.Handle(pattern, Middleware(...)(h))), or serving every
 // request itself when pattern is empty.
-func setupRoute(t *testing.T, e string, opts Options, lcfg ledger.Config, pattern string, h http.HandlerFunc) *bundle {
+func setupRoute(t *testing.T, e string, opts Options, lcfg ledger.Options, pattern string, h http.HandlerFunc) *bundle {
 	t.Helper()
 	b := &bundle{obs: &recorder{}, e: e}
 	if opts.Scope == nil {
@@ -254,7 +254,7 @@ func created(w http.ResponseWriter, r *http.Request) {
 
 func TestFirstRequestAndReplay(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{}, ledger.Config{}, created)
+		b := setup(t, e, Options{}, ledger.Options{}, created)
 		first := b.do(t, "POST", "/orders?x=1", `{"amount":100}`, `"k1"`)
 		want := `{"id":42,"echo":{"amount":100}}`
 		if first.status != 201 || first.body != want || first.header.Get("Set-Cookie") != "session=secret" {
@@ -321,7 +321,7 @@ func equalHeader(a, b http.Header) bool {
 
 func TestReusedKey(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{}, ledger.Config{}, created)
+		b := setup(t, e, Options{}, ledger.Options{}, created)
 		if a := b.do(t, "POST", "/orders", `{"amount":100}`, "k"); a.status != 201 {
 			t.Fatalf("first: %+v", a)
 		}
@@ -365,7 +365,7 @@ func TestBareKeyWholeValue(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				b := setup(t, e, Options{}, ledger.Config{}, created)
+				b := setup(t, e, Options{}, ledger.Options{}, created)
 				if a := b.do(t, "POST", "/orders", `{"amount":100}`, tt.first); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
 					t.Fatalf("first: %+v", a)
 				}
@@ -383,7 +383,7 @@ func TestBareKeyWholeValue(t *testing.T) {
 
 func TestKeyRefusals(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{}, ledger.Config{}, created)
+		b := setup(t, e, Options{}, ledger.Options{}, created)
 		long := strings.Repeat("k", 256)
 		tests := []struct {
 			name   string
@@ -415,7 +415,7 @@ func TestKeyRefusals(t *testing.T) {
 func TestNoKey(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		t.Run("optional", func(t *testing.T) {
-			b := setup(t, e, Options{}, ledger.Config{}, created)
+			b := setup(t, e, Options{}, ledger.Options{}, created)
 			for range 2 {
 				if a := b.do(t, "POST", "/orders", `{}`); a.status != 201 {
 					t.Fatalf("unkeyed request: %+v", a)
@@ -426,7 +426,7 @@ func TestNoKey(t *testing.T) {
 			}
 		})
 		t.Run("required", func(t *testing.T) {
-			b := setup(t, e, Options{Required: true}, ledger.Config{}, created)
+			b := setup(t, e, Options{Required: true}, ledger.Options{}, created)
 			a := b.do(t, "POST", "/orders", `{}`)
 			want := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"this request needs an Idempotency-Key header","code":"key-missing"}` + "\n"
 			if a.status != 400 || a.body != want {
@@ -437,7 +437,7 @@ func TestNoKey(t *testing.T) {
 			}
 		})
 		t.Run("unprotected method", func(t *testing.T) {
-			b := setup(t, e, Options{Required: true}, ledger.Config{}, created)
+			b := setup(t, e, Options{Required: true}, ledger.Options{}, created)
 			for range 2 {
 				if a := b.do(t, "PUT", "/orders", `{}`, "k"); a.status != 201 || a.header.Get(DefaultReplayHeader) != "" {
 					t.Fatalf("PUT: %+v", a)
@@ -457,7 +457,7 @@ func TestInFlight(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		release := make(chan struct{})
 		started := make(chan struct{})
-		b := setup(t, e, Options{}, ledger.Config{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
 			close(started)
 			<-release
 			w.WriteHeader(http.StatusCreated)
@@ -489,7 +489,7 @@ func TestInFlightRetryAfterCap(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		release := make(chan struct{})
 		started := make(chan struct{})
-		b := setup(t, e, Options{InFlightRetryAfter: time.Hour}, ledger.Config{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{InFlightRetryAfter: time.Hour}, ledger.Options{Lease: 10 * time.Second}, func(w http.ResponseWriter, r *http.Request) {
 			close(started)
 			<-release
 			w.WriteHeader(http.StatusCreated)
@@ -531,7 +531,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 func TestStoreUnavailable(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		for _, policy := range []FailurePolicy{FailClosed, FailOpen} {
-			b := setup(t, e, Options{FailurePolicy: policy}, ledger.Config{}, created)
+			b := setup(t, e, Options{FailurePolicy: policy}, ledger.Options{}, created)
 			b.closeStore() // the ledger is unreachable from now on
 			a := b.do(t, "POST", "/orders", `{}`, "k")
 			switch policy {
@@ -578,7 +578,7 @@ func TestScopeError(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return "", tt.err }}, ledger.Config{}, created)
+				b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return "", tt.err }}, ledger.Options{}, created)
 				a := b.do(t, "POST", "/orders", `{}`, "k")
 				if a.status != tt.status || a.body != tt.body || a.header.Get("WWW-Authenticate") != tt.wwwAuth || b.calls.Load() != 0 {
 					t.Fatalf("got %d %q WWW-Authenticate %q, handler runs %d; want %d %q %q, 0",
@@ -594,7 +594,7 @@ func TestScopeError(t *testing.T) {
 
 func TestRequestBodyLimit(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{MaxBodyBytes: 10}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{MaxBodyBytes: 10}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			in, _ := io.ReadAll(r.Body)
 			w.Write(in)
 		})
@@ -655,7 +655,7 @@ func TestReleasedOutcomes(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				b := setup(t, e, tt.opts, ledger.Config{}, tt.handler)
+				b := setup(t, e, tt.opts, ledger.Options{}, tt.handler)
 				first := b.do(t, "POST", "/", "", "k")
 				rec := b.record(t, "k")
 				if tt.stored != (rec != nil && rec.State == ledger.StateCompleted) {
@@ -692,7 +692,7 @@ func TestReleasedOutcomes(t *testing.T) {
 func TestOverLimitResponseSentWhole(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		body := strings.Repeat("z", 100)
-		b := setup(t, e, Options{MaxBodyBytes: 99}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{MaxBodyBytes: 99}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, body)
 		})
 		if a := b.do(t, "POST", "/", "", "k"); a.status != 200 || a.body != body {
@@ -715,7 +715,7 @@ func TestCompressedReplay(t *testing.T) {
 	io.WriteString(zw, plain)
 	zw.Close()
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Encoding", "gzip")
 			w.WriteHeader(201)
@@ -785,7 +785,7 @@ func TestCaptureEdges(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				b := setup(t, e, Options{}, ledger.Config{}, tt.handler)
+				b := setup(t, e, Options{}, ledger.Options{}, tt.handler)
 				first := b.do(t, "POST", "/", "", "k")
 				rec := b.record(t, "k")
 				if rec == nil || rec.State != ledger.StateCompleted {
@@ -805,7 +805,7 @@ func TestCaptureEdges(t *testing.T) {
 
 func TestHijackNotStored(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			conn, rw, err := http.NewResponseController(w).Hijack()
 			if err != nil {
 				panic(err)
@@ -831,7 +831,7 @@ func TestPanicReleases(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		var fail atomic.Bool
 		fail.Store(true)
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			if fail.Load() {
 				panic("boom")
 			}
@@ -857,7 +857,7 @@ func TestPanicReleases(t *testing.T) {
 func TestClientDisconnectStillCompletes(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		handlerDone := make(chan struct{})
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			defer close(handlerDone)
 			<-r.Context().Done() // the client is gone
 			w.Header().Set("Location", "/orders/1")
@@ -891,7 +891,7 @@ func TestClientDisconnectStillCompletes(t *testing.T) {
 
 func TestConcurrentIdenticalRequests(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(20 * time.Millisecond) // widen the window for duplicates
 			created(w, r)
 		})
@@ -934,7 +934,7 @@ func TestEventsOmitKeyAndScope(t *testing.T) {
 		const key, scope = "KEY-7f3a9c", "SCOPE-b81d"
 		release := make(chan struct{})
 		var once sync.Once
-		b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return scope, nil }}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{Scope: func(*http.Request) (string, error) { return scope, nil }}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			once.Do(func() { <-release })
 			w.WriteHeader(201)
 		})
@@ -965,7 +965,7 @@ func TestEventsOmitKeyAndScope(t *testing.T) {
 // form would round (2^53+1) keeps its raw bytes and stays distinct.
 func TestFingerprintJSON(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
-		b := setup(t, e, Options{}, ledger.Config{}, created)
+		b := setup(t, e, Options{}, ledger.Options{}, created)
 		if a := b.do(t, "POST", "/pay", `{"amount":1,"currency":"EUR"}`, "k"); a.status != 201 {
 			t.Fatalf("first: %+v", a)
 		}
@@ -1002,7 +1002,7 @@ func TestFingerprintOverride(t *testing.T) {
 				return hash.Digest{}, errors.New("empty body")
 			}
 			return hash.Bytes(body), nil
-		}}, ledger.Config{}, created)
+		}}, ledger.Options{}, created)
 		if a := b.do(t, "POST", "/a", `1`, "k"); a.status != 201 {
 			t.Fatalf("first: %+v", a)
 		}
@@ -1021,7 +1021,7 @@ func TestFingerprintOverride(t *testing.T) {
 func TestHeartbeatKeepsSlowHandlerKey(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		release := make(chan struct{})
-		b := setup(t, e, Options{}, ledger.Config{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
 			<-release
 			w.WriteHeader(201)
 		})
@@ -1064,7 +1064,7 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 		var once sync.Once
 		finish := func() { once.Do(func() { close(release) }) }
 		// An extension waits at most max(lease, 1s) (detached).
-		b := setup(t, e, Options{}, ledger.Config{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{Lease: 600 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
 			<-release
 			w.WriteHeader(201)
 		})

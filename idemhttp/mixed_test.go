@@ -29,7 +29,7 @@ func mixedSetup(t *testing.T, e string) (b *bundle, viaTx *atomic.Bool) {
 		t.Fatal(err)
 	}
 	var err error
-	l, err := ledger.New(sqlDriver(e, b.db), ledger.Config{})
+	l, err := ledger.New(sqlDriver(e, b.db), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestTxHandlerUnderMiddleware(t *testing.T) {
 		t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 		clk := &faultClock{now: t0}
 		var err error
-		l, err := ledger.New(sqlDriver(e, b.db), ledger.Config{Lease: time.Minute, Now: clk.Now})
+		l, err := ledger.New(sqlDriver(e, b.db), ledger.Options{Lease: time.Minute, Now: clk.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func TestNestedMiddleware(t *testing.T) {
 			})))
 			return mw(mux)
 		}
-		sv := serveOn(t, e, ledger.Config{},
+		sv := serveOn(t, e, ledger.Options{},
 			func(l *ledger.Ledger[*sql.Tx]) http.Handler { return nest(Middleware(l, opts)) },
 			func(l *ledger.Ledger[pgx.Tx]) http.Handler { return nest(Middleware(l, opts)) })
 		b.l, b.db = sv.l, sv.db

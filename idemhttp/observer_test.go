@@ -339,7 +339,7 @@ func TestObserverEvents(t *testing.T) {
 				if tt.handler != nil {
 					h = tt.handler(t, e)
 				}
-				e.b = setupRoute(t, engine, tt.opts, ledger.Config{Lease: tt.lease, Now: e.clk.Now}, route, h)
+				e.b = setupRoute(t, engine, tt.opts, ledger.Options{Lease: tt.lease, Now: e.clk.Now}, route, h)
 				tt.drive(t, e)
 				e.b.obs.check(t, on(route, tt.want...)...)
 			})
@@ -382,7 +382,7 @@ func TestObserverRoute(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				obs.reset()
-				sv := serveOn(t, engine, ledger.Config{},
+				sv := serveOn(t, engine, ledger.Options{},
 					func(l *ledger.Ledger[*sql.Tx]) http.Handler { return tt.wrap(Middleware(l, opts)) },
 					func(l *ledger.Ledger[pgx.Tx]) http.Handler { return tt.wrap(Middleware(l, opts)) })
 				srv := serve(t, sv.handler)
@@ -509,7 +509,7 @@ func TestTxHandlerObserverEvents(t *testing.T) {
 					mux.Handle(route, h)
 					return mux
 				}
-				sv := serveOn(t, engine, ledger.Config{},
+				sv := serveOn(t, engine, ledger.Options{},
 					func(l *ledger.Ledger[*sql.Tx]) http.Handler {
 						return routed(TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 							f(w, r, func() { tx.Rollback() })
@@ -547,7 +547,7 @@ func TestLogObserverThroughMiddleware(t *testing.T) {
 		}))
 		still := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 		b := setupRoute(t, engine, Options{Observer: ledger.LogObserver(logger), Now: func() time.Time { return still }},
-			ledger.Config{}, "POST /pay", func(w http.ResponseWriter, r *http.Request) {
+			ledger.Options{}, "POST /pay", func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Query().Has("fail") {
 					w.WriteHeader(503)
 					return

@@ -164,7 +164,7 @@ type Options struct {
 	InFlightRetryAfter time.Duration
 
 	// Now is the clock of the events' Duration. Default time.Now. The
-	// ledger keeps its own clock (ledger.Config.Now) for leases and
+	// ledger keeps its own clock (ledger.Options.Now) for leases and
 	// expiry.
 	Now func() time.Time
 }

@@ -79,7 +79,7 @@ func TestScopeIsolation(t *testing.T) {
 	for _, pr := range protections {
 		t.Run(pr.name, func(t *testing.T) {
 			db := testdb.SQLitePool(t)
-			l, err := ledger.New(sqlite.New(db), ledger.Config{})
+			l, err := ledger.New(sqlite.New(db), ledger.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,8 +161,8 @@ func TestCredentialsNeverStored(t *testing.T) {
 	const visible = "visible-XECHO-13f7"
 	for _, pr := range protections {
 		t.Run(pr.name, func(t *testing.T) {
-			db, path := testdb.SQLiteFile(t)
-			l, err := ledger.New(sqlite.New(db), ledger.Config{})
+			db, path := testdb.SQLiteFile(t, sqlite.Options{})
+			l, err := ledger.New(sqlite.New(db), ledger.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +255,7 @@ func TestEventsNeverCarryKeyOrScope(t *testing.T) {
 	}
 	h := http.Header{HeaderName: {key}, "Content-Type": {"application/json"}}
 	newLedger := func(db *sql.DB, lease time.Duration) *ledger.Ledger[*sql.Tx] {
-		l, err := ledger.New(sqlite.New(db), ledger.Config{Lease: lease})
+		l, err := ledger.New(sqlite.New(db), ledger.Options{Lease: lease})
 		if err != nil {
 			t.Fatal(err)
 		}

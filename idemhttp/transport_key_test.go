@@ -21,7 +21,7 @@ func TestTransportAttemptTimeout(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		gate := make(chan struct{})
 		var pay func()
-		b := setup(t, e, Options{}, ledger.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		b := setup(t, e, Options{}, ledger.Options{}, func(w http.ResponseWriter, r *http.Request) {
 			pay()
 			<-gate
 			w.WriteHeader(201)

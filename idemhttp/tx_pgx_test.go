@@ -25,7 +25,7 @@ func TestTxHandlerPgx(t *testing.T) {
 	if _, err := d.SQL.Exec(ordersTable[testdb.Postgres]); err != nil {
 		t.Fatal(err)
 	}
-	l := newLedger(t, d.Driver, ledger.Config{})
+	l := newLedger(t, d.Driver, ledger.Options{})
 	b := &bundle{db: d.SQL, l: l, e: testdb.PgxV5}
 	h := TxHandler(l, Options{Scope: func(*http.Request) (string, error) { return testScope, nil }},
 		func(w http.ResponseWriter, r *http.Request, tx pgx.Tx) {

@@ -24,7 +24,7 @@ func txSetup(t *testing.T, e string, opts Options, fn TxFunc[*sql.Tx]) *bundle {
 	if _, err := b.db.Exec(ordersTable[e]); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(sqlDriver(e, b.db), ledger.Config{})
+	l, err := ledger.New(sqlDriver(e, b.db), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

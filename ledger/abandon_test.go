@@ -26,7 +26,7 @@ func testAbandon[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	{
 		ctx := context.Background()
 		now := time.UnixMilli(1_800_000_000_000).UTC()
-		l, err := New(d.Driver, Config{Now: func() time.Time { return now }})
+		l, err := New(d.Driver, Options{Now: func() time.Time { return now }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -150,7 +150,7 @@ func BenchmarkPostgresMutate(b *testing.B) {
 		}
 		b.Run(prefix+"first", func(b *testing.B) {
 			db := pgBenchDB(b, clients)
-			l, _ := New(postgres.New(db), Config{})
+			l, _ := New(postgres.New(db), Options{})
 			parallel(b, clients, func(i int) error {
 				_, err := mutate(db, l, fmt.Sprint("order-", i))
 				return err
@@ -159,7 +159,7 @@ func BenchmarkPostgresMutate(b *testing.B) {
 		b.Run(prefix+"replay", func(b *testing.B) {
 			const keys = 256
 			db := pgBenchDB(b, clients)
-			l, _ := New(postgres.New(db), Config{})
+			l, _ := New(postgres.New(db), Options{})
 			for i := range keys {
 				if _, err := mutate(db, l, fmt.Sprint("order-", i)); err != nil {
 					b.Fatal(err)
@@ -227,7 +227,7 @@ func BenchmarkPostgresMutate(b *testing.B) {
 		})
 		b.Run(prefix+"pgx-first", func(b *testing.B) {
 			pool := pgxBenchDB(b, clients)
-			l, _ := New(pgxv5.New(pool), Config{})
+			l, _ := New(pgxv5.New(pool), Options{})
 			parallel(b, clients, func(i int) error {
 				_, err := pgxMutate(pool, l, fmt.Sprint("order-", i))
 				return err
@@ -236,7 +236,7 @@ func BenchmarkPostgresMutate(b *testing.B) {
 		b.Run(prefix+"pgx-replay", func(b *testing.B) {
 			const keys = 256
 			pool := pgxBenchDB(b, clients)
-			l, _ := New(pgxv5.New(pool), Config{})
+			l, _ := New(pgxv5.New(pool), Options{})
 			for i := range keys {
 				if _, err := pgxMutate(pool, l, fmt.Sprint("order-", i)); err != nil {
 					b.Fatal(err)
@@ -266,7 +266,7 @@ func BenchmarkPostgresMutatePaired(b *testing.B) {
 	for _, clients := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("clients=%d/sql", clients), func(b *testing.B) {
 			db := pgBenchDB(b, clients)
-			l, _ := New(postgres.New(db), Config{})
+			l, _ := New(postgres.New(db), Options{})
 			paired(b, clients, []string{"plain", "first"}, func(kind string, key string) error {
 				tx, err := db.BeginTx(ctx, nil)
 				if err != nil {
@@ -292,7 +292,7 @@ func BenchmarkPostgresMutatePaired(b *testing.B) {
 			if _, err := pool.Exec(ctx, `CREATE TABLE floor (k text PRIMARY KEY, v bytea)`); err != nil {
 				b.Fatal(err)
 			}
-			l, _ := New(pgxv5.New(pool), Config{})
+			l, _ := New(pgxv5.New(pool), Options{})
 			paired(b, clients, []string{"plain", "first", "floor"}, func(kind string, key string) error {
 				tx, err := pool.Begin(ctx)
 				if err != nil {

@@ -17,7 +17,7 @@ var syncModes = []sqlite.Synchronous{sqlite.SynchronousFull, sqlite.SynchronousN
 
 func benchDB(b *testing.B, s sqlite.Synchronous) *sql.DB {
 	b.Helper()
-	db, _ := testdb.SQLiteFile(b, sqlite.WithSynchronous(s))
+	db, _ := testdb.SQLiteFile(b, sqlite.Options{Synchronous: s})
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
@@ -47,10 +47,10 @@ func insertOrder(ctx context.Context, tx *sql.Tx, item string) (int64, error) {
 // benchLedger is the ledger under test: as New builds it (the sqlite
 // driver's statements prepared once on db), or with the statements
 // released at once ("nodb", every call prepares its statements again, as
-// a ledger without Config.DB did before the drivers).
+// a ledger without Options.DB did before the drivers).
 func benchLedger(b *testing.B, db *sql.DB, prepared bool) *Ledger[*sql.Tx] {
 	b.Helper()
-	l, err := New(sqlite.New(db), Config{})
+	l, err := New(sqlite.New(db), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,7 +82,7 @@ const day = 24 * 60 * 60 * 1000
 // record written by one more prepared INSERT and nothing else ("row": no
 // savepoint, no claim, no outcome update), and inside Mutate with a new key
 // every time ("first"), and a retry that replays ("replay"); "-nodb" is
-// the ledger without Config.DB.
+// the ledger without Options.DB.
 func BenchmarkMutate(b *testing.B) {
 	ctx := context.Background()
 	for _, s := range syncModes {
@@ -215,7 +215,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 }
 
 // BenchmarkPurge deletes 100,000 expired records in batches of the default
-// size, with the ledger built on Config.DB as users are told to; it reports
+// size, with the ledger built on Options.DB as users are told to; it reports
 // rows/s, the longest batch (the longest hold of the write lock) and the
 // CPU time per purged row (cpu-ns/row), which, like the wall clock, leaves
 // out the untimed inserts that refill the table.
@@ -224,7 +224,7 @@ func BenchmarkPurge(b *testing.B) {
 	ctx := context.Background()
 	db := benchDB(b, sqlite.SynchronousFull)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l, err := New(sqlite.New(db), Config{TTL: time.Hour, Now: func() time.Time { return now }})
+	l, err := New(sqlite.New(db), Options{TTL: time.Hour, Now: func() time.Time { return now }})
 	if err != nil {
 		b.Fatal(err)
 	}

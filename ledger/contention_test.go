@@ -130,7 +130,7 @@ func TestExactlyOnceUnderContention(t *testing.T) {
 }
 
 func testExactlyOnceUnderContention[TTx any](t *testing.T, b *bundle[TTx]) {
-	l, err := ledger.New(b.d.Driver, ledger.Config{})
+	l, err := ledger.New(b.d.Driver, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func acrossProcesses(t *testing.T, name string) {
 		db, path = testdb.PostgresDSN(t)
 		engine = "postgres"
 	} else {
-		db, path = testdb.SQLiteFile(t)
+		db, path = testdb.SQLiteFile(t, sqlite.Options{})
 	}
 	if _, err := db.Exec(ordersTable[engine]); err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestWorkerProcess(t *testing.T) {
 		// on a 2-core machine, their fsyncs and CPU can hold one writer
 		// back past 10 s under -race. This test is about exactly-once, not
 		// latency.
-		db, err = sqlite.Open(path, sqlite.WithMaxOpenConns(1), sqlite.WithBusyTimeout(time.Minute))
+		db, err = sqlite.Options{MaxOpenConns: 1, BusyTimeout: time.Minute}.Open(path)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestWorkerProcess(t *testing.T) {
 // workerRun is a worker process's hammer, started at the instant the test
 // set.
 func workerRun[TTx any](t *testing.T, d *testdb.DB[TTx]) [hammerKeys][hammerDuplicates]int64 {
-	l, err := ledger.New(d.Driver, ledger.Config{})
+	l, err := ledger.New(d.Driver, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

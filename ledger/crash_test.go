@@ -137,7 +137,7 @@ type crashFigures struct {
 }
 
 func newCrashRun(t *testing.T, mode string, seed uint64) *crashRun {
-	db, path := testdb.SQLiteFile(t)
+	db, path := testdb.SQLiteFile(t, sqlite.Options{})
 	if _, err := db.Exec(crashTables); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func (c *crashRun) finish() {
 func (c *crashRun) check(final bool) {
 	t := c.t
 	t.Helper()
-	db, err := sqlite.Open(c.path, sqlite.WithMaxOpenConns(1))
+	db, err := sqlite.Options{MaxOpenConns: 1}.Open(c.path)
 	if err != nil {
 		t.Fatalf("after kill %d: open: %v", c.kills, err)
 	}
@@ -495,12 +495,12 @@ func TestCrashWorker(t *testing.T) {
 	if _, err := fmt.Fscan(os.Stdin, &from, &count); err != nil {
 		return // spawned ahead of time and not needed
 	}
-	db, err := sqlite.Open(path, sqlite.WithMaxOpenConns(1))
+	db, err := sqlite.Options{MaxOpenConns: 1}.Open(path)
 	if err != nil {
 		die("open: %v", err)
 	}
 	defer db.Close()
-	l, err := ledger.New(sqlite.New(db), ledger.Config{Lease: crashLease})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{Lease: crashLease})
 	if err != nil {
 		die("%v", err)
 	}

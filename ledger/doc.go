@@ -113,10 +113,10 @@
 // API; any number of replicas sharing it). The API and the guarantees are
 // the same on every driver. Two things differ between the engines:
 //
-//   - The clock. On SQLite, times come from Config.Now (time.Now by
+//   - The clock. On SQLite, times come from Options.Now (time.Now by
 //     default). On PostgreSQL, every statement reads the server's clock
 //     (statement_timestamp()), so that replicas whose clocks disagree
-//     still agree on when a lease runs out and a record expires; Config.Now,
+//     still agree on when a lease runs out and a record expires; Options.Now,
 //     when set, replaces the server's clock (tests use it to move time).
 //   - Waiting duplicates: see Mutate above.
 //

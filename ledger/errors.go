@@ -10,9 +10,9 @@ import (
 )
 
 var (
-	// ErrInvalidConfig is returned (wrapped, with the reason) by New when a
-	// Config field is out of range, for example a negative TTL.
-	ErrInvalidConfig = errors.New("ledger: invalid config")
+	// ErrInvalidOptions is returned (wrapped, with the reason) by New when an
+	// Options field is out of range, for example a negative TTL.
+	ErrInvalidOptions = errors.New("ledger: invalid options")
 
 	// ErrInvalidRequest is returned (wrapped, with the reason) by every
 	// operation when its input is refused before the database is touched:

@@ -18,7 +18,7 @@ import (
 func ExampleLedger_Claim() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	l, _ := ledger.New(sqlite.New(db), ledger.Config{})
+	l, _ := ledger.New(sqlite.New(db), ledger.Options{})
 	defer l.Close()
 	ctx := context.Background()
 	req := ledger.Request{Scope: "user-42", Key: "charge-19", Fingerprint: hash.Bytes([]byte("charge 10 EUR"))}

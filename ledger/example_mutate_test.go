@@ -37,7 +37,7 @@ func openExampleDB() (db *sql.DB, cleanup func()) {
 func ExampleMutate() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	l, err := ledger.New(sqlite.New(db), ledger.Config{}) // statements prepared once on db
+	l, err := ledger.New(sqlite.New(db), ledger.Options{}) // statements prepared once on db
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func ExampleMutate() {
 func ExampleMutateOutcome() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	l, err := ledger.New(sqlite.New(db), ledger.Config{})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

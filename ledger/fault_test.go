@@ -36,7 +36,7 @@ type faultEnv struct {
 
 func newFaultEnv(t *testing.T) *faultEnv {
 	t.Helper()
-	db, path := testdb.SQLiteFile(t)
+	db, path := testdb.SQLiteFile(t, sqlite.Options{})
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func (f *faultEnv) reset(t *testing.T) {
 // on returns a ledger on db with f's clock, unprepared.
 func (f *faultEnv) on(t *testing.T, db *sql.DB) *ledger.Ledger[*sql.Tx] {
 	t.Helper()
-	l, err := ledger.New(sqlite.New(db), ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func (f *faultEnv) on(t *testing.T, db *sql.DB) *ledger.Ledger[*sql.Tx] {
 // through faultdb and is counted.
 func (f *faultEnv) newLedgers(t *testing.T) {
 	t.Helper()
-	cfg := ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now}
+	cfg := ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: f.clock.Now}
 	var err error
 	if f.l, err = ledger.New(sqlite.New(f.fdb), cfg); err != nil {
 		t.Fatal(err)
@@ -695,7 +695,7 @@ func TestFaultDatabaseFull(t *testing.T) {
 	}
 	// max_page_count belongs to the connection: one connection, so that
 	// every statement sees the cap.
-	db, err := sqlite.Open(path, sqlite.WithMaxOpenConns(1))
+	db, err := sqlite.Options{MaxOpenConns: 1}.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

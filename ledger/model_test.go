@@ -56,7 +56,7 @@ func TestModel(t *testing.T) {
 	// One database for every sequence: the ledger keeps all its state in
 	// the table, which each sequence empties first. Durability does not
 	// matter here, so commits skip the fsync.
-	db, _ := testdb.SQLiteFile(t, sqlite.WithSynchronous(sqlite.SynchronousNormal))
+	db, _ := testdb.SQLiteFile(t, sqlite.Options{Synchronous: sqlite.SynchronousNormal})
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0))
@@ -266,7 +266,7 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 		t.Fatal(err)
 	}
 	clk := &clock{now: t0}
-	l, err := ledger.New(sqlite.New(db), ledger.Config{Lease: cfg.lease, TTL: cfg.ttl, Now: clk.Now})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{Lease: cfg.lease, TTL: cfg.ttl, Now: clk.Now})
 	if err == nil {
 		defer l.Close()
 	}

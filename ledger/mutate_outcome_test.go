@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // TestMutateOutcome: MutateOutcome stores fn's Outcome as lease mode's
@@ -80,7 +81,7 @@ func testMutateOutcome[TTx any](t *testing.T, b *bundle[TTx]) {
 }
 
 func TestMutateOutcomeNilArguments(t *testing.T) {
-	b := setupOn(t, testdb.SQLiteDB(t))
+	b := setupOn(t, testdb.SQLiteDB(t, sqlite.Options{}))
 	fn := func(context.Context) (ledger.Outcome, error) { return ledger.Outcome{}, nil }
 	tx, err := b.l.Driver().Begin(b.ctx)
 	if err != nil {

@@ -102,7 +102,7 @@ func (b *bundle[TTx]) inTxOpts(t *testing.T, opts *sql.TxOptions, f func(tx *sql
 	}
 }
 
-// TestPostgresServerClock: with Config.Now unset, the PostgreSQL engine
+// TestPostgresServerClock: with Options.Now unset, the PostgreSQL engine
 // takes every time from the server, so a replica whose own clock is off
 // (by 30 s, or by a year) cannot end a lease early or keep an expired
 // record alive; the process's clock is never read. The stored times fall
@@ -121,7 +121,7 @@ func TestPostgresServerClock(t *testing.T) {
 		}
 		return time.UnixMilli(ms)
 	}
-	long, err := ledger.New(postgres.New(db), ledger.Config{TTL: time.Hour, Lease: time.Minute})
+	long, err := ledger.New(postgres.New(db), ledger.Options{TTL: time.Hour, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestPostgresServerClock(t *testing.T) {
 		t.Errorf("completed %v, expires %v", done.CompletedAt, done.ExpiresAt)
 	}
 
-	short, err := ledger.New(postgres.New(db), ledger.Config{TTL: time.Hour, Lease: time.Millisecond})
+	short, err := ledger.New(postgres.New(db), ledger.Options{TTL: time.Hour, Lease: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

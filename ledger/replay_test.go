@@ -143,7 +143,7 @@ func testReplayRace[TTx any](t *testing.T, b *bundle[TTx]) {
 		// that a claim seldom loses five times in a row to takeovers.
 		ttl = 10 * time.Millisecond
 	)
-	l, err := ledger.New(b.d.Driver, ledger.Config{TTL: ttl, Lease: time.Minute}) // the engine's clock
+	l, err := ledger.New(b.d.Driver, ledger.Options{TTL: ttl, Lease: time.Minute}) // the engine's clock
 	if err != nil {
 		t.Fatal(err)
 	}

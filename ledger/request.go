@@ -17,7 +17,7 @@ type Request struct {
 	Scope string
 
 	// Key is the client's idempotency key, as received: 1 to
-	// Config.MaxKeyLength bytes (255 by default) of printable ASCII,
+	// Options.MaxKeyLength bytes (255 by default) of printable ASCII,
 	// 0x20 to 0x7E.
 	Key string
 

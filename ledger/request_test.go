@@ -84,7 +84,7 @@ func testKeyLengthLimits[TTx any](t *testing.T, b *bundle[TTx]) {
 	if _, err := b.l.Claim(b.ctx, ledger.Request{Scope: strings.Repeat("é", 127), Key: " ", Fingerprint: fp("x")}); err != nil {
 		t.Errorf("254-byte scope refused: %v", err)
 	}
-	short, err := ledger.New(b.d.Driver, ledger.Config{MaxKeyLength: 4})
+	short, err := ledger.New(b.d.Driver, ledger.Options{MaxKeyLength: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // that matches ErrRetryable and ErrBusy, keeps the driver's error reachable, and writes
 // nothing; once the lock is free, the same claim succeeds.
 func TestSQLiteBusyIsRetryable(t *testing.T) {
-	holder, path := testdb.SQLiteFile(t)
+	holder, path := testdb.SQLiteFile(t, sqlite.Options{})
 	ctx := context.Background()
 	hold, err := holder.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock
 	if err != nil {
@@ -24,12 +24,12 @@ func TestSQLiteBusyIsRetryable(t *testing.T) {
 	}
 	defer hold.Rollback()
 
-	impatient, err := sqlite.Open(path, sqlite.WithBusyTimeout(time.Millisecond))
+	impatient, err := sqlite.Options{BusyTimeout: time.Millisecond}.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer impatient.Close()
-	l, err := ledger.New(sqlite.New(impatient), ledger.Config{})
+	l, err := ledger.New(sqlite.New(impatient), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

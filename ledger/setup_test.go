@@ -12,12 +12,13 @@ import (
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // t0 is the fake clock's start: 2026-01-02T03:04:05.678Z.
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 
-// clock is a hand-driven Config.Now.
+// clock is a hand-driven Options.Now.
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -71,7 +72,7 @@ func setupOn[TTx any](t testing.TB, d *testdb.DB[TTx]) *bundle[TTx] {
 	}
 	b := &bundle[TTx]{d: d, db: d.SQL, clock: &clock{now: t0}, ctx: context.Background()}
 	var err error
-	b.l, err = ledger.New(d.Driver, ledger.Config{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now})
+	b.l, err = ledger.New(d.Driver, ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func freshLike[TTx any](t *testing.T, d *testdb.DB[TTx]) *testdb.DB[TTx] {
 	var fresh any
 	switch d.Name {
 	case testdb.SQLite:
-		fresh = testdb.SQLiteDB(t)
+		fresh = testdb.SQLiteDB(t, sqlite.Options{})
 	case testdb.Postgres:
 		fresh = testdb.PostgresDB(t)
 	default:

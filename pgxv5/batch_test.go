@@ -87,7 +87,7 @@ func TestMutateRoundTrips(t *testing.T) {
 			if _, err := pool.Exec(ctx, `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)`); err != nil {
 				t.Fatal(err)
 			}
-			l, err := ledger.New(pgxv5.New(pool), ledger.Config{TTL: time.Hour})
+			l, err := ledger.New(pgxv5.New(pool), ledger.Options{TTL: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +162,7 @@ func TestMutateBatchedModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pool.Close()
-			l, err := ledger.New(pgxv5.New(pool), ledger.Config{TTL: time.Hour})
+			l, err := ledger.New(pgxv5.New(pool), ledger.Options{TTL: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}

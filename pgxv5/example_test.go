@@ -40,7 +40,7 @@ func ExampleNew() {
 	if _, err := pool.Exec(ctx, `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text)`); err != nil {
 		log.Fatal(err)
 	}
-	l, err := ledger.New(d, ledger.Config{})
+	l, err := ledger.New(d, ledger.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

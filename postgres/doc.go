@@ -9,10 +9,10 @@
 //	// ...
 //	d := postgres.New(db)
 //	if err := schema.Migrate(ctx, d); err != nil { ... }
-//	l, err := ledger.New(d, ledger.Config{})
+//	l, err := ledger.New(d, ledger.Options{})
 //
 // Leases and expiry are judged by the server's clock
-// (statement_timestamp()), never the replicas', unless ledger.Config.Now is
+// (statement_timestamp()), never the replicas', unless ledger.Options.Now is
 // set. The ledger's table lives in the connection's current schema (the
 // first schema of its search_path that exists).
 package postgres

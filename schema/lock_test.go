@@ -60,7 +60,7 @@ func TestMigrateWaitsForLock(t *testing.T) {
 func TestMigrateLockedPastBusyTimeout(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.db")
 	const timeout = 200 * time.Millisecond
-	db, err := sqlite.Open(path, sqlite.WithBusyTimeout(timeout))
+	db, err := sqlite.Options{BusyTimeout: timeout}.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

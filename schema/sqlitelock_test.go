@@ -20,7 +20,7 @@ import (
 // transaction open.
 func TestFailedMigrationUnderLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.db")
-	db, err := sqlite.Open(path, sqlite.WithMaxOpenConns(1)) // the pinned connection is the next one used
+	db, err := sqlite.Options{MaxOpenConns: 1}.Open(path) // the pinned connection is the next one used
 	if err != nil {
 		t.Fatal(err)
 	}

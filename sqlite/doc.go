@@ -23,7 +23,7 @@
 // SQLite admits one writer at a time. Every transaction begun on a database
 // opened here is a writer, so extra connections beyond the first only help
 // readers and queue for the write lock inside SQLite's busy handler, which
-// polls. Open therefore caps the pool (see [WithMaxOpenConns]); the default
+// polls. Open therefore caps the pool (see [Options].MaxOpenConns); the default
 // leaves room for a few concurrent readers while keeping the queue of
 // writers short, and the Go pool queues the rest fairly. A pool of one
 // connection is the fastest writer, but then any code that uses the pool
@@ -31,9 +31,19 @@
 // queries the *sql.DB instead of the *sql.Tx it was given) deadlocks.
 //
 // When several processes write the same file, give each a pool of one
-// connection (WithMaxOpenConns(1)), or very few: SQLite's busy handler
+// connection (Options{MaxOpenConns: 1}), or very few: SQLite's busy handler
 // polls with growing sleeps and serves waiters in no particular order, so
 // with many connections polling across processes one of them can wait past
 // busy_timeout and fail with SQLITE_BUSY. Inside a process, the Go pool
 // queues waiting goroutines in order instead.
+//
+// # Opening a file several processes open at once
+//
+// Several processes (or goroutines) may open the same file at once, even
+// one that does not exist yet. A new file's first connections switch it
+// to WAL, which needs the write lock; when another process holds it,
+// SQLite fails at once with SQLITE_BUSY instead of waiting. Open then
+// tries again on a new connection after a short random sleep (about 1 ms
+// at first, growing to at most 50 ms), for up to the busy timeout after
+// its first try.
 package sqlite

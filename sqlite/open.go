@@ -17,7 +17,7 @@ import (
 // registers and that Open uses.
 const DriverName = "sqlite"
 
-// Defaults used by Open and DSN when no Option says otherwise.
+// Defaults, used for the zero fields of Options, and so by Open and DSN.
 const (
 	DefaultBusyTimeout  = 10 * time.Second
 	DefaultSynchronous  = SynchronousFull
@@ -27,6 +27,10 @@ const (
 // ErrPragmaMismatch is returned (wrapped) by Open when a setting read back
 // from a live connection differs from the one requested in the DSN.
 var ErrPragmaMismatch = errors.New("sqlite: setting did not take effect")
+
+// ErrInvalidOptions is returned (wrapped, with the field and the reason)
+// by [Options.Open] when a field of its Options is out of range.
+var ErrInvalidOptions = errors.New("sqlite: invalid options")
 
 // Synchronous is a value of PRAGMA synchronous
 // (https://sqlite.org/pragma.html#pragma_synchronous). The numbers are the
@@ -62,66 +66,47 @@ func (s Synchronous) String() string {
 	return "Synchronous(" + strconv.Itoa(int(s)) + ")"
 }
 
-type config struct {
-	busyTimeout  time.Duration
-	synchronous  Synchronous
-	maxOpenConns int
+// Options are the settings of [Options.Open]. The zero value of a field
+// means its default, so Options{} is what [Open] uses; Options values are
+// plain data, safe to copy and to share.
+type Options struct {
+	// Synchronous is PRAGMA synchronous; zero means DefaultSynchronous
+	// (FULL). Values other than zero and the three constants are an error.
+	Synchronous Synchronous
+	// BusyTimeout is PRAGMA busy_timeout, how long a connection waits for
+	// a lock before it fails with SQLITE_BUSY, kept in whole milliseconds;
+	// zero means DefaultBusyTimeout (10 s). A value between zero and 1 ms,
+	// or a negative one, is an error.
+	BusyTimeout time.Duration
+	// MaxOpenConns caps the pool, which keeps as many idle connections as
+	// it may open; zero means DefaultMaxOpenConns (4). See the package
+	// documentation for why the pool is capped. Negative is an error.
+	MaxOpenConns int
 }
 
-// Option changes one setting of Open.
-type Option func(*config) error
-
-// WithSynchronous sets PRAGMA synchronous (default SynchronousFull). Any
-// value other than the three constants makes Open fail.
-func WithSynchronous(s Synchronous) Option {
-	return func(c *config) error {
-		if s != SynchronousNormal && s != SynchronousFull && s != SynchronousExtra {
-			return fmt.Errorf("sqlite: unsupported synchronous mode %v", s)
-		}
-		c.synchronous = s
-		return nil
+// resolve returns o with its defaults filled in, or an error naming the
+// first field that is out of range.
+func (o Options) resolve() (Options, error) {
+	switch o.Synchronous {
+	case 0:
+		o.Synchronous = DefaultSynchronous
+	case SynchronousNormal, SynchronousFull, SynchronousExtra:
+	default:
+		return o, fmt.Errorf("%w: Synchronous: unsupported mode %v", ErrInvalidOptions, o.Synchronous)
 	}
-}
-
-// WithBusyTimeout sets PRAGMA busy_timeout, how long a connection waits for
-// a lock before it fails with SQLITE_BUSY (default 10 s). It is kept in whole
-// milliseconds and must be at least one.
-func WithBusyTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("sqlite: busy timeout %v below 1ms", d)
-		}
-		c.busyTimeout = d
-		return nil
+	switch {
+	case o.BusyTimeout == 0:
+		o.BusyTimeout = DefaultBusyTimeout
+	case o.BusyTimeout < time.Millisecond:
+		return o, fmt.Errorf("%w: BusyTimeout: %v is below 1ms", ErrInvalidOptions, o.BusyTimeout)
 	}
-}
-
-// WithMaxOpenConns sets the pool's maximum number of open connections
-// (default 4; see the package documentation for why the pool is capped).
-// The pool keeps as many idle connections as it may open. n must be at
-// least one.
-func WithMaxOpenConns(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("sqlite: max open connections %d below 1", n)
-		}
-		c.maxOpenConns = n
-		return nil
+	switch {
+	case o.MaxOpenConns == 0:
+		o.MaxOpenConns = DefaultMaxOpenConns
+	case o.MaxOpenConns < 0:
+		return o, fmt.Errorf("%w: MaxOpenConns: %d is negative", ErrInvalidOptions, o.MaxOpenConns)
 	}
-}
-
-func newConfig(opts []Option) (config, error) {
-	c := config{
-		busyTimeout:  DefaultBusyTimeout,
-		synchronous:  DefaultSynchronous,
-		maxOpenConns: DefaultMaxOpenConns,
-	}
-	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	return o, nil
 }
 
 // DSN returns the modernc.org/sqlite data source name that Open uses for
@@ -132,18 +117,19 @@ func newConfig(opts []Option) (config, error) {
 // open a new file at once, which a pool built by hand may meet as
 // SQLITE_BUSY on its first connection.
 func DSN(path string) string {
-	c, _ := newConfig(nil)
-	return dsn(path, c)
+	o, _ := Options{}.resolve()
+	return o.dsn(path)
 }
 
-func dsn(path string, c config) string {
+// dsn is the data source name for path with o's settings; o is resolved.
+func (o Options) dsn(path string) string {
 	var b strings.Builder
 	b.WriteString("file:")
 	b.WriteString(escapePath(path))
 	b.WriteString("?_txlock=immediate")
-	fmt.Fprintf(&b, "&_pragma=busy_timeout(%d)", c.busyTimeout.Milliseconds())
+	fmt.Fprintf(&b, "&_pragma=busy_timeout(%d)", o.BusyTimeout.Milliseconds())
 	b.WriteString("&_pragma=journal_mode(WAL)")
-	fmt.Fprintf(&b, "&_pragma=synchronous(%s)", c.synchronous)
+	fmt.Fprintf(&b, "&_pragma=synchronous(%s)", o.Synchronous)
 	return b.String()
 }
 
@@ -153,44 +139,40 @@ func escapePath(path string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
+// Open opens the SQLite database file at path with the default [Options]:
+// it is Options{}.Open(path).
+func Open(path string) (*sql.DB, error) { return Options{}.Open(path) }
+
 // Open opens the SQLite database file at path, creating it if needed, with
-// the settings described in the package documentation, and verifies on a
-// live connection that journal_mode, busy_timeout and synchronous took
-// effect. It fails for an empty path, for ":memory:" and for paths that
-// are already URIs ("file:…"), since an in-memory database cannot use WAL.
+// the settings described in the package documentation and o's, and
+// verifies on a live connection that journal_mode, busy_timeout and
+// synchronous took effect. It refuses an empty path, ":memory:" and paths
+// that are already URIs ("file:…"), since an in-memory database cannot use
+// WAL.
 //
-// Several processes (or goroutines) may open the same file at once, even
-// one that does not exist yet: when the first connection's setup fails
-// with SQLITE_BUSY or SQLITE_LOCKED, as it can while another process
-// switches a new file to WAL, Open tries again on a new connection after
-// a short random sleep (about 1 ms at first, growing to at most 50 ms),
-// for up to the busy timeout (10 s by default) after its first try.
+// Several processes may open the same file at once, even one that does
+// not exist yet: see the package documentation's section on opening.
 //
-// The caller owns the returned *sql.DB and closes it. Errors: an Option's
-// error; or, prefixed with "sqlite: open" and the path, the refusal of
-// the path or of a nil Option, an error from the driver (the last one
-// when it was SQLITE_BUSY until the busy timeout ran out), or one
-// wrapping ErrPragmaMismatch.
-func Open(path string, opts ...Option) (*sql.DB, error) {
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("sqlite: open %q: opts[%d] is a nil Option", path, i)
-		}
+// The caller owns the returned *sql.DB and closes it. Errors: one wrapping
+// [ErrInvalidOptions] for an out-of-range field of o (nothing is opened
+// then); or, prefixed with "sqlite: open" and the path, the refusal of the path, an error from
+// the driver (the last one when it was SQLITE_BUSY until the busy timeout
+// ran out), or one wrapping [ErrPragmaMismatch].
+func (o Options) Open(path string) (*sql.DB, error) {
+	o, err := o.resolve()
+	if err != nil {
+		return nil, err
 	}
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlite: open %q: want a file path", path)
 	}
-	c, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	db, err := sql.Open(DriverName, dsn(path, c))
+	db, err := sql.Open(DriverName, o.dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
-	db.SetMaxOpenConns(c.maxOpenConns)
-	db.SetMaxIdleConns(c.maxOpenConns)
-	if err := retryLocked(c.busyTimeout, func() error { return verify(db, c) }); err != nil {
+	db.SetMaxOpenConns(o.MaxOpenConns)
+	db.SetMaxIdleConns(o.MaxOpenConns)
+	if err := retryLocked(o.BusyTimeout, func() error { return verify(db, o) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
@@ -257,8 +239,8 @@ func retryLocked(window time.Duration, f func() error) error {
 
 // verify reads the pragmas back. The DSN is applied to every new
 // connection, so one connection stands for all of them.
-func verify(db *sql.DB, c config) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.busyTimeout+5*time.Second)
+func verify(db *sql.DB, o Options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.BusyTimeout+5*time.Second)
 	defer cancel()
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -277,15 +259,15 @@ func verify(db *sql.DB, c config) error {
 	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
 		return err
 	}
-	if busy != c.busyTimeout.Milliseconds() {
-		return fmt.Errorf("%w: busy_timeout is %d ms, want %d", ErrPragmaMismatch, busy, c.busyTimeout.Milliseconds())
+	if busy != o.BusyTimeout.Milliseconds() {
+		return fmt.Errorf("%w: busy_timeout is %d ms, want %d", ErrPragmaMismatch, busy, o.BusyTimeout.Milliseconds())
 	}
 	var sync int
 	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 		return err
 	}
-	if Synchronous(sync) != c.synchronous {
-		return fmt.Errorf("%w: synchronous is %v, want %v", ErrPragmaMismatch, Synchronous(sync), c.synchronous)
+	if Synchronous(sync) != o.Synchronous {
+		return fmt.Errorf("%w: synchronous is %v, want %v", ErrPragmaMismatch, Synchronous(sync), o.Synchronous)
 	}
 	return nil
 }

@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -46,22 +48,23 @@ func pragmas(t *testing.T, db *sql.DB) (mode string, busy, sync int) {
 func TestOpenSettings(t *testing.T) {
 	tests := []struct {
 		name     string
-		opts     []sqlite.Option
+		opts     sqlite.Options
 		busy     int
 		sync     int
 		maxConns int
 	}{
-		{"defaults", nil, 10000, 2, 4},
-		{"normal", []sqlite.Option{sqlite.WithSynchronous(sqlite.SynchronousNormal)}, 10000, 1, 4},
-		{"extra, short timeout, one conn", []sqlite.Option{
-			sqlite.WithSynchronous(sqlite.SynchronousExtra),
-			sqlite.WithBusyTimeout(250 * time.Millisecond),
-			sqlite.WithMaxOpenConns(1),
+		{"defaults", sqlite.Options{}, 10000, 2, 4},
+		{"normal", sqlite.Options{Synchronous: sqlite.SynchronousNormal}, 10000, 1, 4},
+		{"extra, short timeout, one conn", sqlite.Options{
+			Synchronous:  sqlite.SynchronousExtra,
+			BusyTimeout:  250 * time.Millisecond,
+			MaxOpenConns: 1,
 		}, 250, 3, 1},
+		{"full, explicit", sqlite.Options{Synchronous: sqlite.SynchronousFull, BusyTimeout: time.Millisecond, MaxOpenConns: 9}, 1, 2, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			db, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), tt.opts...)
+			db, err := tt.opts.Open(filepath.Join(t.TempDir(), "a.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,31 +80,44 @@ func TestOpenSettings(t *testing.T) {
 	}
 }
 
+// TestOpenRefuses: a bad path or an out-of-range setting is an error that
+// names it, and nothing is created on disk.
 func TestOpenRefuses(t *testing.T) {
 	dir := t.TempDir()
+	file := filepath.Join(dir, "a.db")
 	tests := []struct {
-		name string
-		path string
-		opts []sqlite.Option
-		want string
+		name     string
+		path     string
+		opts     sqlite.Options
+		want     string // the whole error, or with contains a part of it
+		contains bool
 	}{
-		{"empty path", "", nil, "want a file path"},
-		{"memory", ":memory:", nil, "want a file path"},
-		{"uri", "file:x.db", nil, "want a file path"},
-		{"synchronous off", filepath.Join(dir, "a.db"), []sqlite.Option{sqlite.WithSynchronous(0)}, "unsupported synchronous mode"},
-		{"zero busy timeout", filepath.Join(dir, "a.db"), []sqlite.Option{sqlite.WithBusyTimeout(0)}, "busy timeout 0s below 1ms"},
-		{"zero conns", filepath.Join(dir, "a.db"), []sqlite.Option{sqlite.WithMaxOpenConns(0)}, "max open connections 0 below 1"},
-		{"missing directory", filepath.Join(dir, "no", "such", "dir", "a.db"), nil, "unable to open database file"},
+		{"empty path", "", sqlite.Options{}, `sqlite: open "": want a file path`, false},
+		{"memory", ":memory:", sqlite.Options{}, `sqlite: open ":memory:": want a file path`, false},
+		{"uri", "file:x.db", sqlite.Options{}, `sqlite: open "file:x.db": want a file path`, false},
+		{"synchronous off", file, sqlite.Options{Synchronous: -1}, "sqlite: invalid options: Synchronous: unsupported mode Synchronous(-1)", false},
+		{"synchronous 4", file, sqlite.Options{Synchronous: 4}, "sqlite: invalid options: Synchronous: unsupported mode Synchronous(4)", false},
+		{"busy timeout below 1ms", file, sqlite.Options{BusyTimeout: time.Millisecond - 1}, "sqlite: invalid options: BusyTimeout: 999.999µs is below 1ms", false},
+		{"negative busy timeout", file, sqlite.Options{BusyTimeout: -time.Second}, "sqlite: invalid options: BusyTimeout: -1s is below 1ms", false},
+		{"negative conns", file, sqlite.Options{MaxOpenConns: -1}, "sqlite: invalid options: MaxOpenConns: -1 is negative", false},
+		{"bad setting and bad path", "", sqlite.Options{MaxOpenConns: -1}, "sqlite: invalid options: MaxOpenConns: -1 is negative", false},
+		{"missing directory", filepath.Join(dir, "no", "such", "dir", "a.db"), sqlite.Options{}, "unable to open database file", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			db, err := sqlite.Open(tt.path, tt.opts...)
+			db, err := tt.opts.Open(tt.path)
 			if err == nil {
 				db.Close()
 				t.Fatal("Open succeeded")
 			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error %q does not contain %q", err, tt.want)
+			if want := strings.HasPrefix(tt.want, "sqlite: invalid options: "); errors.Is(err, sqlite.ErrInvalidOptions) != want {
+				t.Errorf("errors.Is(%q, ErrInvalidOptions) = %t, want %t", err, !want, want)
+			}
+			if tt.contains && !strings.Contains(err.Error(), tt.want) || !tt.contains && err.Error() != tt.want {
+				t.Errorf("error %q, want %q", err, tt.want)
+			}
+			if _, err := os.Stat(file); !os.IsNotExist(err) {
+				t.Errorf("a refused Open touched %s: %v", file, err)
 			}
 		})
 	}
@@ -111,7 +127,7 @@ func TestOpenRefuses(t *testing.T) {
 // transaction cannot even begin while the first holds the write lock, so
 // no transaction ever fails later with SQLITE_BUSY_SNAPSHOT.
 func TestImmediateTransactions(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), sqlite.WithBusyTimeout(50*time.Millisecond))
+	db, err := sqlite.Options{BusyTimeout: 50 * time.Millisecond}.Open(filepath.Join(t.TempDir(), "a.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +220,7 @@ func TestOpenLockedPastBusyTimeout(t *testing.T) {
 	holdWriteLock(t, path)
 	const timeout = 200 * time.Millisecond
 	start := time.Now()
-	db, err := sqlite.Open(path, sqlite.WithBusyTimeout(timeout))
+	db, err := sqlite.Options{BusyTimeout: timeout}.Open(path)
 	elapsed := time.Since(start)
 	if err == nil {
 		db.Close()

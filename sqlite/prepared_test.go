@@ -33,7 +33,7 @@ func TestPreparedStatements(t *testing.T) {
 	if err := schema.Migrate(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(d, ledger.Config{})
+	l, err := ledger.New(d, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 // TestVerifyMismatch feeds verify a pool whose DSN differs from the settings
 // it is told to expect, as if the driver had ignored a parameter.
 func TestVerifyMismatch(t *testing.T) {
-	full, _ := newConfig(nil)
+	full, _ := Options{}.resolve()
 	tests := []struct {
 		name  string
 		query string

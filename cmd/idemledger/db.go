@@ -294,7 +294,7 @@ func openLedger(ctx context.Context, dsn string) (*sql.DB, *ledger.Ledger[*sql.T
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := ledger.New(s.drv, ledger.Config{})
+	l, err := ledger.New(s.drv, ledger.Options{})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -310,7 +310,7 @@ func (s *store) checkEmpty(ctx context.Context) error {
 	if ok, err := s.hasTable(ctx, "idempotency_ledger"); !ok || err != nil {
 		return err
 	}
-	l, err := ledger.New(s.drv, ledger.Config{})
+	l, err := ledger.New(s.drv, ledger.Options{})
 	if err != nil {
 		return err
 	}

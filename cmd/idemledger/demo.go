@@ -118,7 +118,7 @@ func newDemo(ctx context.Context, path string, ttl time.Duration) (*demo, error)
 		return nil, fmt.Errorf("create demo table: %w", err)
 	}
 	d := &demo{db: db, ttl: ttl, scope: "demo-" + idemhttp.GenerateKey()[:8]}
-	d.ledger, err = ledger.New(s.drv, ledger.Config{TTL: ttl})
+	d.ledger, err = ledger.New(s.drv, ledger.Options{TTL: ttl})
 	if err != nil {
 		db.Close()
 		return nil, err

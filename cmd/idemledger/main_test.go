@@ -510,12 +510,12 @@ func testAdmin(t *testing.T, e string) {
 	}
 	past := time.Now().Add(-48 * time.Hour).Truncate(time.Millisecond)
 	drv := testdb.WrapSQL(e, db, path).Driver
-	old, err := ledger.New(drv, ledger.Config{Now: func() time.Time { return past }})
+	old, err := ledger.New(drv, ledger.Options{Now: func() time.Time { return past }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	now, err := ledger.New(drv, ledger.Config{})
+	now, err := ledger.New(drv, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

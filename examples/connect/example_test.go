@@ -72,7 +72,7 @@ func Example() {
 	if err := schema.Migrate(context.Background(), d); err != nil {
 		panic(err)
 	}
-	l, err := ledger.New(d, ledger.Config{})
+	l, err := ledger.New(d, ledger.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -450,7 +450,7 @@ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now
 // the nullable parameter @now and uses the server's statement_timestamp()
 // (Unix milliseconds) when it is NULL. statement_timestamp(), not now():
 // now() is frozen at the start of the caller's transaction, which may be
-// long before the claim. A non-NULL @now (ledger.Config.Now) replaces the
+// long before the claim. A non-NULL @now (ledger.Options.Now) replaces the
 // clock, for tests that move time by hand.
 // The database's clock, in Unix milliseconds, for Purge's cut-off and Stats.
 func (q *Queries) Now(ctx context.Context) (int64, error) {

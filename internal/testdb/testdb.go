@@ -99,7 +99,7 @@ func (d *DB[TTx]) Rollback(t testing.TB, tx TTx) {
 // subtests skip, naming PostgresEnv, when it is unset.
 func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*testing.T, *DB[pgx.Tx])) {
 	t.Helper()
-	t.Run(SQLite, func(t *testing.T) { sqlBody(t, SQLiteDB(t)) })
+	t.Run(SQLite, func(t *testing.T) { sqlBody(t, SQLiteDB(t, sqlite.Options{})) })
 	t.Run(Postgres, func(t *testing.T) { sqlBody(t, PostgresDB(t)) })
 	t.Run(PgxV5, func(t *testing.T) { pgxBody(t, PgxDB(t)) })
 }
@@ -109,14 +109,15 @@ func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*te
 // faulty database/sql driver). Say why at the call.
 func EachSQL(t *testing.T, body func(*testing.T, *DB[*sql.Tx])) {
 	t.Helper()
-	t.Run(SQLite, func(t *testing.T) { body(t, SQLiteDB(t)) })
+	t.Run(SQLite, func(t *testing.T) { body(t, SQLiteDB(t, sqlite.Options{})) })
 	t.Run(Postgres, func(t *testing.T) { body(t, PostgresDB(t)) })
 }
 
-// SQLiteDB returns a fresh SQLite database through the sqlite driver.
-func SQLiteDB(t testing.TB, opts ...sqlite.Option) *DB[*sql.Tx] {
+// SQLiteDB returns a fresh SQLite database through the sqlite driver,
+// opened with o as SQLiteFile does.
+func SQLiteDB(t testing.TB, o sqlite.Options) *DB[*sql.Tx] {
 	t.Helper()
-	db, path := SQLiteFile(t, opts...)
+	db, path := SQLiteFile(t, o)
 	return sqlDB(SQLite, "sqlite", sqlite.New(db), db, path)
 }
 
@@ -136,15 +137,15 @@ func sqlDB(name, engine string, d driver.Driver[*sql.Tx], db *sql.DB, source str
 }
 
 // SQLiteFile returns a new SQLite database file in t.TempDir(), opened
-// with sqlite.Open with its defaults (WAL, busy_timeout, immediate
-// transactions, synchronous FULL) and opts, and migrated with
+// with o (sqlite.Options{} for the defaults: WAL, busy_timeout, immediate
+// transactions, synchronous FULL), and migrated with
 // schema.Migrate; it also returns the file's path, for tests that open the
 // same file again (from another process, for example). It is closed when
 // the test ends. Any failure ends the test.
-func SQLiteFile(t testing.TB, opts ...sqlite.Option) (db *sql.DB, path string) {
+func SQLiteFile(t testing.TB, o sqlite.Options) (db *sql.DB, path string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "ledger.db")
-	db, err := sqlite.Open(path, opts...)
+	db, err := o.Open(path)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
@@ -179,7 +180,7 @@ func Rebind(engine, query string) string {
 // SQLitePool returns a fresh SQLite database (see SQLiteFile) as a *sql.DB.
 func SQLitePool(t testing.TB) *sql.DB {
 	t.Helper()
-	db, _ := SQLiteFile(t)
+	db, _ := SQLiteFile(t, sqlite.Options{})
 	return db
 }
 

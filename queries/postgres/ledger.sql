@@ -5,7 +5,7 @@
 -- the nullable parameter @now and uses the server's statement_timestamp()
 -- (Unix milliseconds) when it is NULL. statement_timestamp(), not now():
 -- now() is frozen at the start of the caller's transaction, which may be
--- long before the claim. A non-NULL @now (ledger.Config.Now) replaces the
+-- long before the claim. A non-NULL @now (ledger.Options.Now) replaces the
 -- clock, for tests that move time by hand.
 
 -- name: Now :one

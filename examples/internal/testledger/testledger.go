@@ -32,14 +32,14 @@ func Middleware(t testing.TB, engine string, opts idemhttp.Options) func(http.Ha
 	var d *testdb.DB[*sql.Tx]
 	switch engine {
 	case "sqlite":
-		d = testdb.SQLiteDB(t)
+		d = testdb.SQLiteDB(t, sqlite.Options{})
 	case "postgres":
 		d = testdb.PostgresDB(t)
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
 	drv := d.Driver
-	l, err := ledger.New(drv, ledger.Config{})
+	l, err := ledger.New(drv, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func Middleware(t testing.TB, engine string, opts idemhttp.Options) func(http.Ha
 // over db, which the caller opened (to close it, say).
 func MiddlewareOn(t testing.TB, db *sql.DB, opts idemhttp.Options) func(http.Handler) http.Handler {
 	t.Helper()
-	l, err := ledger.New(sqlite.New(db), ledger.Config{})
+	l, err := ledger.New(sqlite.New(db), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

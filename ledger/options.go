@@ -8,7 +8,7 @@ import (
 	"github.com/idemledger/idemledger/driver"
 )
 
-// Defaults applied by New to Config fields left at their zero value.
+// Defaults applied by New to Options fields left at their zero value.
 const (
 	DefaultTTL          = 24 * time.Hour
 	DefaultLease        = time.Minute
@@ -18,21 +18,21 @@ const (
 // MaxScopeLength is the longest scope accepted, in bytes.
 const MaxScopeLength = 255
 
-// Config configures a Ledger. The zero value of every field means "use the
+// Options configures a Ledger. The zero value of every field means "use the
 // default"; New refuses values that are out of range. Durations are stored
 // as whole milliseconds (the ledger keeps Unix milliseconds), so a positive
 // duration under one millisecond is refused too. Neither a TTL nor a lease
 // can be "forever": pick a long duration instead.
-type Config struct {
+type Options struct {
 	// TTL is how long a completed record keeps answering retries with its
 	// outcome, counted from completion. Once it has passed, the next claim
 	// with the key (whatever its fingerprint) starts afresh. Default 24 h;
-	// negative is ErrInvalidConfig.
+	// negative is ErrInvalidOptions.
 	TTL time.Duration
 
 	// Lease is how long a claim holds its key before another request with
 	// the same fingerprint may take it over, counted from the claim (or the
-	// last Extend). Default 1 min; negative is ErrInvalidConfig.
+	// last Extend). Default 1 min; negative is ErrInvalidOptions.
 	Lease time.Duration
 
 	// Now returns the current time. Tests set it to move time by hand. It
@@ -44,7 +44,7 @@ type Config struct {
 
 	// MaxKeyLength is the longest idempotency key accepted, in bytes: the
 	// one key-length setting (idemhttp reads it from the ledger). Default
-	// 255; negative is ErrInvalidConfig.
+	// 255; negative is ErrInvalidOptions.
 	MaxKeyLength int
 }
 
@@ -64,22 +64,22 @@ type Ledger[TTx any] struct {
 }
 
 // New returns a Ledger on the database of d (sqlite.New, postgres.New or
-// pgxv5.New), with defaults in place of zero Config fields. It returns an
-// error wrapping ErrInvalidConfig when TTL, Lease or MaxKeyLength is
+// pgxv5.New), with defaults in place of zero Options fields. It returns an
+// error wrapping ErrInvalidOptions when TTL, Lease or MaxKeyLength is
 // negative, when TTL or Lease is under one millisecond, or when d or its
 // database is nil. A driver that prepares statements (sqlite) prepares them
 // here, on one connection of its pool (so New waits while all are busy);
 // New returns that error, wrapped with "ledger: prepare:", when it fails
 // (the schema is not migrated, the pool is closed).
-func New[TTx any](d driver.Driver[TTx], cfg Config) (*Ledger[TTx], error) {
+func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 	if d == nil || d.NilDB() {
-		return nil, fmt.Errorf("%w: nil driver or database", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil driver or database", ErrInvalidOptions)
 	}
 	l := &Ledger[TTx]{
-		ttl:    cfg.TTL,
-		lease:  cfg.Lease,
-		maxKey: cfg.MaxKeyLength,
-		now:    cfg.Now,
+		ttl:    opts.TTL,
+		lease:  opts.Lease,
+		maxKey: opts.MaxKeyLength,
+		now:    opts.Now,
 		d:      d,
 		db:     d.DB(),
 	}
@@ -93,13 +93,13 @@ func New[TTx any](d driver.Driver[TTx], cfg Config) (*Ledger[TTx], error) {
 		l.maxKey = DefaultMaxKeyLength
 	}
 	if l.ttl < time.Millisecond {
-		return nil, fmt.Errorf("%w: TTL %v is below 1ms", ErrInvalidConfig, l.ttl)
+		return nil, fmt.Errorf("%w: TTL %v is below 1ms", ErrInvalidOptions, l.ttl)
 	}
 	if l.lease < time.Millisecond {
-		return nil, fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidConfig, l.lease)
+		return nil, fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidOptions, l.lease)
 	}
 	if l.maxKey < 0 {
-		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidConfig, l.maxKey)
+		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidOptions, l.maxKey)
 	}
 	if p, ok := d.(driver.Preparer); ok {
 		// New takes no context: preparing on a local SQLite file only
@@ -127,14 +127,14 @@ func (l *Ledger[TTx]) Close() error {
 	return nil
 }
 
-// TTL returns how long a completed record replays (see Config.TTL).
+// TTL returns how long a completed record replays (see Options.TTL).
 func (l *Ledger[TTx]) TTL() time.Duration { return l.ttl }
 
-// Lease returns how long a claim holds its key (see Config.Lease).
+// Lease returns how long a claim holds its key (see Options.Lease).
 func (l *Ledger[TTx]) Lease() time.Duration { return l.lease }
 
 // MaxKeyLength returns the longest idempotency key accepted, in bytes
-// (see Config.MaxKeyLength).
+// (see Options.MaxKeyLength).
 func (l *Ledger[TTx]) MaxKeyLength() int { return l.maxKey }
 
 // Engine returns the database engine of the ledger's driver: "sqlite" or
@@ -144,7 +144,7 @@ func (l *Ledger[TTx]) Engine() string { return l.d.Engine() }
 // Driver returns the driver the ledger was built with.
 func (l *Ledger[TTx]) Driver() driver.Driver[TTx] { return l.d }
 
-// clock is the Now of the driver's parameters: Config.Now in Unix
+// clock is the Now of the driver's parameters: Options.Now in Unix
 // milliseconds, or 0 for the engine's clock.
 func (l *Ledger[TTx]) clock() int64 {
 	if l.now == nil {
@@ -153,7 +153,7 @@ func (l *Ledger[TTx]) clock() int64 {
 	return l.now().UnixMilli()
 }
 
-// nowMillis is the ledger's current time: Config.Now, or the engine's.
+// nowMillis is the ledger's current time: Options.Now, or the engine's.
 func (l *Ledger[TTx]) nowMillis(ctx context.Context, ex driver.Executor) (int64, error) {
 	if l.now != nil {
 		return l.now().UnixMilli(), nil
