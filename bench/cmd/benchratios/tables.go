@@ -24,6 +24,8 @@ var layouts = map[string]layout{
 	"ledger-postgres-pgx-before":       ledgerPostgresPgx,
 	"ledger-postgres-pgx-async":        ledgerPostgresPgx,
 	"ledger-postgres-pgx-async-before": ledgerPostgresPgx,
+	// The same tables for the rounds taken again on a quiet machine.
+	"idemhttp-clients-quiet": idemHTTPClients,
 }
 
 // ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
