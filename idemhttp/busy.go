@@ -16,12 +16,15 @@ const (
 	sqliteLocked = 6
 )
 
-// busy reports whether err says that the store's lock was not free within
-// its busy timeout: ledger.ErrBusy for the ledger's statements, or the
-// SQLite driver's code, read through a Code method so that this package
-// links no driver, for TxHandler's own BEGIN and COMMIT.
+// busy reports whether err says that the store works but lost to
+// contention, so that a retry shortly may succeed: ledger.ErrRetryable for
+// the ledger's statements (a lock not free within the busy timeout, a
+// serialization failure, a claim whose record kept changing) or
+// ledger.ErrBusy, or the SQLite driver's code, read through a Code
+// method so that this package links no driver, for TxHandler's own BEGIN
+// and COMMIT. idemgrpc draws the same line.
 func busy(err error) bool {
-	if errors.Is(err, ledger.ErrBusy) {
+	if errors.Is(err, ledger.ErrRetryable) || errors.Is(err, ledger.ErrBusy) {
 		return true
 	}
 	var coded interface{ Code() int }
@@ -33,8 +36,8 @@ func busy(err error) bool {
 }
 
 // refuseBusy answers 503 with Retry-After (CodeBusy): the store works, but
-// another writer held its lock past the busy timeout, so a retry a little
-// later may well succeed. FailurePolicy does not apply: the store is not
+// lost to contention (another writer held its lock past the busy timeout,
+// most often), so a retry a little later may well succeed. FailurePolicy does not apply: the store is not
 // down, and running the handler unprotected would give up the guarantee
 // for a moment's contention.
 func (cfg *config) refuseBusy(w http.ResponseWriter, r *http.Request, err error) {

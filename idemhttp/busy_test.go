@@ -3,6 +3,8 @@ package idemhttp
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -103,3 +105,35 @@ func TestClaimFrom(t *testing.T) {
 		}
 	})
 }
+
+// TestBusyErrors: every error the ledger marks as retryable is contention,
+// answered 503 busy whatever FailurePolicy says, as idemgrpc answers
+// Unavailable for it; other errors are not.
+func TestBusyErrors(t *testing.T) {
+	coded := codeError(5) // SQLITE_BUSY from TxHandler's own BEGIN
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"retryable", fmt.Errorf("ledger: claim: %w", ledger.ErrRetryable), true},
+		{"busy", fmt.Errorf("ledger: claim: %w", ledger.ErrBusy), true},
+		{"sqlite busy code", fmt.Errorf("begin: %w", coded), true},
+		{"sqlite locked, extended", codeError(6 | 1<<8), true},
+		{"sqlite constraint", codeError(19), false},
+		{"in flight", &ledger.InFlightError{}, false},
+		{"other", errors.New("connection refused"), false},
+	}
+	for _, tt := range tests {
+		if got := busy(tt.err); got != tt.want {
+			t.Errorf("%s: busy(%v) = %t, want %t", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// codeError is an error with a SQLite result code, as modernc.org/sqlite's
+// *sqlite.Error has.
+type codeError int
+
+func (c codeError) Error() string { return fmt.Sprintf("sqlite code %d", int(c)) }
+func (c codeError) Code() int     { return int(c) }

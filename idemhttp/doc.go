@@ -45,7 +45,8 @@
 //	  ... stored by ledger.Mutate, not an HTTP answer  500 (CodeStoredOutcome)
 //	  ... an answer too large to keep (a marker)       410 (CodeOutcomeNotStored), plus ReplayHeader: true
 //	same key, other method, target or body             422 (CodeKeyReused)
-//	store busy (SQLite's lock held past busy_timeout)  503 with Retry-After (CodeBusy)
+//	store busy (ledger.ErrRetryable: a lock held      503 with Retry-After (CodeBusy)
+//	  past busy_timeout, a serialization failure)
 //	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
 //
 // A request without a key and without Required, or with another method,

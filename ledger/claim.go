@@ -71,7 +71,8 @@ const claimAttempts = 5
 // Claim runs on the driver's pool and commits at once: lease mode. Bad
 // input returns an error wrapping ErrInvalidRequest before the database is
 // used. If the row changes between the read and the write, the claim
-// starts over (a few times at most).
+// starts over; after a few such losses it returns an error matching
+// ErrRetryable.
 //
 // If ctx ends while the claim runs, Claim returns an error wrapping ctx's
 // error, and the driver cannot tell whether the write committed. Claim then
@@ -138,7 +139,10 @@ func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Re
 		}
 		return c, err
 	}
-	return nil, fmt.Errorf("ledger: claim: the record kept changing during %d attempts", claimAttempts)
+	// Each attempt lost a race to a write that changed the record (a
+	// takeover of an expired record, a release, a purge) between its read
+	// and its own write: a later attempt of the caller's may win.
+	return nil, wrapOp("claim", &retryableError{err: fmt.Errorf("the record kept changing during %d attempts", claimAttempts)})
 }
 
 // abandon cleans up after a claim cut short by the end of ctx. The driver

@@ -108,7 +108,9 @@ func wrapOp(op string, err error) error {
 // failures (SQLITE_BUSY, SQLITE_LOCKED): another connection, often of
 // another process, held the database past busy_timeout. The database's own
 // error stays reachable with errors.As (*pgconn.PgError, or
-// modernc.org/sqlite's *sqlite.Error).
+// modernc.org/sqlite's *sqlite.Error). A claim that lost the race for its
+// record several times running (it changed between each read and write:
+// takeovers of expired records, releases, purges) matches it too.
 var ErrRetryable = errors.New("ledger: retryable")
 
 // ErrBusy is matched (errors.Is), together with ErrRetryable, by the errors

@@ -207,7 +207,7 @@ func testReplayRace[TTx any](t *testing.T, b *bundle[TTx]) {
 					inFlight++
 					mu.Unlock()
 					continue
-				case err != nil && strings.Contains(err.Error(), "the record kept changing"):
+				case errors.Is(err, ledger.ErrRetryable) && strings.Contains(err.Error(), "the record kept changing"):
 					// With a 10 ms TTL the record can expire and be
 					// taken over by another goroutine between this
 					// claim's read and its write five times running
