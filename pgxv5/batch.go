@@ -32,6 +32,8 @@ import (
 //   - The description-caching modes: one statement at a time, as the
 //     database/sql drivers do (a batch would describe each new savepoint
 //     name in a round trip of its own).
+//   - Any mode with a Tracer in the connection's configuration: one
+//     statement at a time, through pgx's Exec and Query, which trace.
 
 // batchMode is how the driver sends Mutate's pairs of statements.
 type batchMode int8
@@ -45,22 +47,28 @@ const (
 // modeOf returns how to batch on db's connections, read from its
 // configuration (no round trip).
 func modeOf(db DB) batchMode {
-	var m pgx.QueryExecMode
+	var cfg *pgx.ConnConfig
 	switch c := db.(type) {
 	case *pgxpool.Pool:
 		if c == nil {
 			return batchNone
 		}
-		m = c.Config().ConnConfig.DefaultQueryExecMode
+		cfg = c.Config().ConnConfig
 	case *pgx.Conn:
 		if c == nil {
 			return batchNone
 		}
-		m = c.Config().DefaultQueryExecMode
+		cfg = c.Config()
 	default:
 		return batchNone
 	}
-	switch m {
+	if cfg.Tracer != nil {
+		// The pipeline runs below pgx's tracers, and a pgx.Batch would
+		// prepare each new savepoint name in a round trip of its own:
+		// one statement at a time, so that the tracer sees every one.
+		return batchNone
+	}
+	switch cfg.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement:
 		return batchPipeline
 	case pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol:

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +33,39 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// statementTracer records the first word of every statement pgx traces,
+// or the name of an sqlc query.
+type statementTracer struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *statementTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sql := strings.TrimSpace(d.SQL)
+	if name, ok := strings.CutPrefix(sql, "-- name: "); ok {
+		sql = name // sqlc's queries start with their name
+	}
+	word, _, _ := strings.Cut(sql, " ")
+	s.seen = append(s.seen, word)
+	return ctx
+}
+
+func (*statementTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *statementTracer) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = nil
+}
+
+func (s *statementTracer) words() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.seen)
+}
+
 // noConnTx is a pgx.Tx wrapper (a tracing one, say) that does not give
 // its connection.
 type noConnTx struct{ pgx.Tx }
@@ -48,22 +84,29 @@ func TestMutateRoundTrips(t *testing.T) {
 	for _, c := range []struct {
 		mode          pgx.QueryExecMode
 		noConn        bool // the pgx.Tx does not give its *pgx.Conn
+		traced        bool // the connection has a QueryTracer
 		first, replay int64
 	}{
-		{pgx.QueryExecModeCacheStatement, false, 5, 4},
-		{pgx.QueryExecModeExec, false, 5, 4},
-		{pgx.QueryExecModeSimpleProtocol, false, 5, 4},
+		{pgx.QueryExecModeCacheStatement, false, false, 5, 4},
+		{pgx.QueryExecModeExec, false, false, 5, 4},
+		{pgx.QueryExecModeSimpleProtocol, false, false, 5, 4},
 		// One statement at a time: describing each new savepoint name in
 		// a batch would cost a round trip of its own.
-		{pgx.QueryExecModeCacheDescribe, false, 7, 5},
-		{pgx.QueryExecModeDescribeExec, false, 10, 6},
+		{pgx.QueryExecModeCacheDescribe, false, false, 7, 5},
+		{pgx.QueryExecModeDescribeExec, false, false, 10, 6},
 		// No pipeline without the connection, and no pgx.Batch in this
 		// mode: one statement at a time.
-		{pgx.QueryExecModeCacheStatement, true, 7, 5},
+		{pgx.QueryExecModeCacheStatement, true, false, 7, 5},
+		// A tracer must see every statement: one at a time.
+		{pgx.QueryExecModeCacheStatement, false, true, 7, 5},
+		{pgx.QueryExecModeExec, false, true, 7, 5},
 	} {
 		name := c.mode.String()
 		if c.noConn {
 			name += "/no-conn"
+		}
+		if c.traced {
+			name += "/traced"
 		}
 		t.Run(name, func(t *testing.T) {
 			_, dsn := testdb.PostgresDSN(t)
@@ -78,6 +121,10 @@ func TestMutateRoundTrips(t *testing.T) {
 			cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 				conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 				return countingConn{conn, &writes}, err
+			}
+			tracer := &statementTracer{}
+			if c.traced {
+				cfg.ConnConfig.Tracer = tracer
 			}
 			pool, err := pgxpool.NewWithConfig(ctx, cfg)
 			if err != nil {
@@ -121,13 +168,22 @@ func TestMutateRoundTrips(t *testing.T) {
 			for i, want := range []struct {
 				res   ledger.Result[int64]
 				trips int64
+				// traced is what a tracer sees of the transaction: each
+				// statement's first word, or its sqlc name.
+				traced []string
 			}{
-				{ledger.Result[int64]{Value: 2, Fence: 1}, c.first},
-				{ledger.Result[int64]{Value: 2, Fence: 1, Replayed: true}, c.replay},
+				{ledger.Result[int64]{Value: 2, Fence: 1}, c.first,
+					[]string{"begin", "SAVEPOINT", "Claim", "INSERT", "Complete", "RELEASE", "commit"}},
+				{ledger.Result[int64]{Value: 2, Fence: 1, Replayed: true}, c.replay,
+					[]string{"begin", "SAVEPOINT", "Claim", "RELEASE", "commit"}},
 			} {
+				tracer.reset()
 				res, trips := place("k")
 				if res != want.res || trips != want.trips {
 					t.Errorf("Mutate %d: %+v in %d round trips; want %+v in %d", i+1, res, trips, want.res, want.trips)
+				}
+				if got := tracer.words(); c.traced && !slices.Equal(got, want.traced) {
+					t.Errorf("Mutate %d: the tracer saw %q; want %q", i+1, got, want.traced)
 				}
 			}
 			// Savepoint names are new every time: none is ever prepared

@@ -38,7 +38,8 @@
 //     describe round trip of its own).
 //
 // The mode is read from the pool's or connection's configuration when
-// [New] is called. The pipeline runs below pgx's tracers: a QueryTracer
-// or BatchTracer does not see the pairs (a PrepareTracer sees the first
-// use of each statement on a connection).
+// [New] is called. A pipeline would run below pgx's tracers, so when that
+// configuration has a Tracer (otelpgx's, say), Mutate sends one statement
+// at a time in every mode, and the tracer sees each of them: seven round
+// trips for a first execution instead of five.
 package pgxv5
