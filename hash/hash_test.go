@@ -111,3 +111,21 @@ func TestDigestText(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONIsNoFingerprint pins what JSON's doc warns of: two amounts that
+// binary64 cannot tell apart share JSON's digest (RFC 8785's form of both
+// is 9007199254740992), while Request and Bytes keep them apart.
+func TestJSONIsNoFingerprint(t *testing.T) {
+	a, b := []byte(`{"amount":9007199254740993}`), []byte(`{"amount":9007199254740992}`)
+	ja, erra := JSON(a)
+	jb, errb := JSON(b)
+	if erra != nil || errb != nil || ja != jb {
+		t.Errorf("JSON: %s, %v and %s, %v; want one digest", ja, erra, jb, errb)
+	}
+	if Request("POST", "/p", "application/json", a) == Request("POST", "/p", "application/json", b) {
+		t.Error("Request gives both amounts one fingerprint")
+	}
+	if Bytes(a) == Bytes(b) {
+		t.Error("Bytes gives both amounts one digest")
+	}
+}

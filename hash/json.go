@@ -30,6 +30,12 @@ func putBuf(b *[]byte) {
 // with a JCS implementation computes the same digest. Input that Transform
 // refuses returns the zero Digest and Transform's error (a
 // *canonical.SyntaxError), wrapped with "hash: json:".
+//
+// JSON is not a request fingerprint: RFC 8785 writes every number as its
+// nearest binary64 (Section 3.2.2.3), so texts whose numbers differ beyond
+// that precision, {"amount":9007199254740993} and
+// {"amount":9007199254740992}, share a digest. Fingerprint with [Request]
+// or [Bytes].
 func JSON(src []byte) (Digest, error) {
 	buf := getBuf()
 	defer putBuf(buf)
@@ -44,7 +50,9 @@ func JSON(src []byte) (Digest, error) {
 // Value returns the SHA-256 digest of the canonical form of v, exactly
 // sha256(canonical.Marshal(v)): v is encoded by encoding/json and then
 // canonicalized. Errors from either step are returned wrapped with
-// "hash: value:", with the zero Digest.
+// "hash: value:", with the zero Digest. Like [JSON], it is not a request
+// fingerprint: an int64 beyond 2^53 shares its form with its binary64
+// neighbours.
 func Value(v any) (Digest, error) {
 	out, err := canonical.Marshal(v)
 	if err != nil {
