@@ -20,6 +20,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.RunExamplesWithServer(m)) }
 
+// TestExamplesServer checks that the Examples' server answers, and makes
+// the test cache see IDEMLEDGER_TEST_POSTGRES (see RunExamplesWithServer).
+func TestExamplesServer(t *testing.T) { testdb.ExamplesServer(t) }
+
 // The ledger inside a pgx transaction from a pgxpool.Pool: the order and
 // the ledger record commit together, and a retry replays the first order.
 // It runs against the server named by IDEMLEDGER_TEST_POSTGRES.

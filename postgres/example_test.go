@@ -17,6 +17,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.RunExamplesWithServer(m)) }
 
+// TestExamplesServer checks that the Examples' server answers, and makes
+// the test cache see IDEMLEDGER_TEST_POSTGRES (see RunExamplesWithServer).
+func TestExamplesServer(t *testing.T) { testdb.ExamplesServer(t) }
+
 // The ledger inside a database/sql transaction on PostgreSQL (pgx's
 // stdlib driver, registered as "pgx" by this package). It runs against the
 // server named by IDEMLEDGER_TEST_POSTGRES.

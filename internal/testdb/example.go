@@ -40,11 +40,35 @@ func ExampleURL() (url string, drop func()) {
 // RunExamplesWithServer is a TestMain body for packages whose Examples
 // need PostgreSQL: without PostgresEnv, and unless -run says otherwise,
 // only the tests run (the Examples would fail for want of a server); .ci/run
-// always sets it.
+// always sets it. It reads PostgresEnv before the tests start, which the
+// go command's test cache does not see: give the package a test that
+// calls ExamplesServer, so that setting the variable runs the package
+// again instead of replaying a cached "no tests to run".
 func RunExamplesWithServer(m *testing.M) int {
 	flag.Parse()
 	if os.Getenv(PostgresEnv) == "" && flag.Lookup("test.run").Value.String() == "" {
 		flag.Set("test.run", "^Test")
 	}
 	return m.Run()
+}
+
+// ExamplesServer is the body of a test for a package whose Examples run
+// through RunExamplesWithServer. It reads PostgresEnv while the tests run
+// (so the test cache keys on it), skips with the message PostgresDSN gives
+// when it is unset, and otherwise fails unless the server answers, since
+// the Examples would then fail less clearly.
+func ExamplesServer(t *testing.T) {
+	t.Helper()
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		t.Skip(skipMessage)
+	}
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("testdb: %s: %v", PostgresEnv, err)
+	}
+	defer db.Close()
+	if err := db.PingContext(context.Background()); err != nil {
+		t.Fatalf("testdb: %s: the Examples' server does not answer: %v", PostgresEnv, err)
+	}
 }

@@ -74,6 +74,9 @@ func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 	}
 }
 
+// skipMessage is why a PostgreSQL test is skipped.
+const skipMessage = "PostgreSQL tests skipped: set " + PostgresEnv + " (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run them"
+
 // PostgresDSN returns a database/sql pool (pgx's stdlib) on a fresh schema
 // of its own in the database named by PostgresEnv, migrated with
 // schema.Migrate, and the connection string of that schema, for tests that
@@ -86,7 +89,7 @@ func PostgresDSN(t testing.TB) (db *sql.DB, dsn string) {
 	t.Helper()
 	base := os.Getenv(PostgresEnv)
 	if base == "" {
-		t.Skip("PostgreSQL tests skipped: set " + PostgresEnv + " (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run them")
+		t.Skip(skipMessage)
 	}
 	var b [8]byte
 	rand.Read(b[:])
