@@ -48,6 +48,7 @@
 //	store busy (ledger.ErrRetryable: a lock held      503 with Retry-After (CodeBusy)
 //	  past busy_timeout, a serialization failure)
 //	ledger unreachable                                 503 (CodeUnavailable), or the handler unprotected with FailOpen
+//	ledger not migrated (ledger.ErrNotMigrated)        503 (CodeUnavailable), even with FailOpen
 //
 // A request without a key and without Required, or with another method,
 // goes to the handler unprotected. The middleware's refusals never create

@@ -289,8 +289,8 @@ func keyProblem(err error, max int) string {
 }
 
 // refuseLedger answers a Claim error, and reports it. It reports false
-// when the request is to run unprotected instead: the ledger unreachable,
-// FailOpen set and failOpen true (Middleware; TxHandler passes false, as
+// when the request is to run unprotected instead: the ledger unreachable
+// (but migrated), FailOpen set and failOpen true (Middleware; TxHandler passes false, as
 // its handler cannot run without the store).
 func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, lease time.Duration, failOpen bool) bool {
 	r := p.r
@@ -326,8 +326,10 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 		cfg.refuseBusy(w, r, err)
 		return true
 	}
-	if failOpen && cfg.policy == FailOpen {
-		// The handler runs unprotected: its answer is not known yet.
+	if failOpen && cfg.policy == FailOpen && !errors.Is(err, ledger.ErrNotMigrated) {
+		// The handler runs unprotected: its answer is not known yet. Not
+		// for a missing table, a deployment error that would otherwise
+		// leave every request unprotected until someone noticed.
 		cfg.emit(p, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Err: err})
 		return false
 	}

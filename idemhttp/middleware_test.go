@@ -554,6 +554,31 @@ func TestStoreUnavailable(t *testing.T) {
 	})
 }
 
+// TestNotMigratedFailsClosed: when the ledger's table is missing (dropped
+// here after the ledger was built; on PostgreSQL New does not look), every
+// policy refuses with 503 and the handler never runs: FailOpen is for an
+// unreachable store, not for a deployment that forgot schema.Migrate.
+func TestNotMigratedFailsClosed(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e string) {
+		for _, policy := range []FailurePolicy{FailClosed, FailOpen} {
+			b := setup(t, e, Options{FailurePolicy: policy}, ledger.Options{}, created)
+			if _, err := b.db.Exec("DROP TABLE idempotency_ledger"); err != nil {
+				t.Fatal(err)
+			}
+			a := b.do(t, "POST", "/orders", `{}`, "k")
+			want := `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the idempotency store is unavailable; retry later","code":"unavailable"}` + "\n"
+			if a.status != 503 || a.body != want || b.calls.Load() != 0 {
+				t.Fatalf("policy %d: %d %q, handler ran %d; want 503 %q and no run", policy, a.status, a.body, b.calls.Load(), want)
+			}
+			events := b.obs.all()
+			if len(events) != 1 || !errors.Is(events[0].Err, ledger.ErrNotMigrated) {
+				t.Errorf("policy %d: events %+v; want one store_unavailable matching ErrNotMigrated", policy, events)
+			}
+			b.obs.check(t, evFail(ledger.EventStoreUnavailable, "claim", 503))
+		}
+	})
+}
+
 // TestScopeError: a Scope error refuses with 400, or with the status,
 // detail and header lines of a *ScopeError in its chain.
 func TestScopeError(t *testing.T) {

@@ -57,7 +57,9 @@ const (
 	FailClosed FailurePolicy = iota
 	// FailOpen runs the handler without protection: a retry may run it
 	// again. Each such request is reported as a store_unavailable event
-	// with Status 0 (see Options.Observer).
+	// with Status 0 (see Options.Observer). A ledger whose table is
+	// missing (ledger.ErrNotMigrated) is refused as with FailClosed: that
+	// is a deployment error, not an outage.
 	FailOpen
 )
 

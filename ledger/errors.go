@@ -113,6 +113,14 @@ func wrapOp(op string, err error) error {
 // takeovers of expired records, releases, purges) matches it too.
 var ErrRetryable = errors.New("ledger: retryable")
 
+// ErrNotMigrated is matched (errors.Is) by the error of an operation, or
+// of New on SQLite, that found no ledger table: schema.Migrate has not run
+// on this database (or, on PostgreSQL, on the connection's search_path).
+// It is a deployment error, not an outage: idemhttp and idemgrpc refuse
+// requests then even with FailOpen, which would otherwise leave every
+// request unprotected for as long as the table is missing.
+var ErrNotMigrated = errors.New("ledger: not migrated")
+
 // ErrBusy is matched (errors.Is), together with ErrRetryable, by the errors
 // of SQLite lock failures (SQLITE_BUSY, SQLITE_LOCKED): another connection,
 // often of another process, held the database's write lock past
@@ -127,6 +135,7 @@ var ErrBusy = errors.New("ledger: busy")
 const (
 	sqlstateSerializationFailure = "40001"
 	sqlstateDeadlockDetected     = "40P01"
+	sqlstateUndefinedTable       = "42P01" // class 42, "Syntax Error or Access Rule Violation"
 )
 
 // SQLite's primary result codes for a lock it could not get
@@ -135,6 +144,7 @@ const (
 // transaction went stale (SQLITE_BUSY_SNAPSHOT); SQLITE_LOCKED for a
 // conflict inside one shared-cache connection.
 const (
+	sqliteError  = 1 // SQLITE_ERROR, "no such table" among others
 	sqliteBusy   = 5
 	sqliteLocked = 6
 )
@@ -148,19 +158,37 @@ const (
 func classify(err error) error {
 	var pg driver.SQLStateError
 	if errors.As(err, &pg) {
-		if c := pg.SQLState(); c == sqlstateSerializationFailure || c == sqlstateDeadlockDetected {
+		switch pg.SQLState() {
+		case sqlstateSerializationFailure, sqlstateDeadlockDetected:
 			return &retryableError{err: err}
+		case sqlstateUndefinedTable:
+			return &notMigratedError{err: err}
 		}
 		return err
 	}
 	var coded driver.CodeError
 	if errors.As(err, &coded) {
-		if c := coded.Code() & 0xff; c == sqliteBusy || c == sqliteLocked {
+		switch c := coded.Code() & 0xff; {
+		case c == sqliteBusy || c == sqliteLocked:
 			return &retryableError{err: err, busy: true}
+		case c == sqliteError && strings.Contains(err.Error(), "no such table"):
+			// SQLITE_ERROR has no extended code for this: the message
+			// is all SQLite gives (https://sqlite.org/rescode.html#error).
+			return &notMigratedError{err: err}
 		}
 	}
 	return err
 }
+
+// notMigratedError marks err as matching ErrNotMigrated, and says what to
+// do about it.
+type notMigratedError struct{ err error }
+
+func (e *notMigratedError) Error() string {
+	return "ledger: not migrated (run schema.Migrate): " + e.err.Error()
+}
+func (e *notMigratedError) Unwrap() error        { return e.err }
+func (e *notMigratedError) Is(target error) bool { return target == ErrNotMigrated }
 
 // retryableError marks err as matching ErrRetryable, and ErrBusy too when
 // busy is set.

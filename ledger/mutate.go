@@ -160,7 +160,7 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		return res, err
 	})
 	if spErr != nil {
-		return zero, fmt.Errorf("ledger: mutate: %w", spErr)
+		return zero, wrapOp("mutate", classify(spErr))
 	}
 	if err != nil {
 		return zero, undo(err)

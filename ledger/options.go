@@ -18,6 +18,13 @@ const (
 // MaxScopeLength is the longest scope accepted, in bytes.
 const MaxScopeLength = 255
 
+// MaxKeyLengthLimit is the largest Options.MaxKeyLength that New accepts,
+// in bytes. Scope and key together form the ledger's primary key, and a
+// PostgreSQL B-tree index entry holds at most about 2,700 bytes (2,704 on
+// an 8 kB page): a longer key would be refused by the server on every
+// try, as if the store were down.
+const MaxKeyLengthLimit = 1024
+
 // Options configures a Ledger. The zero value of every field means "use the
 // default"; New refuses values that are out of range. Durations are stored
 // as whole milliseconds (the ledger keeps Unix milliseconds), so a positive
@@ -44,7 +51,8 @@ type Options struct {
 
 	// MaxKeyLength is the longest idempotency key accepted, in bytes: the
 	// one key-length setting (idemhttp reads it from the ledger). Default
-	// 255; negative is ErrInvalidOptions.
+	// 255; negative, or above MaxKeyLengthLimit (1024), is
+	// ErrInvalidOptions.
 	MaxKeyLength int
 }
 
@@ -66,11 +74,12 @@ type Ledger[TTx any] struct {
 // New returns a Ledger on the database of d (sqlite.New, postgres.New or
 // pgxv5.New), with defaults in place of zero Options fields. It returns an
 // error wrapping ErrInvalidOptions when TTL, Lease or MaxKeyLength is
-// negative, when TTL or Lease is under one millisecond, or when d or its
-// database is nil. A driver that prepares statements (sqlite) prepares them
-// here, on one connection of its pool (so New waits while all are busy);
-// New returns that error, wrapped with "ledger: prepare:", when it fails
-// (the schema is not migrated, the pool is closed).
+// negative, when TTL or Lease is under one millisecond, when MaxKeyLength
+// exceeds MaxKeyLengthLimit, or when d or its database is nil. A driver
+// that prepares statements (sqlite) prepares them here, on one connection
+// of its pool (so New waits while all are busy); New returns that error,
+// wrapped with "ledger: prepare:", when it fails: one matching
+// ErrNotMigrated when the ledger's table is missing, or the pool's error.
 func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 	if d == nil || d.NilDB() {
 		return nil, fmt.Errorf("%w: nil driver or database", ErrInvalidOptions)
@@ -101,11 +110,14 @@ func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 	if l.maxKey < 0 {
 		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidOptions, l.maxKey)
 	}
+	if l.maxKey > MaxKeyLengthLimit {
+		return nil, fmt.Errorf("%w: MaxKeyLength %d is above %d", ErrInvalidOptions, l.maxKey, MaxKeyLengthLimit)
+	}
 	if p, ok := d.(driver.Preparer); ok {
 		// New takes no context: preparing on a local SQLite file only
 		// reads its schema.
 		if err := p.Prepare(context.Background()); err != nil {
-			return nil, fmt.Errorf("ledger: prepare: %w", err)
+			return nil, wrapOp("prepare", classify(err))
 		}
 	}
 	return l, nil
