@@ -29,7 +29,13 @@ type answer struct {
 
 func post(t *testing.T, url, key, body string) answer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	return send(t, http.MethodPost, url, key, body)
+}
+
+// send is post with another method.
+func send(t *testing.T, method, url, key, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +68,7 @@ type shop struct {
 func newShop(t *testing.T, engine string) *shop {
 	t.Helper()
 	s := &shop{}
-	mw, _ := middleware(t, engine, idemhttp.Options{Scope: func(r *http.Request) (string, error) {
+	mw, _, _ := middleware(t, engine, idemhttp.Options{Scope: func(r *http.Request) (string, error) {
 		c, ok := idemgin.Context(r)
 		if !ok {
 			t.Error("idemgin.Context: no Gin context in the request")
