@@ -206,19 +206,3 @@ func TestWrapStatusOnly(t *testing.T) {
 		}
 	})
 }
-
-// TestWrapNoRoute: a request no route matched, which runs Wrap in Gin's
-// 404 chain, is answered 404, not an empty 200, with or without a key.
-func TestWrapNoRoute(t *testing.T) {
-	eachEngine(t, func(t *testing.T, engine string) {
-		s := newShop(t, engine)
-		for _, key := range []string{"", "k1", "k1"} {
-			if got := post(t, s.url+"/nowhere", key, `{"item":"book"}`); got.status != http.StatusNotFound {
-				t.Errorf("key %q: %+v, want 404", key, got)
-			}
-		}
-		if got := s.runs.Load(); got != 0 {
-			t.Errorf("handler ran %d times, want 0", got)
-		}
-	})
-}
