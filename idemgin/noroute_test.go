@@ -36,25 +36,28 @@ func (e *events) get() []ledger.Event {
 
 // TestWrapNoRoute: a request that matched no Gin route, which Gin still
 // runs through the r.Use middleware in its 404 or 405 chain, passes
-// through Wrap unprotected. Gin answers it, with or without a key, and
-// every time afresh: nothing is stored under its key, nothing is
-// replayed, the observer hears nothing of it. The same key then runs the
-// handler of a real route (neither 422 nor a replayed 404), whose retry is
-// replayed as before. Were the 404 stored, a POST to a route only a newer
-// version has, answered 404 by an older server during a rolling deploy,
-// would be answered 404 by the newer ones for the record's lifetime.
+// through Wrap unprotected. Gin (or a NoRoute handler) answers it, with
+// or without a key, and every time afresh: nothing is stored under its
+// key, nothing is replayed, the observer hears nothing of it. The same
+// key then runs the handler of a real route (neither 422 nor a replayed
+// 404), whose retry is replayed as before. Were the 404 stored, a POST to
+// a route only a newer version has, answered 404 by an older server
+// during a rolling deploy, would be answered 404 by the newer ones for
+// the record's lifetime.
 func TestWrapNoRoute(t *testing.T) {
 	tests := []struct {
 		name         string
 		noMethod     bool // the engine's HandleMethodNotAllowed
+		noRoute      bool // a NoRoute handler answers in JSON
 		method, path string
 		status       int
-		body         string // Gin's own answer
+		body         string // Gin's answer
 	}{
-		{"unknown path", false, http.MethodPost, "/nope", http.StatusNotFound, "404 page not found"},
-		{"unknown path with HandleMethodNotAllowed", true, http.MethodPost, "/nope", http.StatusNotFound, "404 page not found"},
-		{"method without a route", false, http.MethodPatch, "/orders", http.StatusNotFound, "404 page not found"},
-		{"method without a route with HandleMethodNotAllowed", true, http.MethodPatch, "/orders", http.StatusMethodNotAllowed, "405 method not allowed"},
+		{"unknown path", false, false, http.MethodPost, "/nope", http.StatusNotFound, "404 page not found"},
+		{"unknown path with HandleMethodNotAllowed", true, false, http.MethodPost, "/nope", http.StatusNotFound, "404 page not found"},
+		{"unknown path with a NoRoute handler", false, true, http.MethodPost, "/nope", http.StatusNotFound, `{"error":"no route"}`},
+		{"method without a route", false, false, http.MethodPatch, "/orders", http.StatusNotFound, "404 page not found"},
+		{"method without a route with HandleMethodNotAllowed", true, false, http.MethodPatch, "/orders", http.StatusMethodNotAllowed, "405 method not allowed"},
 	}
 	eachEngine(t, func(t *testing.T, engine string) {
 		for _, tt := range tests {
@@ -67,6 +70,9 @@ func TestWrapNoRoute(t *testing.T) {
 				r := gin.New()
 				r.HandleMethodNotAllowed = tt.noMethod
 				r.Use(gin.RecoveryWithWriter(io.Discard), idemgin.Wrap(mw))
+				if tt.noRoute {
+					r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, gin.H{"error": "no route"}) })
+				}
 				var mu sync.Mutex
 				runs := 0
 				r.POST("/orders", func(c *gin.Context) {
@@ -83,7 +89,7 @@ func TestWrapNoRoute(t *testing.T) {
 				for i, key := range []string{"", "k1", "k1"} {
 					got := send(t, tt.method, srv.URL+tt.path, key, body)
 					if got.status != tt.status || got.body != tt.body || got.replayed != "" {
-						t.Errorf("request %d, key %q: %+v, want Gin's %d %q, not replayed", i+1, key, got, tt.status, tt.body)
+						t.Errorf("request %d, key %q: %+v, want %d %q, not replayed", i+1, key, got, tt.status, tt.body)
 					}
 				}
 				if rec, err := l.Get(context.Background(), "shop", "k1"); !errors.Is(err, ledger.ErrNotFound) {
