@@ -36,6 +36,16 @@
 // few values instead of the raw path. A pattern set before Gin, by a
 // ServeMux in front of the engine, is kept.
 //
+// A request that matched no route passes through Wrap unprotected: Gin
+// runs the r.Use middleware, Wrap among them, in the chain that answers
+// 404 (or 405 with HandleMethodNotAllowed), and Wrap leaves it alone when
+// c.FullPath() is empty, so no key is claimed, nothing is stored or
+// replayed and the observers hear nothing; NoRoute and NoMethod handlers
+// run unprotected too. As with Stripe, an answer is kept only once an
+// endpoint started: in a rolling deploy, a POST to a route only the new
+// version has, answered 404 by an old server, must not be answered 404 by
+// the new servers for the record's lifetime.
+//
 // Put gin.Recovery before Wrap: a handler's panic releases the key and
 // goes on, and Recovery answers it.
 package idemgin

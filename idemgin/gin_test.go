@@ -29,7 +29,13 @@ type answer struct {
 
 func post(t *testing.T, url, key, body string) answer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	return send(t, http.MethodPost, url, key, body)
+}
+
+// send is post with another method.
+func send(t *testing.T, method, url, key, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +68,7 @@ type shop struct {
 func newShop(t *testing.T, engine string) *shop {
 	t.Helper()
 	s := &shop{}
-	mw, _ := middleware(t, engine, idemhttp.Options{Scope: func(r *http.Request) (string, error) {
+	mw, _, _ := middleware(t, engine, idemhttp.Options{Scope: func(r *http.Request) (string, error) {
 		c, ok := idemgin.Context(r)
 		if !ok {
 			t.Error("idemgin.Context: no Gin context in the request")
@@ -197,22 +203,6 @@ func TestWrapStatusOnly(t *testing.T) {
 			if got := post(t, s.url+"/ping", "k1", ``); got.status != http.StatusAccepted || got.replayed != replayed {
 				t.Errorf("request %d: %+v, want 202 replayed %q", i+1, got, replayed)
 			}
-		}
-	})
-}
-
-// TestWrapNoRoute: a request no route matched, which runs Wrap in Gin's
-// 404 chain, is answered 404, not an empty 200, with or without a key.
-func TestWrapNoRoute(t *testing.T) {
-	eachEngine(t, func(t *testing.T, engine string) {
-		s := newShop(t, engine)
-		for _, key := range []string{"", "k1", "k1"} {
-			if got := post(t, s.url+"/nowhere", key, `{"item":"book"}`); got.status != http.StatusNotFound {
-				t.Errorf("key %q: %+v, want 404", key, got)
-			}
-		}
-		if got := s.runs.Load(); got != 0 {
-			t.Errorf("handler ran %d times, want 0", got)
 		}
 	})
 }

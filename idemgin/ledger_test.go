@@ -2,8 +2,7 @@ package idemgin_test
 
 // The one file of this module's tests that calls the ledger and idemhttp's
 // constructors: fresh databases on every engine, and the middleware on
-// them. When idemhttp.Middleware takes only the ledger, the database
-// argument goes.
+// them.
 
 import (
 	"database/sql"
@@ -26,8 +25,9 @@ func eachEngine(t *testing.T, f func(t *testing.T, engine string)) {
 }
 
 // middleware returns idemhttp.Middleware with opts on a fresh ledger of
-// the engine, and the database.
-func middleware(t testing.TB, engine string, opts idemhttp.Options) (func(http.Handler) http.Handler, *sql.DB) {
+// the engine, the ledger, for a test to look its records up, and the
+// database.
+func middleware(t testing.TB, engine string, opts idemhttp.Options) (func(http.Handler) http.Handler, *ledger.Ledger[*sql.Tx], *sql.DB) {
 	t.Helper()
 	var d *testdb.DB[*sql.Tx]
 	switch engine {
@@ -44,5 +44,5 @@ func middleware(t testing.TB, engine string, opts idemhttp.Options) (func(http.H
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return idemhttp.Middleware(l, opts), db
+	return idemhttp.Middleware(l, opts), l, db
 }

@@ -24,20 +24,31 @@ func Context(r *http.Request) (*gin.Context, bool) {
 // calls its next handler, the rest of the chain runs with mw's request and
 // response writer; when it answers by itself, the chain is aborted. The
 // request mw gets has the Gin route as its Pattern (see [Pattern]) unless
-// it has one already. Wrap panics when mw is nil. The handler is safe for
-// concurrent use when mw's handlers are.
+// it has one already. A request that matched no Gin route (c.FullPath()
+// is empty: Gin's 404 chain, or its 405 chain with HandleMethodNotAllowed)
+// does not go through mw: the rest of the chain runs as if Wrap were not
+// there. Wrap panics when mw is nil. The handler is safe for concurrent
+// use when mw's handlers are.
 func Wrap(mw func(http.Handler) http.Handler) gin.HandlerFunc {
 	if mw == nil {
 		panic("idemgin: Wrap needs a middleware")
 	}
 	return func(c *gin.Context) {
+		if c.FullPath() == "" {
+			// No endpoint runs: Gin runs the r.Use middleware in the
+			// chain that answers 404 or 405 (and NoRoute or NoMethod
+			// handlers). Storing that answer would replay it, for the
+			// record's lifetime, to a key a later version's route could
+			// serve. Returning lets Gin run the rest of the chain.
+			return
+		}
 		outer, req := c.Writer, c.Request
 		next := false
 		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next = true
-			// The status Gin has set so far: 200, or 404 and 405 for the
-			// chain it runs when no route matched, which a handler-less
-			// chain would otherwise answer 200.
+			// The status Gin has set so far: 200 unless a middleware
+			// before Wrap set one with c.Status, which a handler-less
+			// chain would otherwise lose.
 			inner := &writer{ResponseWriter: w, status: outer.Status(), size: unwritten}
 			c.Writer, c.Request = inner, r
 			// Restored even when a handler panics, so that gin.Recovery
