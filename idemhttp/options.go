@@ -1,10 +1,14 @@
 package idemhttp
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/internal/token"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -64,7 +68,10 @@ const (
 )
 
 // Options configure Middleware and TxHandler. Only Scope is required; every
-// other zero value means the default given in its comment.
+// other zero value means the default given in its comment. Middleware and
+// TxHandler panic, naming the field, when Scope is nil or a field is out
+// of the range its comment gives, so that a configuration error shows when
+// the server starts rather than as requests that run unprotected.
 //
 // Options are read once, when the middleware is made; later changes to the
 // value or its slices have no effect.
@@ -85,6 +92,8 @@ type Options struct {
 	// Methods are the request methods the middleware protects, matched
 	// exactly (methods are case-sensitive, RFC 9110 Section 9.1). Default:
 	// POST and PATCH. Other methods pass straight through, key or no key.
+	// Each must be a token, and not a standard method in lower case
+	// ("post"), which no client sends for it.
 	Methods []string
 
 	// StrictKey accepts only the quoted sf-string form of the key and
@@ -97,7 +106,8 @@ type Options struct {
 	// client in full, but cannot be stored: the ledger keeps a marker
 	// instead, so the handler does not run again for the key, and retries
 	// get 410 (CodeOutcomeNotStored); it is reported as a stored event
-	// with Reason oversized. Default DefaultMaxBodyBytes (1 MiB).
+	// with Reason oversized. Default DefaultMaxBodyBytes (1 MiB); negative
+	// panics.
 	MaxBodyBytes int64
 
 	// ReleaseOversized releases the key, instead of keeping a marker, when
@@ -117,7 +127,8 @@ type Options struct {
 	// ReplayHeaders adds names to DefaultReplayHeaders, the allowlist of
 	// response fields that are stored and replayed. Set-Cookie,
 	// Authorization, Proxy-Authorization, Cookie, the hop-by-hop fields and
-	// Content-Length are never stored.
+	// Content-Length are never stored. Each must be a field name (a token,
+	// RFC 9110 Section 5.1).
 	ReplayHeaders []string
 
 	// FailurePolicy says what happens when the ledger cannot be reached.
@@ -134,8 +145,9 @@ type Options struct {
 	// constants). Default WriteProblem (RFC 9457 problem+json).
 	Refuse RefuseFunc
 
-	// ReplayHeader is the field set to "true" on every replayed response.
-	// Default DefaultReplayHeader (Idempotent-Replayed).
+	// ReplayHeader is the field set to "true" on every replayed response,
+	// a field name (a token). Default DefaultReplayHeader
+	// (Idempotent-Replayed).
 	ReplayHeader string
 
 	// Observer receives the events of protected requests (claimed,
@@ -156,7 +168,8 @@ type Options struct {
 	// the full remainder (up to the whole lease) would wait far longer than
 	// needed, and a client would give up first. The field is the lease
 	// remainder capped at this value, in whole seconds, at least 1 (RFC
-	// 9110 Section 10.2.3). Default DefaultInFlightRetryAfter (1 s).
+	// 9110 Section 10.2.3). Default DefaultInFlightRetryAfter (1 s);
+	// negative panics.
 	//
 	// A client's budget counts attempts as well as time: Transport's
 	// defaults (MaxAttempts 5) give up after about 4 s against
@@ -231,8 +244,8 @@ type config struct {
 }
 
 func newConfig(o Options, maxKey int) *config {
-	if o.Scope == nil {
-		panic("idemhttp: Options.Scope is required")
+	if err := o.check(); err != nil {
+		panic("idemhttp: " + err.Error())
 	}
 	c := &config{
 		scope:            o.Scope,
@@ -291,4 +304,45 @@ func newConfig(o Options, maxKey int) *config {
 		c.now = time.Now
 	}
 	return c
+}
+
+// check returns the first field of o that is out of range, described.
+func (o Options) check() error {
+	if o.Scope == nil {
+		return errors.New("Options.Scope is required")
+	}
+	for _, m := range o.Methods {
+		if !token.Valid(m) {
+			return fmt.Errorf("Options.Methods: %q is not a method (a token, RFC 9110 Section 9.1)", m)
+		}
+		if up := strings.ToUpper(m); up != m && standardMethods[up] {
+			return fmt.Errorf("Options.Methods: %q is not %q: methods are case-sensitive (RFC 9110 Section 9.1)", m, up)
+		}
+	}
+	if o.MaxBodyBytes < 0 {
+		return fmt.Errorf("Options.MaxBodyBytes: %d is negative", o.MaxBodyBytes)
+	}
+	if o.FailurePolicy != FailClosed && o.FailurePolicy != FailOpen {
+		return fmt.Errorf("Options.FailurePolicy: %d is neither FailClosed nor FailOpen", o.FailurePolicy)
+	}
+	for _, name := range o.ReplayHeaders {
+		if !token.Valid(name) {
+			return fmt.Errorf("Options.ReplayHeaders: %q is not a field name (RFC 9110 Section 5.1)", name)
+		}
+	}
+	if o.ReplayHeader != "" && !token.Valid(o.ReplayHeader) {
+		return fmt.Errorf("Options.ReplayHeader: %q is not a field name (RFC 9110 Section 5.1)", o.ReplayHeader)
+	}
+	if o.InFlightRetryAfter < 0 {
+		return fmt.Errorf("Options.InFlightRetryAfter: %v is negative", o.InFlightRetryAfter)
+	}
+	return nil
+}
+
+// standardMethods are the methods of RFC 9110 Section 9 and PATCH (RFC
+// 5789): written in lower case, they are a mistake.
+var standardMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodDelete: true, http.MethodConnect: true, http.MethodOptions: true,
+	http.MethodTrace: true, http.MethodPatch: true,
 }

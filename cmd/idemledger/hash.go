@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/internal/token"
 )
 
 func runHash(ctx context.Context, e *env, args []string) error {
@@ -31,7 +32,7 @@ func runHash(ctx context.Context, e *env, args []string) error {
 		if *method == "" || len(rest) == 0 {
 			return usagef("-request needs METHOD and TARGET")
 		}
-		if !isToken(*method) {
+		if !token.Valid(*method) {
 			return usagef("METHOD %q is not an HTTP method (an RFC 9110 token)", *method)
 		}
 		target, rest = rest[0], rest[1:]
@@ -65,24 +66,6 @@ func runHash(ctx context.Context, e *env, args []string) error {
 	}
 	_, err = fmt.Fprintln(e.stdout, d)
 	return err
-}
-
-// isToken reports whether s is an RFC 9110 token (section 5.6.2), the
-// syntax of a method (section 9.1): one or more tchar.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // checkTarget accepts the request targets that a fingerprint is computed
