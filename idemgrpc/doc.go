@@ -172,6 +172,13 @@
 // key (to retry later, or to look the record up) and keeps the last
 // attempt's status reachable with status.FromError and status.Code.
 //
+// The defaults give up about 4 s into a run of in-flight answers (five
+// attempts, RetryInfo of at most 1 s), while the key of a call whose
+// server crashed stays in flight until the ledger's lease runs out (1
+// minute by default). ClientOptions says what to raise (MaxAttempts,
+// MaxElapsed, the call's deadline) to outlast it in one call; otherwise
+// retry later with CallError.Key.
+//
 // # Ledger
 //
 // The interceptor talks to the ledger through the small Ledger interface

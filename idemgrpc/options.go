@@ -91,6 +91,12 @@ type ServerOptions struct {
 	// which is otherwise the rest of the first call's lease: most handlers
 	// finish long before their lease runs out. Default
 	// DefaultInFlightRetryAfter (1 s).
+	//
+	// A client's budget counts attempts as well as time: ClientOptions'
+	// defaults (MaxAttempts 5) give up about 4 s after the first attempt
+	// against the default delay, however long MaxElapsed is, while a call
+	// whose server crashed holds its key for the whole lease. ClientOptions
+	// says what to raise to outlast it.
 	InFlightRetryAfter time.Duration
 
 	// Observer receives the events of protected calls (claimed, stored,
