@@ -3,6 +3,7 @@ package idemgrpc_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,10 +14,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/idemledger/idemledger/idemgrpc"
+	"github.com/idemledger/idemledger/ledger"
 )
 
 // TestClientInterceptor runs the client interceptor against a real server
@@ -119,6 +123,79 @@ func TestClientInterceptor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClientAgainstCrashedCall: a call whose server crashed holds its key
+// in flight until the lease runs out (a claim made straight in the ledger,
+// never completed, stands for it). The default client gives up after its
+// five attempts; one with MaxAttempts = Lease / InFlightRetryAfter + 2 and
+// MaxElapsed past the lease, as ClientOptions says, outlasts the lease and
+// takes the key over: the handler runs once.
+func TestClientAgainstCrashedCall(t *testing.T) {
+	const (
+		lease      = time.Second
+		retryAfter = 50 * time.Millisecond // ServerOptions.InFlightRetryAfter
+	)
+	inFlight, err := status.New(codes.Unavailable, "a call with this idempotency key is in flight").
+		WithDetails(&errdetails.ErrorInfo{Reason: idemgrpc.ReasonInFlight, Domain: idemgrpc.ErrorDomain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		opts     idemgrpc.ClientOptions
+		want     *status.Status // the last attempt's, without its RetryInfo
+		attempts int            // of the failed call
+		runs     int64
+	}{
+		{"defaults give up", idemgrpc.ClientOptions{}, inFlight, idemgrpc.DefaultMaxAttempts, 0},
+		{"attempts and time for the lease", idemgrpc.ClientOptions{MaxAttempts: int(lease/retryAfter) + 2, MaxElapsed: 2 * lease}, nil, 0, 1},
+	}
+	eachDriver(t, func(t *testing.T, newLedger func(testing.TB, ledger.Options) idemgrpc.Ledger) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				l := newLedger(t, ledger.Options{Lease: lease})
+				p := &payments{handle: charged}
+				srv := idemgrpc.UnaryServerInterceptor(l, idemgrpc.ServerOptions{Scope: tenantScope, InFlightRetryAfter: retryAfter})
+				conn := serve(t, p, []grpc.UnaryServerInterceptor{recoverPanics, srv}, idemgrpc.UnaryClientInterceptor(tt.opts))
+				in := mustStruct(t, map[string]any{"amount": 1})
+				fp, err := idemgrpc.Fingerprint(methodCharge, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The crashed call's claim.
+				if _, err := l.Claim(context.Background(), ledger.Request{Scope: "t1", Key: "k", Fingerprint: fp}); err != nil {
+					t.Fatal(err)
+				}
+				out := new(structpb.Struct)
+				err = conn.Invoke(withKey(context.Background(), "k"), methodCharge, in, out)
+
+				if got := p.runs.Load(); got != tt.runs {
+					t.Errorf("handler ran %d times, want %d", got, tt.runs)
+				}
+				if tt.want == nil {
+					if want := mustStruct(t, map[string]any{"id": "ch_1", "amount": 1}); err != nil || !proto.Equal(out, want) {
+						t.Errorf("got %v %v, want %v", out, err, want)
+					}
+					return
+				}
+				var ce *idemgrpc.CallError
+				if !errors.As(err, &ce) {
+					t.Fatalf("error %v (%T), want a *CallError", err, err)
+				}
+				if ce.Key != "k" || ce.Attempts != tt.attempts {
+					t.Errorf("CallError{Key: %q, Attempts: %d}, want {%q, %d}", ce.Key, ce.Attempts, "k", tt.attempts)
+				}
+				got := status.Convert(err).Proto()
+				got.Details = slices.DeleteFunc(got.Details, func(a *anypb.Any) bool {
+					return a.MessageIs((*errdetails.RetryInfo)(nil))
+				})
+				if !proto.Equal(got, tt.want.Proto()) {
+					t.Errorf("status %v, want %v", got, tt.want.Proto())
+				}
+			})
+		}
+	})
 }
 
 // TestNewKey: keys are version 4 UUIDs, fresh each time.

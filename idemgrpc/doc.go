@@ -9,15 +9,18 @@
 // # Server
 //
 // UnaryServerInterceptor reads the key from the "idempotency-key" metadata
-// (MetadataKey): the whole value, as sent, 1 to 255 bytes of printable
-// ASCII. The fingerprint (see Fingerprint) covers the full method name and
-// the request message's deterministic protobuf encoding, so a retry must
-// call the same method with the same message. It works in the ledger's
-// lease mode: claim, run the handler, then store the outcome (Complete) or
-// give the key back (Release). The outcome stored is the response message
-// (its type and its bytes) or the status (code, message and details); a
-// replay answers the same message or the same status, and sets the header
-// metadata "idempotent-replayed: true" (ReplayedKey).
+// (MetadataKey): the whole value, as sent, of printable ASCII, from 1 byte
+// to the ledger's MaxKeyLength (ledger.Options.MaxKeyLength, by default
+// ledger.DefaultMaxKeyLength; the interceptor has no setting of its own). A
+// longer key is refused with INVALID_ARGUMENT, "longer than the maximum
+// length", whatever that limit is. The fingerprint (see Fingerprint) covers
+// the full method name and the request message's deterministic protobuf
+// encoding, so a retry must call the same method with the same message. It
+// works in the ledger's lease mode: claim, run the handler, then store the
+// outcome (Complete) or give the key back (Release). The outcome stored is
+// the response message (its type and its bytes) or the status (code, message
+// and details); a replay answers the same message or the same status, and
+// sets the header metadata "idempotent-replayed: true" (ReplayedKey).
 //
 // The answers, with the codes chosen and why:
 //
@@ -169,9 +172,17 @@
 // key (to retry later, or to look the record up) and keeps the last
 // attempt's status reachable with status.FromError and status.Code.
 //
+// The defaults give up about 4 s into a run of in-flight answers (five
+// attempts, RetryInfo of at most 1 s), while the key of a call whose
+// server crashed stays in flight until the ledger's lease runs out (1
+// minute by default). ClientOptions says what to raise (MaxAttempts,
+// MaxElapsed, the call's deadline) to outlast it in one call; otherwise
+// retry later with CallError.Key.
+//
 // # Ledger
 //
 // The interceptor talks to the ledger through the small Ledger interface
-// (Claim, Complete, Release, Extend, Lease), whose methods take no
-// database: a ledger that holds its database satisfies it directly.
+// (Claim, Complete, Release, Extend, Lease, MaxKeyLength), whose methods
+// take no database: a ledger that holds its database satisfies it
+// directly.
 package idemgrpc

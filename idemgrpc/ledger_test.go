@@ -39,11 +39,43 @@ func newLedger(t testing.TB, engine string, lease time.Duration) (*ledger.Ledger
 	default:
 		t.Fatalf("unknown engine %q", engine)
 	}
-	db, drv := d.SQL, d.Driver
-	l, err := ledger.New(drv, ledger.Options{Lease: lease})
+	return ledgerOn(t, d, ledger.Options{Lease: lease}), d.SQL
+}
+
+// eachDriver runs f once per driver of testdb.Drivers() (pgxv5 too, which
+// eachEngine leaves out), as subtests named after them. newLedger returns
+// a ledger with opts on a fresh, migrated database of that driver; the
+// PostgreSQL ones skip when testdb.PostgresEnv is unset.
+func eachDriver(t *testing.T, f func(t *testing.T, newLedger func(t testing.TB, opts ledger.Options) idemgrpc.Ledger)) {
+	newDB := map[string]func(t testing.TB, opts ledger.Options) idemgrpc.Ledger{
+		testdb.SQLite: func(t testing.TB, opts ledger.Options) idemgrpc.Ledger {
+			return ledgerOn(t, testdb.SQLiteDB(t, sqlite.Options{}), opts)
+		},
+		testdb.Postgres: func(t testing.TB, opts ledger.Options) idemgrpc.Ledger {
+			return ledgerOn(t, testdb.PostgresDB(t), opts)
+		},
+		testdb.PgxV5: func(t testing.TB, opts ledger.Options) idemgrpc.Ledger {
+			return ledgerOn(t, testdb.PgxDB(t), opts)
+		},
+	}
+	for _, name := range testdb.Drivers() {
+		t.Run(name, func(t *testing.T) {
+			if newDB[name] == nil {
+				t.Fatalf("no ledger for the driver %q", name)
+			}
+			f(t, newDB[name])
+		})
+	}
+}
+
+// ledgerOn returns a ledger with opts on the database d, closed when the
+// test ends.
+func ledgerOn[TTx any](t testing.TB, d *testdb.DB[TTx], opts ledger.Options) *ledger.Ledger[TTx] {
+	t.Helper()
+	l, err := ledger.New(d.Driver, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return l, db
+	return l
 }

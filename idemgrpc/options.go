@@ -65,10 +65,6 @@ type ServerOptions struct {
 	// INVALID_ARGUMENT. By default it runs unprotected.
 	Required bool
 
-	// MaxKeyLength is the longest key accepted, in bytes. Default
-	// ledger.DefaultMaxKeyLength (255). It should not exceed the ledger's.
-	MaxKeyLength int
-
 	// ShouldStore reports whether an answer with this code is stored and
 	// replayed; when it reports false the key is released, so a retry runs
 	// the handler again. Default StoreDefault. After Commit, every answer
@@ -95,6 +91,12 @@ type ServerOptions struct {
 	// which is otherwise the rest of the first call's lease: most handlers
 	// finish long before their lease runs out. Default
 	// DefaultInFlightRetryAfter (1 s).
+	//
+	// A client's budget counts attempts as well as time: ClientOptions'
+	// defaults (MaxAttempts 5) give up about 4 s after the first attempt
+	// against the default delay, however long MaxElapsed is, while a call
+	// whose server crashed holds its key for the whole lease. ClientOptions
+	// says what to raise to outlast it.
 	InFlightRetryAfter time.Duration
 
 	// Observer receives the events of protected calls (claimed, stored,
@@ -125,15 +127,16 @@ func StoreDefault(c codes.Code) bool {
 
 type serverConfig struct {
 	ServerOptions
+	maxKey int // the ledger's MaxKeyLength
 }
 
-func newServerConfig(o ServerOptions) *serverConfig {
-	c := &serverConfig{o}
+func newServerConfig(o ServerOptions, maxKey int) *serverConfig {
+	c := &serverConfig{ServerOptions: o, maxKey: maxKey}
 	if c.Methods == nil {
 		c.Methods = func(string) bool { return true }
 	}
-	if c.MaxKeyLength <= 0 {
-		c.MaxKeyLength = ledger.DefaultMaxKeyLength
+	if c.maxKey <= 0 {
+		c.maxKey = ledger.DefaultMaxKeyLength
 	}
 	if c.ShouldStore == nil {
 		c.ShouldStore = StoreDefault

@@ -20,7 +20,8 @@ import (
 // grpc.ChainUnaryInterceptor after the interceptors that authenticate the
 // call (Scope reads what they found) and after a recovery interceptor
 // (grpc-go does not recover a handler's panic; this interceptor releases
-// the key and lets the panic go on).
+// the key and lets the panic go on). The longest key accepted is
+// l.MaxKeyLength(), read once, here.
 //
 // It panics when l is nil or opts.Scope is nil. The interceptor is safe for
 // concurrent use.
@@ -28,7 +29,7 @@ func UnaryServerInterceptor(l Ledger, opts ServerOptions) grpc.UnaryServerInterc
 	if l == nil || opts.Scope == nil {
 		panic("idemgrpc: UnaryServerInterceptor needs a ledger and ServerOptions.Scope")
 	}
-	s := &server{cfg: newServerConfig(opts), l: l}
+	s := &server{cfg: newServerConfig(opts, l.MaxKeyLength()), l: l}
 	return s.intercept
 }
 
@@ -130,7 +131,7 @@ func (s *server) prepare(ctx context.Context, req any, method string, start time
 		return nil, refusal(codes.InvalidArgument, ReasonKeyInvalid, "the "+MetadataKey+" metadata is sent more than once", 0)
 	}
 	key := keys[0]
-	if problem := keyProblem(key, s.cfg.MaxKeyLength); problem != "" {
+	if problem := keyProblem(key, s.cfg.maxKey); problem != "" {
 		return nil, refusal(codes.InvalidArgument, ReasonKeyInvalid, "the "+MetadataKey+" metadata is not a valid key: "+problem, 0)
 	}
 	scope, err := s.cfg.Scope(ctx, method)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/idemledger/idemledger/idemgrpc"
+	"github.com/idemledger/idemledger/ledger"
 )
 
 // withKey returns ctx with the key and the tenant in its outgoing metadata.
@@ -349,6 +350,70 @@ func TestKeyRefusals(t *testing.T) {
 				r := invoke(t, conn, ctx, methodCharge, mustStruct(t, map[string]any{"amount": 1}))
 				if r.status.Code() != tt.code || reasonOf(r.status.Err()) != tt.reason {
 					t.Errorf("got %v (reason %q), want %v %q", r.status, reasonOf(r.status.Err()), tt.code, tt.reason)
+				}
+				if got := p.runs.Load(); got != tt.runs {
+					t.Errorf("handler ran %d times, want %d", got, tt.runs)
+				}
+			})
+		}
+	})
+}
+
+// zeroMaxKey is a Ledger that reports a MaxKeyLength of 0, which the
+// interceptor reads as ledger.DefaultMaxKeyLength.
+type zeroMaxKey struct{ idemgrpc.Ledger }
+
+func (zeroMaxKey) MaxKeyLength() int { return 0 }
+
+// TestKeyLengthFromLedger: the longest key is the ledger's MaxKeyLength,
+// the one key-length setting. A key of that length runs the handler; one
+// byte more is refused by the interceptor, before the ledger, with the
+// same status whatever the limit: never "longer than" under a ledger that
+// accepts the key, never the ledger's own refusal under a lower limit.
+func TestKeyLengthFromLedger(t *testing.T) {
+	tooLong, err := status.New(codes.InvalidArgument, "the idempotency-key metadata is not a valid key: longer than the maximum length").
+		WithDetails(&errdetails.ErrorInfo{Reason: idemgrpc.ReasonKeyInvalid, Domain: idemgrpc.ErrorDomain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok *status.Status // a success, as invoke reports it (status.Convert(nil))
+	tests := []struct {
+		name   string
+		max    int  // ledger.Options.MaxKeyLength (0: the default, 255)
+		zero   bool // the Ledger reports MaxKeyLength 0 (zeroMaxKey)
+		keyLen int
+		want   *status.Status
+		runs   int64
+	}{
+		{"ledger 10, key of 10", 10, false, 10, ok, 1},
+		{"ledger 10, key of 11", 10, false, 11, tooLong, 0},
+		{"ledger default, key of 255", 0, false, 255, ok, 1},
+		{"ledger default, key of 256", 0, false, 256, tooLong, 0},
+		{"ledger 1000, key of 300", 1000, false, 300, ok, 1},
+		{"ledger 1000, key of 1000", 1000, false, 1000, ok, 1},
+		{"ledger 1000, key of 1001", 1000, false, 1001, tooLong, 0},
+		{"ledger reporting 0, key of 255", 0, true, 255, ok, 1},
+		{"ledger reporting 0, key of 256", 0, true, 256, tooLong, 0},
+	}
+	eachDriver(t, func(t *testing.T, newLedger func(testing.TB, ledger.Options) idemgrpc.Ledger) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				l := newLedger(t, ledger.Options{MaxKeyLength: tt.max})
+				if tt.zero {
+					l = zeroMaxKey{l}
+				}
+				p := &payments{handle: charged}
+				conn := serve(t, p, []grpc.UnaryServerInterceptor{recoverPanics, idemgrpc.UnaryServerInterceptor(l, idemgrpc.ServerOptions{Scope: tenantScope})})
+				in := mustStruct(t, map[string]any{"amount": 1})
+				ctx := withKey(context.Background(), strings.Repeat("k", tt.keyLen))
+				for i := range 2 { // a refusal stays one; an accepted key replays
+					r := invoke(t, conn, ctx, methodCharge, in)
+					if !proto.Equal(r.status.Proto(), tt.want.Proto()) {
+						t.Errorf("call %d: got %v %v, want %v %v", i+1, r.status, r.status.Details(), tt.want, tt.want.Details())
+					}
+					if replayed := i == 1 && tt.want.Code() == codes.OK; r.replayed != replayed {
+						t.Errorf("call %d: replayed=%v, want %v", i+1, r.replayed, replayed)
+					}
 				}
 				if got := p.runs.Load(); got != tt.runs {
 					t.Errorf("handler ran %d times, want %d", got, tt.runs)
