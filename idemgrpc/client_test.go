@@ -151,10 +151,10 @@ func TestClientAgainstCrashedCall(t *testing.T) {
 		{"defaults give up", idemgrpc.ClientOptions{}, inFlight, idemgrpc.DefaultMaxAttempts, 0},
 		{"attempts and time for the lease", idemgrpc.ClientOptions{MaxAttempts: int(lease/retryAfter) + 2, MaxElapsed: 2 * lease}, nil, 0, 1},
 	}
-	eachDriver(t, func(t *testing.T, newLedger func(testing.TB, ledger.Options) idemgrpc.Ledger) {
+	eachEngine(t, func(t *testing.T, engine string) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				l := newLedger(t, ledger.Options{Lease: lease})
+				l, _, _ := newStore(t, engine, ledger.Options{Lease: lease})
 				p := &payments{handle: charged}
 				srv := idemgrpc.UnaryServerInterceptor(l, idemgrpc.ServerOptions{Scope: tenantScope, InFlightRetryAfter: retryAfter})
 				conn := serve(t, p, []grpc.UnaryServerInterceptor{recoverPanics, srv}, idemgrpc.UnaryClientInterceptor(tt.opts))

@@ -9,63 +9,56 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemledger/idemledger/idemgrpc"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
-var engines = []string{"sqlite", "postgres"}
+var engines = testdb.Drivers()
 
-// eachEngine runs f once per engine, as subtests named after them.
+// eachEngine runs f once per driver (testdb.Drivers), as subtests named
+// after them; the PostgreSQL ones skip when testdb.PostgresEnv is unset.
 func eachEngine(t *testing.T, f func(t *testing.T, engine string)) {
 	for _, e := range engines {
 		t.Run(e, func(t *testing.T) { f(t, e) })
 	}
 }
 
-var _ idemgrpc.Ledger = (*ledger.Ledger[*sql.Tx])(nil)
+var (
+	_ idemgrpc.Ledger = (*ledger.Ledger[*sql.Tx])(nil)
+	_ idemgrpc.Ledger = (*ledger.Ledger[pgx.Tx])(nil)
+)
 
-// newLedger returns a ledger on a fresh, migrated database of the engine,
-// with the given lease (0: the default), and the database.
-func newLedger(t testing.TB, engine string, lease time.Duration) (*ledger.Ledger[*sql.Tx], *sql.DB) {
+// newLedger returns a ledger on a fresh, migrated database of the driver,
+// with the given lease (0: the default), and the database through
+// database/sql, for assertions.
+func newLedger(t testing.TB, engine string, lease time.Duration) (idemgrpc.Ledger, *sql.DB) {
 	t.Helper()
-	var d *testdb.DB[*sql.Tx]
-	switch engine {
-	case "sqlite":
-		d = testdb.SQLiteDB(t, sqlite.Options{})
-	case "postgres":
-		d = testdb.PostgresDB(t)
-	default:
-		t.Fatalf("unknown engine %q", engine)
-	}
-	return ledgerOn(t, d, ledger.Options{Lease: lease}), d.SQL
+	l, db, _ := newStore(t, engine, ledger.Options{Lease: lease})
+	return l, db
 }
 
-// eachDriver runs f once per driver of testdb.Drivers() (pgxv5 too, which
-// eachEngine leaves out), as subtests named after them. newLedger returns
-// a ledger with opts on a fresh, migrated database of that driver; the
-// PostgreSQL ones skip when testdb.PostgresEnv is unset.
-func eachDriver(t *testing.T, f func(t *testing.T, newLedger func(t testing.TB, opts ledger.Options) idemgrpc.Ledger)) {
-	newDB := map[string]func(t testing.TB, opts ledger.Options) idemgrpc.Ledger{
-		testdb.SQLite: func(t testing.TB, opts ledger.Options) idemgrpc.Ledger {
-			return ledgerOn(t, testdb.SQLiteDB(t, sqlite.Options{}), opts)
-		},
-		testdb.Postgres: func(t testing.TB, opts ledger.Options) idemgrpc.Ledger {
-			return ledgerOn(t, testdb.PostgresDB(t), opts)
-		},
-		testdb.PgxV5: func(t testing.TB, opts ledger.Options) idemgrpc.Ledger {
-			return ledgerOn(t, testdb.PgxDB(t), opts)
-		},
+// newStore is newLedger with any Options, and a function that closes the
+// driver's own database handle (the pgx pool on pgxv5), making the store
+// unreachable.
+func newStore(t testing.TB, engine string, opts ledger.Options) (l idemgrpc.Ledger, db *sql.DB, closeStore func()) {
+	t.Helper()
+	switch engine {
+	case testdb.SQLite:
+		d := testdb.SQLiteDB(t, sqlite.Options{})
+		return ledgerOn(t, d, opts), d.SQL, d.CloseDriverDB
+	case testdb.Postgres:
+		d := testdb.PostgresDB(t)
+		return ledgerOn(t, d, opts), d.SQL, d.CloseDriverDB
+	case testdb.PgxV5:
+		d := testdb.PgxDB(t)
+		return ledgerOn(t, d, opts), d.SQL, d.CloseDriverDB
 	}
-	for _, name := range testdb.Drivers() {
-		t.Run(name, func(t *testing.T) {
-			if newDB[name] == nil {
-				t.Fatalf("no ledger for the driver %q", name)
-			}
-			f(t, newDB[name])
-		})
-	}
+	t.Fatalf("unknown driver %q", engine)
+	return nil, nil, nil
 }
 
 // ledgerOn returns a ledger with opts on the database d, closed when the

@@ -2,7 +2,6 @@ package idemgrpc_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -83,7 +82,7 @@ func eventList(es []ledger.Event) string {
 // the heartbeat stalls: the extension and the completion then find the
 // lease lost. lost is closed after that extension.
 type takeover struct {
-	*ledger.Ledger[*sql.Tx]
+	idemgrpc.Ledger
 	first atomic.Bool
 	lost  chan struct{}
 	err   error // the takeover's failure, read after lost is closed
@@ -260,10 +259,10 @@ func TestObserverEvents(t *testing.T) {
 				code   codes.Code
 			}{{idemgrpc.FailClosed, codes.Unavailable}, {idemgrpc.FailOpen, codes.OK}} {
 				rec := &recorder{}
-				l, db := newLedger(t, engine, 0)
+				l, _, closeStore := newStore(t, engine, ledger.Options{})
 				conn := serve(t, &payments{handle: charged}, []grpc.UnaryServerInterceptor{recoverPanics,
 					idemgrpc.UnaryServerInterceptor(l, idemgrpc.ServerOptions{Scope: tenantScope, FailurePolicy: tt.policy, Observer: rec})})
-				db.Close()
+				closeStore()
 				call(t, env{conn, withKey(context.Background(), "k"), mustStruct(t, map[string]any{"amount": 1})}, tt.code)
 				// Fail open, the handler runs unprotected: no answer is
 				// known when the event is reported.
@@ -313,7 +312,7 @@ func ctx2(ctx context.Context) context.Context {
 // constraint's detail, a logged statement). Extend fails only once, and
 // closes extendFailed then.
 type leaky struct {
-	*ledger.Ledger[*sql.Tx]
+	idemgrpc.Ledger
 	fail         map[string]error // operation name -> the error it wraps
 	extends      atomic.Int64
 	extendFailed chan struct{}

@@ -2,7 +2,6 @@ package idemgrpc_test
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +86,7 @@ func TestStoredOutcomeNotGRPC(t *testing.T) {
 
 // extendCounter counts the heartbeat's extensions.
 type extendCounter struct {
-	*ledger.Ledger[*sql.Tx]
+	idemgrpc.Ledger
 	extended chan struct{}
 }
 

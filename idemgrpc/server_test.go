@@ -395,10 +395,10 @@ func TestKeyLengthFromLedger(t *testing.T) {
 		{"ledger reporting 0, key of 255", 0, true, 255, ok, 1},
 		{"ledger reporting 0, key of 256", 0, true, 256, tooLong, 0},
 	}
-	eachDriver(t, func(t *testing.T, newLedger func(testing.TB, ledger.Options) idemgrpc.Ledger) {
+	eachEngine(t, func(t *testing.T, engine string) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				l := newLedger(t, ledger.Options{MaxKeyLength: tt.max})
+				l, _, _ := newStore(t, engine, ledger.Options{MaxKeyLength: tt.max})
 				if tt.zero {
 					l = zeroMaxKey{l}
 				}
@@ -479,11 +479,11 @@ func TestStoreUnavailable(t *testing.T) {
 	eachEngine(t, func(t *testing.T, engine string) {
 		for _, tt := range tests {
 			t.Run(map[idemgrpc.FailurePolicy]string{idemgrpc.FailClosed: "closed", idemgrpc.FailOpen: "open"}[tt.policy], func(t *testing.T) {
-				l, db := newLedger(t, engine, 0)
+				l, _, closeStore := newStore(t, engine, ledger.Options{})
 				p := &payments{handle: charged}
 				srv := idemgrpc.UnaryServerInterceptor(l, idemgrpc.ServerOptions{Scope: tenantScope, FailurePolicy: tt.policy})
 				conn := serve(t, p, []grpc.UnaryServerInterceptor{recoverPanics, srv})
-				db.Close()
+				closeStore()
 				r := invoke(t, conn, withKey(context.Background(), "k"), methodCharge, mustStruct(t, map[string]any{"amount": 1}))
 				if r.status.Code() != tt.code || reasonOf(r.status.Err()) != tt.reason {
 					t.Errorf("got %v (reason %q), want %v %q", r.status, reasonOf(r.status.Err()), tt.code, tt.reason)
