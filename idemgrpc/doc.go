@@ -37,6 +37,7 @@
 //	store busy (SQLite lock, serialization)   UNAVAILABLE          IDEMPOTENCY_STORE_BUSY, RetryInfo
 //	store unreachable                         UNAVAILABLE          IDEMPOTENCY_STORE_UNAVAILABLE
 //	                                          (or the handler unprotected with FailOpen)
+//	ledger not migrated (ErrNotMigrated)      UNAVAILABLE          IDEMPOTENCY_STORE_UNAVAILABLE, even with FailOpen
 //	stored outcome is not a gRPC answer       INTERNAL             IDEMPOTENCY_STORED_OUTCOME
 //	answer too large to store (replays)       DATA_LOSS            IDEMPOTENCY_OUTCOME_TOO_LARGE
 //

@@ -38,7 +38,9 @@ const (
 	// default.
 	FailClosed FailurePolicy = iota
 	// FailOpen runs the handler without protection: a retry may run it
-	// again. Each such call is reported as a store unavailable event.
+	// again. Each such call is reported as a store unavailable event. A
+	// ledger whose table is missing (ledger.ErrNotMigrated) is refused as
+	// with FailClosed: that is a deployment error, not an outage.
 	FailOpen
 )
 

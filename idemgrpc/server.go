@@ -174,7 +174,8 @@ func keyProblem(key string, maxLen int) string {
 }
 
 // refuseLedger answers a Claim error with a status error, or returns nil
-// when the call is to run unprotected (FailOpen, the ledger unreachable).
+// when the call is to run unprotected (FailOpen, the ledger unreachable
+// but migrated).
 func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
 	var inFlight *ledger.InFlightError
 	var refused error
@@ -195,8 +196,10 @@ func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
 	case errors.Is(err, ledger.ErrRetryable):
 		refused = refusal(codes.Unavailable, ReasonStoreBusy, "the idempotency store is busy; retry shortly", time.Second)
 		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreBusy, Op: "claim", Status: int(codes.Unavailable), Err: err})
-	case s.cfg.FailurePolicy == FailOpen:
-		// The handler runs unprotected: its answer is not known yet.
+	case s.cfg.FailurePolicy == FailOpen && !errors.Is(err, ledger.ErrNotMigrated):
+		// The handler runs unprotected: its answer is not known yet. Not
+		// for a missing table, a deployment error that would otherwise
+		// leave every call unprotected until someone noticed.
 		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Err: err})
 	default:
 		refused = refusal(codes.Unavailable, ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)

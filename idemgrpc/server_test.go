@@ -463,6 +463,31 @@ func TestScope(t *testing.T) {
 	})
 }
 
+// TestNotMigratedFailsClosed: with the ledger's table missing (dropped
+// after the ledger was built), every policy refuses the call with
+// UNAVAILABLE and the handler never runs: FailOpen is for an unreachable
+// store, not for a deployment that forgot schema.Migrate.
+func TestNotMigratedFailsClosed(t *testing.T) {
+	eachEngine(t, func(t *testing.T, engine string) {
+		for _, policy := range []idemgrpc.FailurePolicy{idemgrpc.FailClosed, idemgrpc.FailOpen} {
+			l, db := newLedger(t, engine, 0)
+			p := &payments{handle: charged}
+			srv := idemgrpc.UnaryServerInterceptor(l, idemgrpc.ServerOptions{Scope: tenantScope, FailurePolicy: policy})
+			conn := serve(t, p, []grpc.UnaryServerInterceptor{recoverPanics, srv})
+			if _, err := db.Exec("DROP TABLE idempotency_ledger"); err != nil {
+				t.Fatal(err)
+			}
+			r := invoke(t, conn, withKey(context.Background(), "k"), methodCharge, mustStruct(t, map[string]any{"amount": 1}))
+			if r.status.Code() != codes.Unavailable || reasonOf(r.status.Err()) != idemgrpc.ReasonStoreUnavailable {
+				t.Errorf("policy %d: got %v (reason %q), want Unavailable %q", policy, r.status, reasonOf(r.status.Err()), idemgrpc.ReasonStoreUnavailable)
+			}
+			if got := p.runs.Load(); got != 0 {
+				t.Errorf("policy %d: handler ran %d times, want 0", policy, got)
+			}
+		}
+	})
+}
+
 // TestStoreUnavailable: with the database closed, a call is refused with
 // UNAVAILABLE (IDEMPOTENCY_STORE_UNAVAILABLE), or runs unprotected with
 // FailOpen.
