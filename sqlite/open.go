@@ -163,8 +163,13 @@ func (o Options) Open(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+	switch {
+	case path == "":
 		return nil, fmt.Errorf("sqlite: open %q: want a file path", path)
+	case path == ":memory:":
+		return nil, fmt.Errorf("sqlite: open %q: want a file path (an in-memory database cannot use WAL)", path)
+	case strings.HasPrefix(path, "file:"):
+		return nil, fmt.Errorf("sqlite: open %q: want a file path, not a URI: Open writes the URI and its parameters itself (see DSN)", path)
 	}
 	db, err := sql.Open(DriverName, o.dsn(path))
 	if err != nil {

@@ -93,8 +93,8 @@ func TestOpenRefuses(t *testing.T) {
 		contains bool
 	}{
 		{"empty path", "", sqlite.Options{}, `sqlite: open "": want a file path`, false},
-		{"memory", ":memory:", sqlite.Options{}, `sqlite: open ":memory:": want a file path`, false},
-		{"uri", "file:x.db", sqlite.Options{}, `sqlite: open "file:x.db": want a file path`, false},
+		{"memory", ":memory:", sqlite.Options{}, `sqlite: open ":memory:": want a file path (an in-memory database cannot use WAL)`, false},
+		{"uri", "file:x.db", sqlite.Options{}, `sqlite: open "file:x.db": want a file path, not a URI: Open writes the URI and its parameters itself (see DSN)`, false},
 		{"synchronous off", file, sqlite.Options{Synchronous: -1}, "sqlite: invalid options: Synchronous: unsupported mode Synchronous(-1)", false},
 		{"synchronous 4", file, sqlite.Options{Synchronous: 4}, "sqlite: invalid options: Synchronous: unsupported mode Synchronous(4)", false},
 		{"busy timeout below 1ms", file, sqlite.Options{BusyTimeout: time.Millisecond - 1}, "sqlite: invalid options: BusyTimeout: 999.999µs is below 1ms", false},
