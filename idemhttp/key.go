@@ -6,22 +6,20 @@ import (
 	"strings"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/idemledger/idemledger/ledger"
 )
 
 // HeaderName is the request header field that carries the idempotency key
 // (draft-ietf-httpapi-idempotency-key-header-06, Section 2).
 const HeaderName = "Idempotency-Key"
 
-// DefaultMaxKeyLength is the longest idempotency key accepted by default, in
-// bytes. It matches the ledger's default and Stripe's documented limit.
-const DefaultMaxKeyLength = 255
-
 // KeyRules says how ParseKey reads the Idempotency-Key field. The zero value
 // is the lenient default: quoted sf-strings and bare keys, at most
-// DefaultMaxKeyLength bytes.
+// ledger.DefaultMaxKeyLength bytes (255, Stripe's documented limit too).
 type KeyRules struct {
 	// MaxLength is the longest key accepted, in bytes of the decoded key
-	// (without quotes or escapes). Zero means DefaultMaxKeyLength.
+	// (without quotes or escapes). Zero means ledger.DefaultMaxKeyLength.
 	MaxLength int
 
 	// Strict accepts only the form of the draft: an RFC 9651 Item whose
@@ -61,7 +59,7 @@ func ParseKey(h http.Header, rules KeyRules) (string, error) {
 	}
 	max := rules.MaxLength
 	if max <= 0 {
-		max = DefaultMaxKeyLength
+		max = ledger.DefaultMaxKeyLength
 	}
 	return parseKeyValue(lines[0], max, rules.Strict)
 }

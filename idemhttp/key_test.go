@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/idemledger/idemledger/ledger"
 )
 
 func TestParseKey(t *testing.T) {
@@ -127,7 +129,7 @@ func FuzzParseKey(f *testing.F) {
 			}
 			return
 		}
-		if key == "" || len(key) > DefaultMaxKeyLength {
+		if key == "" || len(key) > ledger.DefaultMaxKeyLength {
 			t.Fatalf("accepted key of %d bytes", len(key))
 		}
 		for i := 0; i < len(key); i++ {

@@ -272,7 +272,7 @@ func newConfig(o Options, maxKey int) *config {
 		c.methods[m] = true
 	}
 	if c.keyRules.MaxLength <= 0 {
-		c.keyRules.MaxLength = DefaultMaxKeyLength
+		c.keyRules.MaxLength = ledger.DefaultMaxKeyLength
 	}
 	if c.maxBody <= 0 {
 		c.maxBody = DefaultMaxBodyBytes
