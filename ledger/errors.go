@@ -21,7 +21,9 @@ var (
 	// zero fingerprint, a negative batch size, an Outcome header name that
 	// is not valid UTF-8, or a nil argument: a nil *Ledger, context,
 	// transaction, claim or callback.
-	// Nothing is stored for such a request.
+	// Nothing is stored for such a request. To tell a bad scope (the
+	// server's fault) from a bad key (the client's), check the scope first
+	// with CheckScope, as idemhttp does.
 	ErrInvalidRequest = errors.New("ledger: invalid request")
 
 	// ErrKeyReused is returned by Claim and Mutate when the idempotency key
