@@ -27,13 +27,14 @@ const resultsDate = "2026-11-30"
 
 var sections = []string{"ledger-sqlite", "ledger-sqlite-row", "ledger-sqlite-full", "idemhttp", "ledger-postgres", "idemhttp-clients",
 	"ledger-postgres-pgx-before", "ledger-postgres-pgx", "ledger-postgres-pgx-async-before", "ledger-postgres-pgx-async",
-	"idemhttp-clients-quiet"}
+	"idemhttp-clients-quiet", "ledger-postgres-pgx-quiet"}
 
 // sectionDates holds the sections measured on another date than
 // resultsDate: idemhttp-clients is issue 14's (2026-12-01), whose rounds
 // are the replay build's half of an A/B run; the ledger-postgres-pgx ones
 // are the A/B of pgx's batched Mutate (issue 13); idemhttp-clients-quiet
-// is issue 14's benchmark again on a quiet machine.
+// and ledger-postgres-pgx-quiet are issue 14's and issue 13's benchmarks
+// again on a quiet machine.
 var sectionDates = map[string]string{
 	"idemhttp-clients":                 "2026-12-01",
 	"ledger-postgres-pgx-before":       "2026-12-01",
@@ -41,6 +42,7 @@ var sectionDates = map[string]string{
 	"ledger-postgres-pgx-async-before": "2026-12-01",
 	"ledger-postgres-pgx-async":        "2026-12-01",
 	"idemhttp-clients-quiet":           "2026-12-01",
+	"ledger-postgres-pgx-quiet":        "2026-12-01",
 }
 
 // resultsFile is the committed rounds of section s.

@@ -86,7 +86,7 @@ func TestRunErrors(t *testing.T) {
 	tests := []struct {
 		name, section, in, want string
 	}{
-		{"unknown section", "ledger", "", `unknown section "ledger": want one of idemhttp, idemhttp-clients, idemhttp-clients-quiet, ledger-postgres, ledger-postgres-pgx, ledger-postgres-pgx-async, ledger-postgres-pgx-async-before, ledger-postgres-pgx-before, ledger-sqlite`},
+		{"unknown section", "ledger", "", `unknown section "ledger": want one of idemhttp, idemhttp-clients, idemhttp-clients-quiet, ledger-postgres, ledger-postgres-pgx, ledger-postgres-pgx-async, ledger-postgres-pgx-async-before, ledger-postgres-pgx-before, ledger-postgres-pgx-quiet, ledger-sqlite`},
 		{"not benchmark output", "idemhttp", "PASS\n", `no "goos:" line`},
 		{"malformed line", "idemhttp", "goos: linux\nBenchmarkMiddleware/sync=FULL/inproc/bare-2 10 5 ns/op 7\n",
 			"malformed benchmark line: stdin:2: missing units"},

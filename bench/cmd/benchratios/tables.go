@@ -25,7 +25,8 @@ var layouts = map[string]layout{
 	"ledger-postgres-pgx-async":        ledgerPostgresPgx,
 	"ledger-postgres-pgx-async-before": ledgerPostgresPgx,
 	// The same tables for the rounds taken again on a quiet machine.
-	"idemhttp-clients-quiet": idemHTTPClients,
+	"idemhttp-clients-quiet":    idemHTTPClients,
+	"ledger-postgres-pgx-quiet": ledgerPostgresPgx,
 }
 
 // ledgerSQLite is the section "ledger (SQLite)": ledger.Mutate, lease mode
