@@ -13,26 +13,9 @@ import (
 
 	"github.com/idemledger/idemledger/idemgin"
 	"github.com/idemledger/idemledger/idemhttp"
+	"github.com/idemledger/idemledger/internal/eventlog"
 	"github.com/idemledger/idemledger/ledger"
 )
-
-// events records what an Observer receives.
-type events struct {
-	mu   sync.Mutex
-	list []ledger.Event
-}
-
-func (e *events) Observe(_ context.Context, ev ledger.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, ev)
-}
-
-func (e *events) get() []ledger.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]ledger.Event(nil), e.list...)
-}
 
 // TestWrapNoRoute: a request that matched no Gin route, which Gin still
 // runs through the r.Use middleware in its 404 or 405 chain, passes
@@ -62,7 +45,7 @@ func TestWrapNoRoute(t *testing.T) {
 	eachEngine(t, func(t *testing.T, engine string) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				obs := &events{}
+				obs := &eventlog.Recorder{}
 				mw, l, db := middleware(t, engine, idemhttp.Options{
 					Scope:    func(*http.Request) (string, error) { return "shop", nil },
 					Observer: obs,
@@ -102,7 +85,7 @@ func TestWrapNoRoute(t *testing.T) {
 				if rows != 0 {
 					t.Errorf("%d rows in the ledger, want 0", rows)
 				}
-				if evs := obs.get(); len(evs) != 0 {
+				if evs := obs.All(); len(evs) != 0 {
 					t.Errorf("observer got %+v for requests no route matched, want nothing", evs)
 				}
 
@@ -120,7 +103,7 @@ func TestWrapNoRoute(t *testing.T) {
 				}
 				mu.Unlock()
 				claimed := 0
-				for _, ev := range obs.get() {
+				for _, ev := range obs.All() {
 					if ev.Kind == ledger.EventClaimed {
 						claimed++
 						if ev.Method != http.MethodPost || ev.Route != "POST /orders" {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,26 +17,12 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/idemledger/idemledger/idemgrpc"
+	"github.com/idemledger/idemledger/internal/eventlog"
 	"github.com/idemledger/idemledger/ledger"
 )
 
 // recorder is an Observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []ledger.Event
-}
-
-func (r *recorder) Observe(_ context.Context, e ledger.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *recorder) all() []ledger.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]ledger.Event(nil), r.events...)
-}
+type recorder = eventlog.Recorder
 
 // ev is an expected event of the method m: its kind, reason, op and status.
 func ev(m string, k ledger.EventKind, reason ledger.Reason, op string, code codes.Code) ledger.Event {
@@ -249,7 +234,7 @@ func TestObserverEvents(t *testing.T) {
 				opts.Observer = rec
 				p.conn = protected(t, engine, p, opts)
 				tt.drive(t, env{p.conn, withKey(context.Background(), "k"), mustStruct(t, map[string]any{"amount": 3})})
-				checkEvents(t, rec.all(), tt.want)
+				checkEvents(t, rec.All(), tt.want)
 			})
 		}
 
@@ -270,7 +255,7 @@ func TestObserverEvents(t *testing.T) {
 				if tt.policy == idemgrpc.FailOpen {
 					status = 0
 				}
-				checkEvents(t, rec.all(), []ledger.Event{ev(m, ledger.EventStoreUnavailable, "", "claim", status)})
+				checkEvents(t, rec.All(), []ledger.Event{ev(m, ledger.EventStoreUnavailable, "", "claim", status)})
 			}
 		})
 
@@ -289,7 +274,7 @@ func TestObserverEvents(t *testing.T) {
 			if tl.err != nil {
 				t.Fatalf("takeover: %v", tl.err)
 			}
-			got := rec.all()
+			got := rec.All()
 			checkEvents(t, got, []ledger.Event{ev(m, ledger.EventClaimed, "", "", 0),
 				ev(m, ledger.EventLeaseLost, "", "extend", 0), ev(m, ledger.EventLeaseLost, "", "complete", codes.OK)})
 			for _, e := range got {
@@ -434,7 +419,7 @@ func TestObserverNoKeyOrScope(t *testing.T) {
 					for _, method := range tt.calls {
 						invoke(t, conn, ctx, method, mustStruct(t, map[string]any{"amount": 1}))
 					}
-					got := rec.all()
+					got := rec.All()
 					checkEvents(t, got, tt.want)
 					for _, e := range got {
 						fields := []string{e.Method, e.Route, e.Op, string(e.Reason)}

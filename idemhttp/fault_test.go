@@ -154,7 +154,7 @@ func TestMiddlewareFaults(t *testing.T) {
 			for n, stage := range []string{"read", "claim", "completion"} {
 				key := fmt.Sprint("first-", stage)
 				before := b.calls.Load()
-				b.obs.reset()
+				b.obs.Reset()
 				plan.FailAt(n+1, nil)
 				a := b.do(t, "POST", "/orders", "1", key)
 				plan.Disarm()

@@ -570,7 +570,7 @@ func TestNotMigratedFailsClosed(t *testing.T) {
 			if a.status != 503 || a.body != want || b.calls.Load() != 0 {
 				t.Fatalf("policy %d: %d %q, handler ran %d; want 503 %q and no run", policy, a.status, a.body, b.calls.Load(), want)
 			}
-			events := b.obs.all()
+			events := b.obs.All()
 			if len(events) != 1 || !errors.Is(events[0].Err, ledger.ErrNotMigrated) {
 				t.Errorf("policy %d: events %+v; want one store_unavailable matching ErrNotMigrated", policy, events)
 			}
@@ -977,7 +977,7 @@ func TestEventsOmitKeyAndScope(t *testing.T) {
 		b.do(t, "POST", "/p", "a", key) // store unavailable
 		b.obs.check(t, ev(ledger.EventClaimed, "", 0), ev(ledger.EventInFlight, "", 409), ev(ledger.EventStored, "", 201),
 			ev(ledger.EventReplayed, "", 201), ev(ledger.EventKeyReused, "", 422), evFail(ledger.EventStoreUnavailable, "claim", 503))
-		for _, ev := range b.obs.all() {
+		for _, ev := range b.obs.All() {
 			if text := eventText(ev); strings.Contains(text, key) || strings.Contains(text, scope) {
 				t.Errorf("an event carries the key or the scope: %s", text)
 			}
@@ -1116,7 +1116,7 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for !b.obs.has(func(e ledger.Event) bool { return e.Op == "extend" }) {
 			if time.Now().After(deadline) {
-				t.Fatalf("no extension failed while the table was locked; events:\n%s", eventList(b.obs.all()))
+				t.Fatalf("no extension failed while the table was locked; events:\n%s", eventList(b.obs.All()))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -1128,7 +1128,7 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 			return r != nil && r.LeaseExpiresAt.After(first.LeaseExpiresAt)
 		})
 		if !rec.LeaseExpiresAt.After(first.LeaseExpiresAt) {
-			t.Fatalf("the heartbeat gave up after one failed extension: lease still ends at %v; events:\n%s", first.LeaseExpiresAt, eventList(b.obs.all()))
+			t.Fatalf("the heartbeat gave up after one failed extension: lease still ends at %v; events:\n%s", first.LeaseExpiresAt, eventList(b.obs.All()))
 		}
 		time.Sleep(time.Until(first.LeaseExpiresAt) + 50*time.Millisecond)
 		if a := b.do(t, "POST", "/", "", "k"); a.status != 409 {

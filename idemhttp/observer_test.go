@@ -17,36 +17,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/internal/eventlog"
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// recorder is an Observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []ledger.Event
-}
+// recorder is an Observer that keeps every event, with the checks of
+// these tests.
+type recorder struct{ eventlog.Recorder }
 
-func (r *recorder) Observe(_ context.Context, e ledger.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *recorder) all() []ledger.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]ledger.Event(nil), r.events...)
-}
-
-func (r *recorder) reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = nil
-}
-
-// has reports whether an event satisfies f.
 func (r *recorder) has(f func(ledger.Event) bool) bool {
-	for _, e := range r.all() {
+	for _, e := range r.All() {
 		if f(e) {
 			return true
 		}
@@ -99,7 +79,7 @@ func carriesErr(e ledger.Event) bool {
 // Duration and an Err exactly when carriesErr says so.
 func (r *recorder) check(t *testing.T, want ...ledger.Event) {
 	t.Helper()
-	got := r.all()
+	got := r.All()
 	fields := make([]ledger.Event, len(got))
 	for i, e := range got {
 		fields[i] = ledger.Event{Kind: e.Kind, Reason: e.Reason, Op: e.Op, Method: e.Method, Route: e.Route, Status: e.Status}
@@ -381,7 +361,7 @@ func TestObserverRoute(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				obs.reset()
+				obs.Reset()
 				sv := serveOn(t, engine, ledger.Options{},
 					func(l *ledger.Ledger[*sql.Tx]) http.Handler { return tt.wrap(Middleware(l, opts)) },
 					func(l *ledger.Ledger[pgx.Tx]) http.Handler { return tt.wrap(Middleware(l, opts)) })

@@ -341,7 +341,7 @@ func TestEventsNeverCarryKeyOrScope(t *testing.T) {
 		op   string
 	}
 	got := map[seen]bool{}
-	for _, e := range obs.all() {
+	for _, e := range obs.All() {
 		got[seen{e.Kind, e.Op}] = true
 		if text := eventText(e); strings.Contains(text, "KEY-c4f1e9") || strings.Contains(text, "SCOPE-77d2a0") {
 			t.Errorf("an event carries the key or the scope: %s", text)
@@ -352,14 +352,14 @@ func TestEventsNeverCarryKeyOrScope(t *testing.T) {
 		{ledger.EventStoreUnavailable, "claim"}, {ledger.EventStoreUnavailable, "complete"},
 		{ledger.EventStoreUnavailable, "release"}, {ledger.EventStoreUnavailable, "extend"}} {
 		if !got[want] {
-			t.Errorf("no %v event with Op %q in:\n%s", want.kind, want.op, eventList(obs.all()))
+			t.Errorf("no %v event with Op %q in:\n%s", want.kind, want.op, eventList(obs.All()))
 		}
 	}
 	out := logs.String()
 	if strings.Contains(out, "KEY-c4f1e9") || strings.Contains(out, "SCOPE-77d2a0") {
 		t.Fatalf("the logs carry the key or the scope:\n%s", out)
 	}
-	if n, want := strings.Count(out, "\n"), len(obs.all()); n != want {
+	if n, want := strings.Count(out, "\n"), len(obs.All()); n != want {
 		t.Fatalf("%d log records for %d events:\n%s", n, want, out)
 	}
 }
