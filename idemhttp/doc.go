@@ -93,6 +93,13 @@
 // handler still runs, so a retry runs it a second time; a commit point
 // cannot help, as the release comes first.
 //
+// The request's context ends when the client hangs up, as a Transport
+// attempt that times out does. An outside call made under r.Context()
+// alone is then cut in the middle, the handler answers an error, the key
+// is released, and the retry makes the call again. Make it under
+// context.WithoutCancel(r.Context()) with a deadline of its own, forward
+// the key (ClaimFrom), and mark the commit point after it.
+//
 // # Transactional handlers
 //
 // [TxHandler] begins a transaction on the ledger's database (through the

@@ -294,6 +294,9 @@ func (t *Transport) send(base http.RoundTripper, r *http.Request) (*http.Respons
 		// The header came as the timer fired: the body is cut already.
 		resp.Body.Close()
 		return nil, fmt.Errorf("%w after %v", ErrAttemptTimeout, t.AttemptTimeout)
+	case err != nil && timedOut && errors.Is(err, ErrAttemptTimeout):
+		// The base transport reports the cause itself: say it once.
+		return nil, fmt.Errorf("%w after %v", ErrAttemptTimeout, t.AttemptTimeout)
 	case err != nil && timedOut:
 		return nil, fmt.Errorf("%w after %v: %w", ErrAttemptTimeout, t.AttemptTimeout, err)
 	}

@@ -54,6 +54,11 @@ func TestTransportAttemptTimeout(t *testing.T) {
 		if !errors.Is(seen[0].Err, ErrAttemptTimeout) || !slices.ContainsFunc(seen, func(a Attempt) bool { return a.Status == 409 }) {
 			t.Fatalf("attempts %+v, want a timeout, ..., 409, ...", seen)
 		}
+		// The timeout is said once (it was said twice when the base
+		// transport reported the cause itself).
+		if got, want := seen[0].Err.Error(), "idemhttp: attempt timed out after 1s"; got != want {
+			t.Errorf("first attempt's error %q, want %q", got, want)
+		}
 		for _, a := range seen {
 			if a.Key != seen[0].Key || a.Key == "" {
 				t.Fatalf("attempts under several keys: %+v", seen)

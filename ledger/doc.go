@@ -80,7 +80,9 @@
 // (Ledger.Claim, idemhttp's Middleware), including one made earlier in tx
 // itself. T must survive encoding/json: the replayed Value is the JSON
 // decoding of the first one; a value whose JSON does not decode back into
-// T is refused (and rolled back) on the first execution. The stored Outcome
+// T is refused (and rolled back) on the first execution. Give T a concrete
+// type: with any (or another interface) a number comes back as float64,
+// so an int64 beyond 2^53 replays as another value. The stored Outcome
 // has Status 0, no Header and the JSON as Body.
 //
 // # Replays

@@ -17,6 +17,11 @@ import (
 // registers and that Open uses.
 const DriverName = "sqlite"
 
+// MaxBusyTimeout is the longest Options.BusyTimeout: SQLite keeps
+// busy_timeout in milliseconds in a C int (sqlite3_busy_timeout), so
+// 2^31-1 ms, about 24.9 days.
+const MaxBusyTimeout = (1<<31 - 1) * time.Millisecond
+
 // Defaults, used for the zero fields of Options, and so by Open and DSN.
 const (
 	DefaultBusyTimeout  = 10 * time.Second
@@ -76,7 +81,7 @@ type Options struct {
 	// BusyTimeout is PRAGMA busy_timeout, how long a connection waits for
 	// a lock before it fails with SQLITE_BUSY, kept in whole milliseconds;
 	// zero means DefaultBusyTimeout (10 s). A value between zero and 1 ms,
-	// or a negative one, is an error.
+	// a negative one, or one above MaxBusyTimeout is an error.
 	BusyTimeout time.Duration
 	// MaxOpenConns caps the pool, which keeps as many idle connections as
 	// it may open; zero means DefaultMaxOpenConns (4). See the package
@@ -99,6 +104,8 @@ func (o Options) resolve() (Options, error) {
 		o.BusyTimeout = DefaultBusyTimeout
 	case o.BusyTimeout < time.Millisecond:
 		return o, fmt.Errorf("%w: BusyTimeout: %v is below 1ms", ErrInvalidOptions, o.BusyTimeout)
+	case o.BusyTimeout > MaxBusyTimeout:
+		return o, fmt.Errorf("%w: BusyTimeout: %v is above %v", ErrInvalidOptions, o.BusyTimeout, MaxBusyTimeout)
 	}
 	switch {
 	case o.MaxOpenConns == 0:

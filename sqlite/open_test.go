@@ -61,6 +61,7 @@ func TestOpenSettings(t *testing.T) {
 			MaxOpenConns: 1,
 		}, 250, 3, 1},
 		{"full, explicit", sqlite.Options{Synchronous: sqlite.SynchronousFull, BusyTimeout: time.Millisecond, MaxOpenConns: 9}, 1, 2, 9},
+		{"longest busy timeout", sqlite.Options{BusyTimeout: sqlite.MaxBusyTimeout}, 1<<31 - 1, 2, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +100,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"synchronous 4", file, sqlite.Options{Synchronous: 4}, "sqlite: invalid options: Synchronous: unsupported mode Synchronous(4)", false},
 		{"busy timeout below 1ms", file, sqlite.Options{BusyTimeout: time.Millisecond - 1}, "sqlite: invalid options: BusyTimeout: 999.999µs is below 1ms", false},
 		{"negative busy timeout", file, sqlite.Options{BusyTimeout: -time.Second}, "sqlite: invalid options: BusyTimeout: -1s is below 1ms", false},
+		{"busy timeout above SQLite's int", file, sqlite.Options{BusyTimeout: 720 * time.Hour}, "sqlite: invalid options: BusyTimeout: 720h0m0s is above 596h31m23.647s", false},
 		{"negative conns", file, sqlite.Options{MaxOpenConns: -1}, "sqlite: invalid options: MaxOpenConns: -1 is negative", false},
 		{"bad setting and bad path", "", sqlite.Options{MaxOpenConns: -1}, "sqlite: invalid options: MaxOpenConns: -1 is negative", false},
 		{"missing directory", filepath.Join(dir, "no", "such", "dir", "a.db"), sqlite.Options{}, "unable to open database file", true},

@@ -83,7 +83,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 func runPurge(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-timeout D] [-q]\n\n"+
 		"Deletes expired records in batches and prints how many went; suitable for cron.\n"+
-		"With -timeout, stops after D (the batch under way is rolled back), prints the count so far\n"+
+		"With -timeout, stops after D (a batch whose DELETE was cut short is rolled back), prints the count so far\n"+
 		"and exits with 1, so that a cron job never runs into the next one.")
 	dsn := dbFlag(fs)
 	batch := fs.Int("batch", 1000, "rows deleted per batch (each batch is its own short transaction)")
