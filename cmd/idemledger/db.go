@@ -60,6 +60,23 @@ func mistypedPostgres(dsn string) bool {
 		!isPostgres(dsn) && strings.Contains(dsn, "@")
 }
 
+// otherScheme reports a -db value that is a URL ("scheme://...") of a
+// scheme other than postgres, postgresql and file, and its scheme. A scheme is
+// a letter then letters, digits, '+', '-' or '.' (RFC 3986, section 3.1).
+func otherScheme(dsn string) (string, bool) {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok || isPostgres(dsn) || scheme == "" || strings.EqualFold(scheme, "file") {
+		return "", false
+	}
+	for i, c := range scheme {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return "", false
+		}
+	}
+	return scheme, true
+}
+
 // pgxURL returns the PostgreSQL URL dsn with its scheme in lower case,
 // the only spelling that pgx takes for a URL (it reads anything else as
 // a key=value string).
@@ -125,6 +142,12 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		// Taken for an SQLite path, it would name a file after the
 		// password (migrate up creates it).
 		return nil, usagef("-db %q looks like a mistyped PostgreSQL URL (want postgres://user:password@host/db); to name a file, start it with ./", redactDSN(dsn))
+	}
+	if scheme, ok := otherScheme(dsn); ok {
+		// Taken for an SQLite path, "mysql://u:pw@h/db" would name a
+		// directory that does not exist, and the message would not say
+		// why.
+		return nil, usagef("-db %q: the scheme %q is not supported: give a postgres:// URL, a file path or a file: URI", redactDSN(dsn), scheme)
 	}
 	s := &store{}
 	var err error

@@ -728,6 +728,11 @@ func TestPasswordNeverShown(t *testing.T) {
 			`-db "postgress://postgres:xxxxx@127.0.0.1:1/test" looks like a mistyped PostgreSQL URL`},
 		{"file: URI with a password", "file://postgres:s3cretpw@otherhost/x.db", 2, 2, 2,
 			`-db "file://postgres:xxxxx@otherhost/x.db": a file: URI names a local file`},
+		// URLs of other schemes are refused, not taken for SQLite paths.
+		{"mysql URL", "mysql://app:s3cretpw@db.example/app", 2, 2, 2,
+			`-db "mysql://app:xxxxx@db.example/app": the scheme "mysql" is not supported: give a postgres:// URL, a file path or a file: URI`},
+		{"sqlite URL", "sqlite:///tmp/x.db", 2, 2, 2,
+			`the scheme "sqlite" is not supported`},
 	}
 	check := func(t *testing.T, r result, code int, want string, args []string) {
 		t.Helper()
