@@ -19,7 +19,8 @@ const HeaderName = "Idempotency-Key"
 // ledger.DefaultMaxKeyLength bytes (255, Stripe's documented limit too).
 type KeyRules struct {
 	// MaxLength is the longest key accepted, in bytes of the decoded key
-	// (without quotes or escapes). Zero means ledger.DefaultMaxKeyLength.
+	// (without quotes or escapes). Zero or less means
+	// ledger.DefaultMaxKeyLength.
 	MaxLength int
 
 	// Strict accepts only the form of the draft: an RFC 9651 Item whose

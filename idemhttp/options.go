@@ -311,13 +311,8 @@ func (o Options) check() error {
 	if o.Scope == nil {
 		return errors.New("Options.Scope is required")
 	}
-	for _, m := range o.Methods {
-		if !token.Valid(m) {
-			return fmt.Errorf("Options.Methods: %q is not a method (a token, RFC 9110 Section 9.1)", m)
-		}
-		if up := strings.ToUpper(m); up != m && standardMethods[up] {
-			return fmt.Errorf("Options.Methods: %q is not %q: methods are case-sensitive (RFC 9110 Section 9.1)", m, up)
-		}
+	if err := checkMethods("Options.Methods", o.Methods); err != nil {
+		return err
 	}
 	if o.MaxBodyBytes < 0 {
 		return fmt.Errorf("Options.MaxBodyBytes: %d is negative", o.MaxBodyBytes)
@@ -330,11 +325,34 @@ func (o Options) check() error {
 			return fmt.Errorf("Options.ReplayHeaders: %q is not a field name (RFC 9110 Section 5.1)", name)
 		}
 	}
-	if o.ReplayHeader != "" && !token.Valid(o.ReplayHeader) {
-		return fmt.Errorf("Options.ReplayHeader: %q is not a field name (RFC 9110 Section 5.1)", o.ReplayHeader)
+	if err := checkFieldName("Options.ReplayHeader", o.ReplayHeader); err != nil {
+		return err
 	}
 	if o.InFlightRetryAfter < 0 {
 		return fmt.Errorf("Options.InFlightRetryAfter: %v is negative", o.InFlightRetryAfter)
+	}
+	return nil
+}
+
+// checkMethods refuses, naming field, a method that is not a token or that
+// is a standard method in another case.
+func checkMethods(field string, methods []string) error {
+	for _, m := range methods {
+		if !token.Valid(m) {
+			return fmt.Errorf("%s: %q is not a method (a token, RFC 9110 Section 9.1)", field, m)
+		}
+		if up := strings.ToUpper(m); up != m && standardMethods[up] {
+			return fmt.Errorf("%s: %q is not %q: methods are case-sensitive (RFC 9110 Section 9.1)", field, m, up)
+		}
+	}
+	return nil
+}
+
+// checkFieldName refuses, naming field, a name that is set and is not a
+// field name.
+func checkFieldName(field, name string) error {
+	if name != "" && !token.Valid(name) {
+		return fmt.Errorf("%s: %q is not a field name (RFC 9110 Section 5.1)", field, name)
 	}
 	return nil
 }

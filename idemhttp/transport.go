@@ -72,7 +72,11 @@ var ErrAttemptTimeout = errors.New("idemhttp: attempt timed out")
 //
 // The zero Transport is ready to use, with the defaults below; so is a nil
 // *Transport, which behaves as the zero one. A Transport is safe for
-// concurrent use. Its fields must not change once it is in use.
+// concurrent use. Its fields must not change once it is in use. A field
+// out of range (a negative count or duration, a method that is not a
+// token or is a standard method in lower case, a ReplayHeader that is not
+// a field name, a RetryStatuses entry outside 100 to 599) fails every
+// RoundTrip with an error naming it, before anything is sent.
 type Transport struct {
 	// Base makes each attempt. Default http.DefaultTransport.
 	Base http.RoundTripper
@@ -131,6 +135,33 @@ type Transport struct {
 	OnAttempt func(Attempt)
 }
 
+// check returns the first field of t that is out of range, described.
+func (t *Transport) check() error {
+	if err := checkMethods("Transport.Methods", t.Methods); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"MaxElapsed", t.MaxElapsed}, {"AttemptTimeout", t.AttemptTimeout},
+		{"InitialBackoff", t.InitialBackoff}, {"MaxBackoff", t.MaxBackoff},
+	} {
+		if f.d < 0 {
+			return fmt.Errorf("Transport.%s: %v is negative", f.name, f.d)
+		}
+	}
+	if t.MaxAttempts < 0 {
+		return fmt.Errorf("Transport.MaxAttempts: %d is negative", t.MaxAttempts)
+	}
+	for _, code := range t.RetryStatuses {
+		if code < 100 || code > 599 {
+			return fmt.Errorf("Transport.RetryStatuses: %d is not a status code (100 to 599)", code)
+		}
+	}
+	return checkFieldName("Transport.ReplayHeader", t.ReplayHeader)
+}
+
 // Attempt describes one attempt of a keyed request, for
 // Transport.OnAttempt.
 type Attempt struct {
@@ -179,6 +210,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if req == nil {
 		return nil, errors.New("idemhttp: transport: nil request")
+	}
+	if err := t.check(); err != nil {
+		return nil, fmt.Errorf("idemhttp: transport: %w", err)
 	}
 	base := t.Base
 	if base == nil {
