@@ -212,6 +212,15 @@ func (s *store) checkLedger(ctx context.Context, dsn string) error {
 			return err
 		}
 		if tables == 0 {
+			// migrate cannot help when no schema of the search_path
+			// exists: say so rather than suggest a command that fails.
+			var current sql.NullString
+			if err := s.db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
+				return err
+			}
+			if !current.Valid {
+				return fmt.Errorf("%s has no schema of its search_path: create one (CREATE SCHEMA), then apply idemledger's with: %s", redactDSN(dsn), migrateCommand(dsn))
+			}
 			return noSchemaError(dsn)
 		}
 	}

@@ -815,7 +815,9 @@ func TestPasswordNeverShown(t *testing.T) {
 		shown := u.String()
 		// The suggestion never holds the redacted password, which could
 		// not be pasted: such a database is named through IDEMLEDGER_DB.
-		want := shown + " has no idemledger schema (apply it with: idemledger migrate, with IDEMLEDGER_DB set to the database URL (its password is not shown here))\n"
+		// No schema of the search_path exists, so migrate could not
+		// apply idemledger's either: the message says to create one.
+		want := shown + " has no schema of its search_path: create one (CREATE SCHEMA), then apply idemledger's with: idemledger migrate, with IDEMLEDGER_DB set to the database URL (its password is not shown here)\n"
 		if r.code != 1 || r.stderr != "idemledger stats: "+want || strings.Contains(r.stdout+r.stderr, pw) {
 			t.Errorf("%q: exit code %d, stderr %q; want 1 and %q", args, r.code, r.stderr, "idemledger stats: "+want)
 		}
