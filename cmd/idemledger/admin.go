@@ -225,6 +225,10 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		if *asJSON {
 			return writeJSON(e.stdout, recordsJSON(rs))
 		}
+		if len(rs) == 0 {
+			_, err := fmt.Fprintln(e.stdout, "no record in flight")
+			return err
+		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "scope\tkey\tfence\tcreated\tlease expires")
 		for _, r := range rs {

@@ -377,6 +377,17 @@ expires 2100-01-01T00:00:00.000Z
 			if r := idemledger(t, "", "inspect", "-key", "nope", "-db", dsn); r.stderr != "idemledger inspect: no record of key \"nope\" in any scope\n" {
 				t.Errorf("inspect of a missing key: %q", r.stderr)
 			}
+			// Nothing in flight is said in words, not as a bare header;
+			// -json gives the empty list.
+			empty, _ := operatorDB(t, e)
+			r := idemledger(t, "", "inspect", "-in-flight", "-db", empty)
+			r.want(t, 0)
+			if r.stdout != "no record in flight\n" {
+				t.Errorf("inspect -in-flight with nothing in flight: %q", r.stdout)
+			}
+			if r := idemledger(t, "", "inspect", "-in-flight", "-json", "-db", empty); r.code != 0 || r.stdout != "[]\n" {
+				t.Errorf("inspect -in-flight -json with nothing in flight: %d %q", r.code, r.stdout)
+			}
 		})
 	}
 }
