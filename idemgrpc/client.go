@@ -23,34 +23,9 @@ const (
 
 // ClientOptions configure UnaryClientInterceptor. Every zero value means
 // the default in its comment. They are read once, when the interceptor is
-// made.
-//
-// The defaults ride out short waits: a duplicate sent while the first call
-// with its key still runs, a store busy for a moment, a connection being
-// re-established. Against the server's in-flight answer, whose RetryInfo
-// delay is at most ServerOptions.InFlightRetryAfter (1 s by default), the
-// five attempts are spent about 4 s after the first, long before
-// MaxElapsed: the attempts run out first.
-//
-// They do not ride out a server that crashed while its handler ran. Its
-// call stored nothing and released nothing, so the key stays in flight
-// until the ledger's lease runs out (ledger.Options.Lease, 1 minute by
-// default, counted from the claim or the heartbeat's last extension), and
-// every retry until then is answered in flight: the call fails with a
-// *CallError whose status is UNAVAILABLE, reason IDEMPOTENCY_KEY_IN_FLIGHT.
-// Once the lease has run out, a retry with the same key and message takes
-// the key over and runs the handler. For one call to last that long, it
-// needs an attempt per RetryInfo delay of the lease, and the time to make
-// them: MaxAttempts at least Lease / InFlightRetryAfter + 2 (62 with the
-// defaults); MaxElapsed longer than the lease plus the time the handler may
-// have run before the crash (the default MaxElapsed is only the default
-// lease); and a call deadline past both, or none. InitialBackoff and
-// MaxBackoff do not stretch these waits, since the server's RetryInfo
-// takes the place of the backoff; a longer ServerOptions.InFlightRetryAfter
-// does, so that fewer attempts span the lease. Otherwise keep the failed
-// call's CallError.Key and retry later with it, never with a fresh key: the
-// first run may still finish, or may have finished, and a fresh key runs
-// the handler again.
+// made. The defaults ride out short waits, not the lease of a call whose
+// server crashed: the package documentation's Client section says what
+// lasts that long.
 type ClientOptions struct {
 	// Methods reports whether a call of a method ("/package.Service/Method")
 	// without a key gets one. Default: every method. A call whose outgoing
@@ -60,14 +35,14 @@ type ClientOptions struct {
 	// MaxAttempts bounds the attempts per call, the first included.
 	// Default DefaultMaxAttempts (5); 1 disables retries. The default
 	// lasts about 4 s against in-flight answers with the default RetryInfo
-	// (1 s), not the lease of a call whose server crashed: see
-	// ClientOptions for the count that does.
+	// (1 s), not the lease of a call whose server crashed: see the package
+	// documentation's Client section for the count that does.
 	MaxAttempts int
 
 	// MaxElapsed bounds the time from the first attempt to the start of
 	// the last. Default DefaultMaxElapsed (1 minute), the ledger's default
 	// lease: to ride out a crashed call's lease, set it longer than the
-	// lease (see ClientOptions).
+	// lease (see the package documentation's Client section).
 	MaxElapsed time.Duration
 
 	// InitialBackoff is the wait before the second attempt when the server

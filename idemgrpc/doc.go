@@ -173,12 +173,28 @@
 // key (to retry later, or to look the record up) and keeps the last
 // attempt's status reachable with status.FromError and status.Code.
 //
-// The defaults give up about 4 s into a run of in-flight answers (five
-// attempts, RetryInfo of at most 1 s), while the key of a call whose
-// server crashed stays in flight until the ledger's lease runs out (1
-// minute by default). ClientOptions says what to raise (MaxAttempts,
-// MaxElapsed, the call's deadline) to outlast it in one call; otherwise
-// retry later with CallError.Key.
+// The defaults ride out short waits: a duplicate sent while the first call
+// with its key still runs, a store busy for a moment, a connection being
+// re-established. Against the server's in-flight answer, whose RetryInfo
+// delay is at most ServerOptions.InFlightRetryAfter (1 s by default), the
+// five attempts are spent about 4 s after the first, long before
+// MaxElapsed.
+//
+// They do not ride out a server that crashed while its handler ran. Its
+// call stored and released nothing, so the key stays in flight until the
+// ledger's lease runs out (ledger.Options.Lease, 1 minute by default,
+// counted from the claim or the heartbeat's last extension), and the call
+// fails with a *CallError: UNAVAILABLE, reason IDEMPOTENCY_KEY_IN_FLIGHT.
+// Once the lease has run out, a retry with the same key and message takes
+// the key over. For one call to last that long it needs MaxAttempts of at
+// least Lease / InFlightRetryAfter + 2 (62 with the defaults), MaxElapsed
+// longer than the lease plus the time the handler may have run before the
+// crash, and a call deadline past both, or none. InitialBackoff and
+// MaxBackoff do not stretch these waits (the server's RetryInfo takes the
+// place of the backoff); a longer ServerOptions.InFlightRetryAfter does.
+// Otherwise keep CallError.Key and retry later with it, never with a fresh
+// key: the first run may have finished, and a fresh key runs the handler
+// again.
 //
 // # Ledger
 //

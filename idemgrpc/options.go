@@ -97,8 +97,8 @@ type ServerOptions struct {
 	// A client's budget counts attempts as well as time: ClientOptions'
 	// defaults (MaxAttempts 5) give up about 4 s after the first attempt
 	// against the default delay, however long MaxElapsed is, while a call
-	// whose server crashed holds its key for the whole lease. ClientOptions
-	// says what to raise to outlast it.
+	// whose server crashed holds its key for the whole lease. The package
+	// documentation's Client section says what to raise to outlast it.
 	InFlightRetryAfter time.Duration
 
 	// Observer receives the events of protected calls (claimed, stored,
