@@ -129,7 +129,7 @@ func TestClientInterceptor(t *testing.T) {
 // in flight until the lease runs out (a claim made straight in the ledger,
 // never completed, stands for it). The default client gives up after its
 // five attempts; one with MaxAttempts = Lease / InFlightRetryAfter + 2 and
-// MaxElapsed past the lease, as ClientOptions says, outlasts the lease and
+// MaxElapsed past the lease, as the package doc says, outlasts the lease and
 // takes the key over: the handler runs once.
 func TestClientAgainstCrashedCall(t *testing.T) {
 	const (
