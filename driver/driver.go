@@ -268,11 +268,12 @@ type PurgeBatchParams struct {
 }
 
 // StatsResult counts rows by state; Expired counts the rows PurgeBatch
-// would delete at the given now. Oldest and Newest are the earliest and
-// latest created_at, 0 for an empty table.
+// would delete at the given now, LeaseExpired the in-flight rows whose
+// lease had run out by then. Oldest and Newest are the earliest and latest
+// created_at, 0 for an empty table.
 type StatsResult struct {
-	InFlight, Completed, Expired int64
-	Oldest, Newest               int64
+	InFlight, Completed, Expired, LeaseExpired int64
+	Oldest, Newest                             int64
 }
 
 // SQLStateError is how the ledger reads a PostgreSQL error's SQLSTATE

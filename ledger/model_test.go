@@ -559,6 +559,9 @@ func (m *model) stats() string {
 		if m.expired(r) {
 			s.Expired++
 		}
+		if r.state == ledger.StateInFlight && r.leaseExp <= m.now {
+			s.LeaseExpired++
+		}
 		if c := ms(r.created); s.Oldest.IsZero() || c.Before(s.Oldest) {
 			s.Oldest = c
 		}

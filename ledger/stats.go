@@ -13,6 +13,11 @@ type Stats struct {
 	// Expired counts records that Claim already ignores and Purge would
 	// delete now (see Record.Expired).
 	Expired int64
+	// LeaseExpired counts the records in flight whose lease has run out:
+	// their holder is presumed gone (a crash, a kill), and a retry with the
+	// same fingerprint takes them over. Those past their ExpiresAt too are
+	// in Expired as well.
+	LeaseExpired int64
 	// Oldest and Newest are the earliest and latest CreatedAt among all
 	// records; both are zero when the table is empty.
 	Oldest, Newest time.Time
@@ -33,7 +38,7 @@ func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, wrapOp("stats", classify(err))
 	}
-	s := Stats{InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired}
+	s := Stats{InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired}
 	if row.InFlight+row.Completed > 0 {
 		s.Oldest, s.Newest = fromMillis(row.Oldest), fromMillis(row.Newest)
 	}

@@ -24,14 +24,15 @@ func testStats[TTx any](t *testing.T, b *bundle[TTx]) {
 
 	// purgeFixture(6): 6 expired completed (e), 3 abandoned in flight (z),
 	// 2 live in flight (l), one old unexpired completed (old-c) claimed at
-	// t0, one in flight (new-s) claimed at t0+1h.
+	// t0, one in flight (new-s) claimed at t0+1h whose lease ran out.
 	purgeFixture(t, b, 6)
 	want := ledger.Stats{
-		InFlight:  3 + 2 + 1,
-		Completed: 6 + 1,
-		Expired:   6 + 3,
-		Oldest:    t0.Truncate(time.Millisecond),
-		Newest:    t0.Add(time.Hour).Truncate(time.Millisecond),
+		InFlight:     3 + 2 + 1,
+		Completed:    6 + 1,
+		Expired:      6 + 3,
+		LeaseExpired: 3 + 1, // z and new-s; the l rows' leases are extended
+		Oldest:       t0.Truncate(time.Millisecond),
+		Newest:       t0.Add(time.Hour).Truncate(time.Millisecond),
 	}
 	got, err := b.l.Stats(b.ctx)
 	if err != nil {
@@ -54,13 +55,13 @@ func testStats[TTx any](t *testing.T, b *bundle[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = ledger.Stats{InFlight: 3, Completed: 1, Oldest: want.Oldest, Newest: want.Newest}
+	want = ledger.Stats{InFlight: 3, Completed: 1, LeaseExpired: 1, Oldest: want.Oldest, Newest: want.Newest}
 	if !statsEqual(got, want) {
 		t.Fatalf("Stats after purge = %+v, want %+v", got, want)
 	}
 }
 
 func statsEqual(a, b ledger.Stats) bool {
-	return a.InFlight == b.InFlight && a.Completed == b.Completed && a.Expired == b.Expired &&
+	return a.InFlight == b.InFlight && a.Completed == b.Completed && a.Expired == b.Expired && a.LeaseExpired == b.LeaseExpired &&
 		a.Oldest.Equal(b.Oldest) && a.Newest.Equal(b.Newest)
 }

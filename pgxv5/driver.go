@@ -262,7 +262,7 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 		return idriver.StatsResult{}, txDone(err)
 	}
 	return idriver.StatsResult{
-		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired,
+		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired,
 		Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
 	}, nil
 }

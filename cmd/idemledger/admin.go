@@ -170,12 +170,13 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, statsJSON{
-			InFlight: s.InFlight, Completed: s.Completed, Expired: s.Expired,
+			InFlight: s.InFlight, Completed: s.Completed, Expired: s.Expired, LeaseExpired: s.LeaseExpired,
 			Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
 		})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "in flight\t%d\n", s.InFlight)
+	fmt.Fprintf(tw, "  lease ran out\t%d\n", s.LeaseExpired)
 	fmt.Fprintf(tw, "completed\t%d\n", s.Completed)
 	fmt.Fprintf(tw, "expired, awaiting purge\t%d\n", s.Expired)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))

@@ -15,11 +15,13 @@ import (
 // with milliseconds in UTC, or null where the text output shows "-".
 
 type statsJSON struct {
-	InFlight  int64   `json:"in_flight"`
-	Completed int64   `json:"completed"`
-	Expired   int64   `json:"expired"`
-	Oldest    *string `json:"oldest_created"`
-	Newest    *string `json:"newest_created"`
+	InFlight  int64 `json:"in_flight"`
+	Completed int64 `json:"completed"`
+	Expired   int64 `json:"expired"`
+	// LeaseExpired counts the records in flight whose lease ran out.
+	LeaseExpired int64   `json:"lease_expired"`
+	Oldest       *string `json:"oldest_created"`
+	Newest       *string `json:"newest_created"`
 }
 
 type recordJSON struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -9,8 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -74,12 +78,13 @@ func TestOperatorOutput(t *testing.T) {
 				args []string
 				want string
 			}{
-				{[]string{"stats"}, "in flight 1\ncompleted 1\nexpired, awaiting purge 0\n" +
+				{[]string{"stats"}, "in flight 1\n lease ran out 0\ncompleted 1\nexpired, awaiting purge 0\n" +
 					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\n"},
 				{[]string{"stats", "-json"}, `{
   "in_flight": 1,
   "completed": 1,
   "expired": 0,
+  "lease_expired": 0,
   "oldest_created": "2023-11-14T22:13:20.000Z",
   "newest_created": "2023-11-14T22:13:20.000Z"
 }
@@ -387,6 +392,45 @@ expires 2100-01-01T00:00:00.000Z
 			}
 			if r := idemledger(t, "", "inspect", "-in-flight", "-json", "-db", empty); r.code != 0 || r.stdout != "[]\n" {
 				t.Errorf("inspect -in-flight -json with nothing in flight: %d %q", r.code, r.stdout)
+			}
+		})
+	}
+}
+
+// TestStatsLeaseRanOut: stats tells the records in flight whose lease ran
+// out (a holder killed mid-request) from live ones, on both engines.
+func TestStatsLeaseRanOut(t *testing.T) {
+	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
+		t.Run(e, func(t *testing.T) {
+			dsn, db := operatorDB(t, e)
+			ctx := context.Background()
+			drv := testdb.WrapSQL(e, db, dsn).Driver
+			earlier := time.Now().Add(-2 * time.Minute)
+			for _, c := range []struct {
+				key string
+				now func() time.Time
+			}{
+				{"gone", func() time.Time { return earlier }}, // its 1 min lease ran out a minute ago
+				{"running", nil},
+			} {
+				l, err := ledger.New(drv, ledger.Options{Now: c.now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: c.key, Fingerprint: hash.Bytes([]byte(c.key))}); err != nil {
+					t.Fatal(err)
+				}
+				l.Close()
+			}
+			r := idemledger(t, "", "stats", "-db", dsn)
+			r.want(t, 0)
+			if got, want := squeeze(r.stdout), "in flight 2\n lease ran out 1\ncompleted 0\nexpired, awaiting purge 0\n"; !strings.HasPrefix(got, want) {
+				t.Errorf("stats:\n got %q\nwant it to start %q", got, want)
+			}
+			r = idemledger(t, "", "stats", "-json", "-db", dsn)
+			r.want(t, 0)
+			if !strings.Contains(r.stdout, "\"in_flight\": 2,\n  \"completed\": 0,\n  \"expired\": 0,\n  \"lease_expired\": 1,\n") {
+				t.Errorf("stats -json: %q", r.stdout)
 			}
 		})
 	}

@@ -521,6 +521,7 @@ SELECT
     count(*) FILTER (WHERE state = 'completed') AS completed,
     count(*) FILTER (WHERE expires_at <= $1
         AND (state = 'completed' OR lease_expires_at <= $1)) AS expired,
+    count(*) FILTER (WHERE state = 'in_flight' AND lease_expires_at <= $1) AS lease_expired,
     COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
     COALESCE(max(created_at), 0)::bigint AS newest_created_at
 FROM idempotency_ledger
@@ -530,6 +531,7 @@ type StatsRow struct {
 	InFlight        int64
 	Completed       int64
 	Expired         int64
+	LeaseExpired    int64
 	OldestCreatedAt int64
 	NewestCreatedAt int64
 }
@@ -543,6 +545,7 @@ func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
 		&i.InFlight,
 		&i.Completed,
 		&i.Expired,
+		&i.LeaseExpired,
 		&i.OldestCreatedAt,
 		&i.NewestCreatedAt,
 	)

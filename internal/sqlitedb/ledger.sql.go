@@ -409,6 +409,7 @@ SELECT
     CAST(COALESCE(SUM(state = 'completed'), 0) AS INTEGER) AS completed,
     CAST(COALESCE(SUM(expires_at <= ?1
         AND (state = 'completed' OR lease_expires_at <= ?1)), 0) AS INTEGER) AS expired,
+    CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= ?1), 0) AS INTEGER) AS lease_expired,
     CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
     CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
 FROM idempotency_ledger
@@ -418,6 +419,7 @@ type StatsRow struct {
 	InFlight        int64
 	Completed       int64
 	Expired         int64
+	LeaseExpired    int64
 	OldestCreatedAt int64
 	NewestCreatedAt int64
 }
@@ -431,6 +433,7 @@ func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
 		&i.InFlight,
 		&i.Completed,
 		&i.Expired,
+		&i.LeaseExpired,
 		&i.OldestCreatedAt,
 		&i.NewestCreatedAt,
 	)

@@ -195,6 +195,7 @@ SELECT
     count(*) FILTER (WHERE state = 'completed') AS completed,
     count(*) FILTER (WHERE expires_at <= @now
         AND (state = 'completed' OR lease_expires_at <= @now)) AS expired,
+    count(*) FILTER (WHERE state = 'in_flight' AND lease_expires_at <= @now) AS lease_expired,
     COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
     COALESCE(max(created_at), 0)::bigint AS newest_created_at
 FROM idempotency_ledger;

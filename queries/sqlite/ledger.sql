@@ -113,6 +113,7 @@ SELECT
     CAST(COALESCE(SUM(state = 'completed'), 0) AS INTEGER) AS completed,
     CAST(COALESCE(SUM(expires_at <= @now
         AND (state = 'completed' OR lease_expires_at <= @now)), 0) AS INTEGER) AS expired,
+    CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= @now), 0) AS INTEGER) AS lease_expired,
     CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
     CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
 FROM idempotency_ledger;
