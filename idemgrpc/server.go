@@ -81,7 +81,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		// commit point the key goes back, so a retry can run; after it,
 		// the failure is kept, so a retry cannot repeat the effect. The
 		// panic goes on either way.
-		hb.stop()
+		hb.Stop()
 		if committed.Load() {
 			st := status.New(codes.Internal, "the handler failed after its commit point")
 			s.complete(ctx, c, claim, nil, st, ledger.ReasonPanic)
@@ -91,7 +91,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}()
 	resp, herr := next(hctx, req)
 	finished = true
-	hb.stop()
+	hb.Stop()
 
 	// The status the client gets, as grpc-go makes it from the handler's
 	// error.

@@ -87,7 +87,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// commit point the key is given back so that a retry can run;
 		// after it, a 500 is stored so that a retry cannot repeat the
 		// effect. The panic goes on either way.
-		hb.stop()
+		hb.Stop()
 		if h.committed.Load() {
 			m.complete(p, claim, cfg.failure(p.r), reasonPanic)
 			return
@@ -96,7 +96,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	m.next.ServeHTTP(cw, withHeld(p.r, h))
 	finished = true
-	hb.stop()
+	hb.Stop()
 	cw.finish()
 
 	out, why, keep := m.outcome(cw, h.committed.Load())
