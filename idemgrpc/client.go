@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	mrand "math/rand/v2"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/idemledger/idemledger/internal/retry"
 )
 
 // Defaults of ClientOptions, as idemhttp.Transport's.
@@ -174,7 +175,7 @@ func (c ClientOptions) intercept(ctx context.Context, method string, req, reply 
 		if dl, ok := ctx.Deadline(); ok && wake.After(dl) {
 			return fail
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return fail
 		}
 	}
@@ -183,25 +184,5 @@ func (c ClientOptions) intercept(ctx context.Context, method string, req, reply 
 // backoff is the wait after the given attempt: InitialBackoff doubled per
 // attempt, capped at MaxBackoff, then drawn in [d/2, d].
 func (c ClientOptions) backoff(attempt int) time.Duration {
-	d := c.InitialBackoff
-	for i := 1; i < attempt && d < c.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.MaxBackoff)
-	half := d / 2
-	return half + mrand.N(d-half+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return retry.Backoff(c.InitialBackoff, c.MaxBackoff, attempt)
 }

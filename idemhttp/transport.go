@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemledger/idemledger/internal/retry"
 )
 
 // Default limits of Transport.
@@ -300,7 +301,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 			resp.Body.Close()
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return nil, fail(attempt, fmt.Errorf("waiting to retry: %w", err))
 		}
 	}
@@ -411,12 +412,7 @@ func (t *Transport) backoff(attempt int) time.Duration {
 	if max <= 0 {
 		max = DefaultMaxBackoff
 	}
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return retry.Backoff(d, max, attempt)
 }
 
 // retryAfter reads a Retry-After field (RFC 9110 Section 10.2.3): delay
@@ -434,20 +430,6 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return max(at.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 func closeBody(req *http.Request) {
