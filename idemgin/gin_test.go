@@ -68,7 +68,7 @@ type shop struct {
 func newShop(t *testing.T, engine string) *shop {
 	t.Helper()
 	s := &shop{}
-	mw, _, _ := middleware(t, engine, idemhttp.Options{Scope: func(r *http.Request) (string, error) {
+	mw, _ := middleware(t, engine, idemhttp.Options{Scope: func(r *http.Request) (string, error) {
 		c, ok := idemgin.Context(r)
 		if !ok {
 			t.Error("idemgin.Context: no Gin context in the request")

@@ -46,7 +46,7 @@ func TestWrapNoRoute(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				obs := &eventlog.Recorder{}
-				mw, l, db := middleware(t, engine, idemhttp.Options{
+				mw, store := middleware(t, engine, idemhttp.Options{
 					Scope:    func(*http.Request) (string, error) { return "shop", nil },
 					Observer: obs,
 				})
@@ -75,11 +75,11 @@ func TestWrapNoRoute(t *testing.T) {
 						t.Errorf("request %d, key %q: %+v, want %d %q, not replayed", i+1, key, got, tt.status, tt.body)
 					}
 				}
-				if rec, err := l.Get(context.Background(), "shop", "k1"); !errors.Is(err, ledger.ErrNotFound) {
+				if rec, err := store.Get(context.Background(), "shop", "k1"); !errors.Is(err, ledger.ErrNotFound) {
 					t.Errorf("record under k1: %+v, %v; want ledger.ErrNotFound", rec, err)
 				}
 				var rows int
-				if err := db.QueryRow(`SELECT count(*) FROM idempotency_ledger`).Scan(&rows); err != nil {
+				if err := store.DB.QueryRow(`SELECT count(*) FROM idempotency_ledger`).Scan(&rows); err != nil {
 					t.Fatal(err)
 				}
 				if rows != 0 {

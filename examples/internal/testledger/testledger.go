@@ -1,7 +1,6 @@
 // Package testledger gives the examples' tests idemhttp middlewares on
-// fresh, migrated databases of each engine. It is the one place of this
-// module that calls the ledger's and idemhttp's constructors: when
-// idemhttp.Middleware takes only the ledger, only this file changes.
+// fresh, migrated databases of every driver (through internal/testmw), and
+// on a SQLite database the test opened itself.
 package testledger
 
 import (
@@ -10,41 +9,20 @@ import (
 	"testing"
 
 	"github.com/idemledger/idemledger/idemhttp"
-	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/internal/testmw"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
-// Engines are the engines every test runs on.
-var Engines = []string{"sqlite", "postgres"}
-
-// Each runs f once per engine, as subtests named after them.
-func Each(t *testing.T, f func(t *testing.T, engine string)) {
-	for _, e := range Engines {
-		t.Run(e, func(t *testing.T) { f(t, e) })
-	}
-}
+// Each runs f once per driver, as subtests named after them.
+func Each(t *testing.T, f func(t *testing.T, engine string)) { testmw.Each(t, f) }
 
 // Middleware returns idemhttp.Middleware with opts on a fresh ledger of
-// the engine ("sqlite" or "postgres").
+// the driver (testdb.SQLite, testdb.Postgres or testdb.PgxV5).
 func Middleware(t testing.TB, engine string, opts idemhttp.Options) func(http.Handler) http.Handler {
 	t.Helper()
-	var d *testdb.DB[*sql.Tx]
-	switch engine {
-	case "sqlite":
-		d = testdb.SQLiteDB(t, sqlite.Options{})
-	case "postgres":
-		d = testdb.PostgresDB(t)
-	default:
-		t.Fatalf("unknown engine %q", engine)
-	}
-	drv := d.Driver
-	l, err := ledger.New(drv, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return idemhttp.Middleware(l, opts)
+	mw, _ := testmw.Middleware(t, engine, opts)
+	return mw
 }
 
 // MiddlewareOn returns idemhttp.Middleware with opts on a SQLite ledger
