@@ -122,9 +122,13 @@ type Executor interface {
 	// the lease still held (the row was in flight with p's token and
 	// fence).
 	Complete(ctx context.Context, p CompleteParams) (bool, error)
-	// Release deletes the in-flight row held by p's lease and reports
-	// whether the lease still held.
+	// Release deletes the in-flight row held by p's lease, unless it
+	// carries a commit mark, and reports whether it deleted it.
 	Release(ctx context.Context, p LeaseParams) (bool, error)
+	// MarkCommitted writes the commit mark (the time of p.Now, or of the
+	// engine's clock) into the in-flight row held by p's lease, keeping a
+	// mark already there, and reports whether the lease still held.
+	MarkCommitted(ctx context.Context, p MarkParams) (bool, error)
 	// Abandon ends at once the lease held by p.Token, whatever its fence:
 	// the row stays in flight, with a lease that has run out.
 	Abandon(ctx context.Context, p LeaseParams) error
@@ -178,10 +182,15 @@ type Batcher interface {
 // ClaimParams is one claim attempt. It wins (inserts or takes over the row)
 // when the key has no row, when the row has expired (ExpiresAt passed and,
 // in flight, its lease too), or when the row is in flight with a lease that
-// ran out and the same fingerprint; a takeover adds one to the fence.
+// ran out, the same fingerprint, and either no commit mark or Recover set;
+// a takeover adds one to the fence. A takeover of an expired row clears
+// the commit mark, a recovery keeps it.
 type ClaimParams struct {
 	Scope, Key  string
 	Fingerprint []byte
+	// Recover allows taking over an in-flight row that carries a commit
+	// mark.
+	Recover bool
 	// Token is the new lease's secret.
 	Token string
 	// LeaseMillis and TTLMillis are counted from the claim's now.
@@ -198,10 +207,11 @@ type ClaimParams struct {
 // ledger then starts over.
 type ClaimResult struct {
 	Won bool
-	// Fence and LeaseExpiresAt describe the won lease.
-	Fence, LeaseExpiresAt int64
-	Row                   *Row
-	Now                   int64
+	// Fence and LeaseExpiresAt describe the won lease; CommittedAt is the
+	// commit mark a recovery kept (0 when none).
+	Fence, LeaseExpiresAt, CommittedAt int64
+	Row                                *Row
+	Now                                int64
 }
 
 // GetParams names a record; Now is as in ClaimParams.
@@ -233,6 +243,8 @@ type Row struct {
 	CreatedAt      int64
 	CompletedAt    int64
 	ExpiresAt      int64
+	// CommittedAt is the commit mark, 0 when none.
+	CommittedAt int64
 }
 
 // LeaseParams identifies a held lease: the row, its token, its fence.
@@ -253,6 +265,12 @@ type CompleteParams struct {
 	Now       int64
 }
 
+// MarkParams writes the commit mark of a held lease at Now.
+type MarkParams struct {
+	LeaseParams
+	Now int64
+}
+
 // ExtendParams moves a lease's end to now plus LeaseMillis.
 type ExtendParams struct {
 	LeaseParams
@@ -269,11 +287,12 @@ type PurgeBatchParams struct {
 
 // StatsResult counts rows by state; Expired counts the rows PurgeBatch
 // would delete at the given now, LeaseExpired the in-flight rows whose
-// lease had run out by then. Oldest and Newest are the earliest and latest
+// lease had run out by then, Committed the in-flight rows that carry a
+// commit mark. Oldest and Newest are the earliest and latest
 // created_at, 0 for an empty table.
 type StatsResult struct {
-	InFlight, Completed, Expired, LeaseExpired int64
-	Oldest, Newest                             int64
+	InFlight, Completed, Expired, LeaseExpired, Committed int64
+	Oldest, Newest                                        int64
 }
 
 // SQLStateError is how the ledger reads a PostgreSQL error's SQLSTATE

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,11 @@ type Claim struct {
 	// LeaseExpiresAt is when the lease runs out unless extended; zero for a
 	// replay.
 	LeaseExpiresAt time.Time
+	// CommittedAt is non-zero when the claim recovered (Request.Recover) a
+	// record whose earlier holder passed its commit point at that time and
+	// vanished: the operation's effect happened, so look it up rather than
+	// make it again. Ledger.Commit sets it too.
+	CommittedAt time.Time
 	// Replay is the completed record with the same key and fingerprint,
 	// when there is one: answer with Replay.Outcome and do not run the
 	// operation again. No lease is held then.
@@ -64,6 +70,9 @@ const claimAttempts = 5
 // (reading it again if a write lost a race), in this order of precedence:
 //
 //   - ErrKeyReused when the fingerprint differs;
+//   - a *CommittedError (errors.Is(err, ErrCommitted)) when the record is
+//     in flight, passed its commit point, and its lease ran out, unless
+//     req.Recover is set: then the claim takes it over like any other;
 //   - an *InFlightError (errors.Is(err, ErrInFlight)) when the record is in
 //     flight under a live lease, with RetryAfter;
 //   - a Claim whose Replay is the completed record.
@@ -74,13 +83,14 @@ const claimAttempts = 5
 // starts over; after a few such losses it returns an error matching
 // ErrRetryable.
 //
-// If ctx ends while the claim runs, Claim returns an error wrapping ctx's
-// error, and the driver cannot tell whether the write committed. Claim then
-// ends the lease it may have taken, ignoring the cancellation (on SQLite
-// this may wait for the write lock up to busy_timeout): the record stays in
-// flight, as if its holder had vanished, and a retry with the same
-// fingerprint takes it over at once instead of getting ErrInFlight until
-// the lease runs out.
+// If ctx ends while the claim runs, or the connection breaks after the
+// statement may have reached the server (ErrOutcomeUnknown), Claim returns
+// the error, and cannot tell whether the write committed. Claim then ends
+// the lease it may have taken, ignoring the cancellation and retrying a
+// connection fault for up to two seconds (on SQLite this may wait for the
+// write lock up to busy_timeout): the record stays in flight, as if its
+// holder had vanished, and a retry with the same fingerprint takes it over
+// at once instead of getting ErrInFlight until the lease runs out.
 func (l *Ledger[TTx]) Claim(ctx context.Context, req Request) (*Claim, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return nil, err
@@ -105,18 +115,23 @@ func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Re
 		a := driver.ClaimParams{
 			Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint[:],
 			Token: newToken(), LeaseMillis: l.lease.Milliseconds(), TTLMillis: l.ttl.Milliseconds(),
-			Now: l.clock(),
+			Now: l.clock(), Recover: req.Recover,
 		}
 		won, err := attempt(ctx, a)
 		attempt = ex.Claim
 		if err != nil {
-			if ctx.Err() != nil {
+			err = classify(err)
+			if ex == l.db && mayHaveRun(err) || ctx.Err() != nil {
 				l.abandon(ctx, ex, a)
 			}
-			return nil, wrapOp("claim", classify(err))
+			return nil, wrapOp("claim", err)
 		}
 		if won.Won {
-			return &Claim{Request: req, Token: a.Token, Fence: won.Fence, LeaseExpiresAt: fromMillis(won.LeaseExpiresAt)}, nil
+			c := &Claim{Request: req, Token: a.Token, Fence: won.Fence, LeaseExpiresAt: fromMillis(won.LeaseExpiresAt)}
+			if won.CommittedAt != 0 {
+				c.CommittedAt = fromMillis(won.CommittedAt)
+			}
+			return c, nil
 		}
 		row, now := won.Row, won.Now
 		if row == nil {
@@ -145,17 +160,36 @@ func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Re
 	return nil, wrapOp("claim", &retryableError{err: fmt.Errorf("the record kept changing during %d attempts", claimAttempts)})
 }
 
-// abandon cleans up after a claim cut short by the end of ctx. The driver
-// then reports the context's error, but the write may have committed all
-// the same (on a pool, where each statement commits by itself): a row in
-// flight under a token nobody holds, which would answer every retry with
-// ErrInFlight until the lease ran out. abandon ends that lease at once, if
-// there is one, ignoring ctx's cancellation: the row stays, with its
-// fence, and a retry with the same fingerprint takes it over. Should that
-// fail too, the lease running out remains the remedy, as for any holder
-// that vanished.
+// abandon cleans up after a claim whose write may have committed although
+// its caller got an error: ctx ended while it ran, or the connection broke
+// after the statement may have reached the server (the reply was lost). On
+// a pool each statement commits by itself, so the write may stand: a row
+// in flight under a token nobody holds, which would answer every retry
+// with ErrInFlight until the lease ran out. abandon ends that lease at
+// once, if there is one, ignoring ctx's cancellation: the row stays, with
+// its fence, and a retry with the same fingerprint takes it over. A
+// connection fault is retried for up to abandonBudget, on a fresh
+// connection of the pool; should it last longer, the lease running out
+// remains the remedy, as for any holder that vanished.
 func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.ClaimParams) {
-	_ = ex.Abandon(context.WithoutCancel(ctx), driver.LeaseParams{Scope: a.Scope, Key: a.Key, Token: a.Token})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonBudget)
+	defer cancel()
+	p := driver.LeaseParams{Scope: a.Scope, Key: a.Key, Token: a.Token}
+	_, _, _ = l.persist(ctx, func(ctx context.Context) (bool, error) {
+		return true, ex.Abandon(ctx, p)
+	})
+}
+
+// abandonBudget bounds abandon's retries: it runs while the client waits
+// for an answer, and idemhttp's Transport gives up after about 4 s.
+const abandonBudget = 2 * time.Second
+
+// mayHaveRun reports whether err, as classify returned it, leaves open
+// that the statement committed. The errors that say it did not are the
+// database's own refusals: a transaction rolled back (ErrRetryable,
+// ErrBusy), a missing table.
+func mayHaveRun(err error) bool {
+	return errors.Is(err, ErrOutcomeUnknown)
 }
 
 // standing answers a claim of req against the key's record r, read at now
@@ -175,6 +209,10 @@ func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.
 //     was still true at the read;
 //   - in flight: the lease is live, and only its holder (token and fence)
 //     completes, releases or extends it before it runs out;
+//   - committed: the lease ran out after its holder marked the commit
+//     point; only a recovery (which this request did not ask for) or the
+//     record's expiry ends that, and a late Complete of the holder's
+//     after the read only turns the answer into a replay;
 //   - replay: a completed record never changes until it expires (Complete,
 //     Release and Extend need an in-flight row; takeover and Purge need an
 //     expired one).
@@ -183,13 +221,17 @@ func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.
 // at the read.
 func standing(req Request, r *Record, now int64) (*Claim, error) {
 	lease := r.LeaseExpiresAt.UnixMilli()
+	committed := !r.CommittedAt.IsZero()
 	if expired(r.State, r.ExpiresAt.UnixMilli(), lease, now) ||
-		(r.State == StateInFlight && lease <= now && r.Fingerprint == req.Fingerprint) {
+		(r.State == StateInFlight && lease <= now && r.Fingerprint == req.Fingerprint && (!committed || req.Recover)) {
 		return nil, nil
 	}
 	switch {
 	case r.Fingerprint != req.Fingerprint:
 		return nil, ErrKeyReused
+	case r.State == StateInFlight && lease <= now:
+		// Passed its commit point, then its holder vanished.
+		return nil, &CommittedError{Fence: r.Fence, CommittedAt: r.CommittedAt}
 	case r.State == StateInFlight:
 		return nil, &InFlightError{RetryAfter: time.Duration(lease-now) * time.Millisecond}
 	}

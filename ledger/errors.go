@@ -1,12 +1,16 @@
 package ledger
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
-	"github.com/idemledger/idemledger/driver"
+	idriver "github.com/idemledger/idemledger/driver"
 )
 
 var (
@@ -48,7 +52,45 @@ var (
 	// ErrNotFound is returned (wrapped) by Get when no record exists for the
 	// scope and key.
 	ErrNotFound = errors.New("ledger: record not found")
+
+	// ErrCommitted is matched (errors.Is) by the *CommittedError that Claim
+	// and Mutate return when the key's record passed its commit point
+	// (Ledger.Commit) and its holder vanished without storing an outcome:
+	// the operation's effect happened, and its answer is lost. Running it
+	// again would repeat the effect, so the record is not taken over unless
+	// the request sets Recover. HTTP servers answer 410
+	// (idemhttp.CodeOutcomeNotStored), as for an answer too large to store.
+	ErrCommitted = errors.New("ledger: operation passed its commit point, outcome not stored")
+
+	// ErrOutcomeUnknown is matched (errors.Is) by the error of an operation
+	// whose statement may or may not have run: the connection to the
+	// database was lost (reset, closed, timed out, the server shut down)
+	// after the statement may have reached the server, or SQLite reported an
+	// I/O error. Complete, Release, Commit and Extend retry such faults by
+	// themselves until the claim's lease runs out; an error that still
+	// matches ErrOutcomeUnknown then means the store stayed unreachable.
+	ErrOutcomeUnknown = errors.New("ledger: outcome unknown, connection lost")
 )
+
+// CommittedError is returned by Claim and Mutate for a record in flight
+// that passed its commit point and whose lease ran out without an outcome
+// (ErrCommitted). errors.Is(err, ErrCommitted) reports true for it.
+type CommittedError struct {
+	// Fence is the fence of the holder that marked the commit point.
+	Fence int64
+	// CommittedAt is when the commit point was marked (UTC, millisecond
+	// resolution).
+	CommittedAt time.Time
+}
+
+// Error says the operation passed its commit point; it never contains the
+// key or the scope.
+func (e *CommittedError) Error() string {
+	return fmt.Sprintf("%v (fence %d, at %s)", ErrCommitted, e.Fence, e.CommittedAt.Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is ErrCommitted.
+func (e *CommittedError) Is(target error) bool { return target == ErrCommitted }
 
 // InFlightError is returned by Claim and Mutate when the key is claimed by
 // another request whose lease still holds. errors.Is(err, ErrInFlight)
@@ -138,6 +180,13 @@ const (
 	sqlstateSerializationFailure = "40001"
 	sqlstateDeadlockDetected     = "40P01"
 	sqlstateUndefinedTable       = "42P01" // class 42, "Syntax Error or Access Rule Violation"
+	// Class 08, "Connection Exception", and class 57's shutdowns: the
+	// server's side of the connection is gone, and with it the knowledge
+	// of whether the last statement committed.
+	sqlstateConnectionClass = "08"
+	sqlstateAdminShutdown   = "57P01"
+	sqlstateCrashShutdown   = "57P02"
+	sqlstateCannotConnect   = "57P03"
 )
 
 // SQLite's primary result codes for a lock it could not get
@@ -149,6 +198,7 @@ const (
 	sqliteError  = 1 // SQLITE_ERROR, "no such table" among others
 	sqliteBusy   = 5
 	sqliteLocked = 6
+	sqliteIOErr  = 10 // SQLITE_IOERR: the OS failed a read, write or sync
 )
 
 // classify marks the errors that a retry of the caller's transaction may
@@ -158,17 +208,20 @@ const (
 // (*pgconn.PgError), a SQLite error's result code (modernc.org/sqlite's
 // *sqlite.Error).
 func classify(err error) error {
-	var pg driver.SQLStateError
+	var pg idriver.SQLStateError
 	if errors.As(err, &pg) {
-		switch pg.SQLState() {
-		case sqlstateSerializationFailure, sqlstateDeadlockDetected:
+		switch code := pg.SQLState(); {
+		case code == sqlstateSerializationFailure, code == sqlstateDeadlockDetected:
 			return &retryableError{err: err}
-		case sqlstateUndefinedTable:
+		case code == sqlstateUndefinedTable:
 			return &notMigratedError{err: err}
+		case strings.HasPrefix(code, sqlstateConnectionClass), code == sqlstateAdminShutdown,
+			code == sqlstateCrashShutdown, code == sqlstateCannotConnect:
+			return &unknownError{err: err}
 		}
 		return err
 	}
-	var coded driver.CodeError
+	var coded idriver.CodeError
 	if errors.As(err, &coded) {
 		switch c := coded.Code() & 0xff; {
 		case c == sqliteBusy || c == sqliteLocked:
@@ -177,10 +230,35 @@ func classify(err error) error {
 			// SQLITE_ERROR has no extended code for this: the message
 			// is all SQLite gives (https://sqlite.org/rescode.html#error).
 			return &notMigratedError{err: err}
+		case c == sqliteIOErr:
+			return &unknownError{err: err}
 		}
+		return err
+	}
+	if connectionLost(err) {
+		return &unknownError{err: err}
 	}
 	return err
 }
+
+// connectionLost reports whether err says the connection to the database
+// broke: the network failed (reset, refused, timed out, closed), the
+// server's reply ended early, or database/sql's driver gave the connection
+// up. Whether the statement ran is then unknown.
+func connectionLost(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &netErr)
+}
+
+// unknownError marks err as matching ErrOutcomeUnknown.
+type unknownError struct{ err error }
+
+func (e *unknownError) Error() string        { return "ledger: outcome unknown: " + e.err.Error() }
+func (e *unknownError) Unwrap() error        { return e.err }
+func (e *unknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // notMigratedError marks err as matching ErrNotMigrated, and says what to
 // do about it.

@@ -754,8 +754,12 @@ func TestFaultDatabaseFull(t *testing.T) {
 	if err := f.mutateItem(ctx, db, "m", big); err != nil {
 		t.Errorf("Mutate after: %v", err)
 	}
-	if n, runs := f.orders(t), f.runs; n != 1 || runs != 2 {
-		t.Errorf("%d orders from %d runs of fn; want 1 order (the first run rolled back)", n, runs)
+	// fn ran once or twice: the first Mutate's claim may itself not have
+	// fit in the full file (then fn never ran), and whether it did
+	// depends on the bytes left on the last page. Either way exactly one
+	// order stands.
+	if n, runs := f.orders(t), f.runs; n != 1 || runs < 1 || runs > 2 {
+		t.Errorf("%d orders from %d runs of fn; want 1 order (a first run rolled back)", n, runs)
 	}
 }
 

@@ -1,11 +1,15 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/retry"
 )
 
 // Complete stores out as the outcome of the claim c and ends its lease: the
@@ -20,7 +24,12 @@ import (
 //
 // The write ignores the cancellation of ctx (it keeps ctx's values): a
 // client that hangs up must not turn the finished work into a retry that
-// runs again. A nil c, or a header name in out that is not valid UTF-8,
+// runs again. A fault that leaves it unknown whether the write ran (a lost
+// connection, ErrOutcomeUnknown) or a busy store is retried on a fresh
+// connection until c's lease runs out (see the package doc, Faults); when
+// an attempt whose outcome was unknown is followed by one that finds the
+// lease gone, the record is read to tell a stored outcome (nil) from a
+// lost lease. A nil c, or a header name in out that is not valid UTF-8,
 // returns ErrInvalidRequest.
 func (l *Ledger[TTx]) Complete(ctx context.Context, c *Claim, out Outcome) error {
 	if err := l.checkCall(ctx); err != nil {
@@ -49,13 +58,105 @@ func (l *Ledger[TTx]) CompleteTx(ctx context.Context, tx TTx, c *Claim, out Outc
 	return l.complete(ctx, l.d.TxExecutor(tx), c, out)
 }
 
-// complete is Complete on ex once c is checked.
+// complete is Complete on ex once c is checked. On the pool it retries
+// transient faults within the lease (see persist); in a transaction it
+// cannot, since a broken connection took the transaction with it.
 func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim, out Outcome) error {
 	p, err := l.completeParams(c, out)
 	if err != nil {
 		return err
 	}
-	return completed(ex.Complete(context.WithoutCancel(ctx), p))
+	if ex != l.db {
+		return completed(ex.Complete(context.WithoutCancel(ctx), p))
+	}
+	ctx, cancel := l.withinLease(ctx, c)
+	defer cancel()
+	ok, unsure, err := l.persist(ctx, func(ctx context.Context) (bool, error) { return ex.Complete(ctx, p) })
+	if err != nil {
+		return wrapOp("complete", err)
+	}
+	if !ok && unsure {
+		// An earlier attempt may have stored the outcome: the record then
+		// is completed under c's fence (Complete keeps the fingerprint and
+		// clears the token, and only a takeover changes the fence).
+		r, err := l.reread(ctx, c)
+		if err != nil {
+			return wrapOp("complete", err)
+		}
+		if r != nil && r.State == StateCompleted && r.Fence == c.Fence && r.Fingerprint == c.Request.Fingerprint {
+			return nil
+		}
+	}
+	return completed(ok, nil)
+}
+
+// persist runs op, a guarded statement of a held lease, again after each
+// fault that another attempt may cure: a lost connection
+// (ErrOutcomeUnknown: on a pool the next attempt gets a fresh connection)
+// or a busy store (ErrBusy). The guard (token and fence) makes a second
+// run harmless. It stops at op's first definite answer, or when ctx ends,
+// returning the last fault. unsure reports whether an attempt's outcome
+// was unknown: a "false" after one may mean that attempt did the work.
+func (l *Ledger[TTx]) persist(ctx context.Context, op func(context.Context) (bool, error)) (ok, unsure bool, err error) {
+	for attempt := 1; ; attempt++ {
+		ok, err = op(ctx)
+		if err == nil {
+			return ok, unsure, nil
+		}
+		err = classify(err)
+		if !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrBusy) {
+			return false, unsure, err
+		}
+		unsure = unsure || errors.Is(err, ErrOutcomeUnknown)
+		if retry.Sleep(ctx, retry.Backoff(persistFirstWait, persistMaxWait, attempt)) != nil {
+			return false, unsure, err
+		}
+	}
+}
+
+// The waits between persist's attempts: a dropped pooled connection is
+// usually replaced at once, a restarting server takes seconds.
+const (
+	persistFirstWait = 20 * time.Millisecond
+	persistMaxWait   = time.Second
+)
+
+// withinLease returns ctx without its cancellation, ending when c's lease
+// runs out (but not sooner than persistMinBudget from now): after that
+// another request may take the key over and the guarded write would fail
+// anyway. A record that passed its commit point is not taken over, but a
+// store unreachable for a whole lease is an outage the caller must hear of.
+func (l *Ledger[TTx]) withinLease(ctx context.Context, c *Claim) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.WithoutCancel(ctx), leaseDeadline(c))
+}
+
+// leaseDeadline is when the retries of c's lease operations stop: the end
+// of its lease, or persistMinBudget from now if that is later.
+func leaseDeadline(c *Claim) time.Time {
+	end := c.LeaseExpiresAt
+	if floor := time.Now().Add(persistMinBudget); end.Before(floor) {
+		end = floor
+	}
+	return end
+}
+
+// persistMinBudget is the least time persist gets, for a lease that has
+// (nearly) run out.
+const persistMinBudget = time.Second
+
+// reread reads c's record after an attempt whose outcome was unknown, on
+// the pool, retrying transient faults like persist; nil when there is none.
+func (l *Ledger[TTx]) reread(ctx context.Context, c *Claim) (*Record, error) {
+	var r *Record
+	_, _, err := l.persist(ctx, func(ctx context.Context) (bool, error) {
+		got, err := l.db.Get(ctx, driver.GetParams{Scope: c.Request.Scope, Key: c.Request.Key, Now: l.clock()})
+		if err != nil || got.Row == nil {
+			return false, err
+		}
+		r, err = record(got.Row)
+		return true, err
+	})
+	return r, err
 }
 
 // completeParams is the write that stores out for c.
@@ -88,8 +189,12 @@ func completed(ok bool, err error) error {
 // Release deletes the in-flight record of claim c, after a failure that a
 // retry may repair, so the next request with the key runs afresh. It never
 // deletes a completed record and acts only while c's lease holds; otherwise
-// it returns ErrLeaseLost. Like Complete it ignores the cancellation of
-// ctx. A nil c returns ErrInvalidRequest.
+// it returns ErrLeaseLost. It never deletes a record that passed its commit
+// point either ([Ledger.Commit]): it returns a *CommittedError then, and
+// the outcome is to be stored with Complete. Like Complete it ignores the
+// cancellation of ctx and retries transient faults within the lease, and
+// a record found gone after an attempt whose outcome was unknown counts as
+// released. A nil c returns ErrInvalidRequest.
 func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
@@ -97,12 +202,68 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	ok, err := l.db.Release(context.WithoutCancel(ctx), c.lease())
+	ctx, cancel := l.withinLease(ctx, c)
+	defer cancel()
+	p := c.lease()
+	ok, unsure, err := l.persist(ctx, func(ctx context.Context) (bool, error) { return l.db.Release(ctx, p) })
 	if err != nil {
-		return wrapOp("release", classify(err))
+		return wrapOp("release", err)
+	}
+	if ok {
+		return nil
+	}
+	// Not deleted: a commit mark, a lost lease, or (after an attempt whose
+	// outcome was unknown) a release that already happened.
+	r, err := l.reread(ctx, c)
+	switch {
+	case err != nil:
+		return wrapOp("release", err)
+	case r == nil && unsure:
+		return nil
+	case r != nil && r.State == StateInFlight && r.Fence == c.Fence && !r.CommittedAt.IsZero() &&
+		r.Fingerprint == c.Request.Fingerprint:
+		return wrapOp("release", &CommittedError{Fence: r.Fence, CommittedAt: r.CommittedAt})
+	}
+	return ErrLeaseLost
+}
+
+// Commit marks the commit point of claim c in its record: the operation
+// has made its irreversible effect (charged the card, sent the message),
+// so running it again would repeat it. From then on the record is never
+// handed to a takeover as if nothing had happened: should the holder
+// vanish before Complete, retries get a *CommittedError (ErrCommitted)
+// once the lease runs out, or, with Request.Recover, run again knowing it
+// (Claim.CommittedAt); and Release refuses to delete it. Calling it again
+// is harmless and keeps the first mark's time. It sets c.CommittedAt.
+//
+// Like Complete it ignores the cancellation of ctx and retries transient
+// faults until the lease runs out. It returns ErrLeaseLost when c's lease
+// no longer holds, and otherwise an error when the mark could not be
+// written: the record then stays an ordinary in-flight one, which a
+// retry may take over once the lease runs out unless the holder stores an
+// outcome first. A nil c returns ErrInvalidRequest.
+func (l *Ledger[TTx]) Commit(ctx context.Context, c *Claim) error {
+	if err := l.checkCall(ctx); err != nil {
+		return err
+	}
+	if err := checkClaim(c); err != nil {
+		return err
+	}
+	ctx, cancel := l.withinLease(ctx, c)
+	defer cancel()
+	p := driver.MarkParams{LeaseParams: c.lease(), Now: l.clock()}
+	// MarkCommitted is repeatable (a retry finds the lease still held and
+	// keeps the mark), so an attempt whose outcome was unknown needs no
+	// read to explain a later answer.
+	ok, _, err := l.persist(ctx, func(ctx context.Context) (bool, error) { return l.db.MarkCommitted(ctx, p) })
+	if err != nil {
+		return wrapOp("commit", err)
 	}
 	if !ok {
 		return ErrLeaseLost
+	}
+	if c.CommittedAt.IsZero() {
+		c.CommittedAt = fromMillis(cmp.Or(p.Now, time.Now().UnixMilli()))
 	}
 	return nil
 }
@@ -119,9 +280,18 @@ func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) error {
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	until, ok, err := l.db.Extend(ctx, driver.ExtendParams{LeaseParams: c.lease(), LeaseMillis: l.lease.Milliseconds(), Now: l.clock()})
+	// Extend is repeatable like MarkCommitted; its retries end with the
+	// lease, past which extending it means nothing.
+	ctx, cancel := context.WithDeadline(ctx, leaseDeadline(c))
+	defer cancel()
+	p := driver.ExtendParams{LeaseParams: c.lease(), LeaseMillis: l.lease.Milliseconds(), Now: l.clock()}
+	var until int64
+	ok, _, err := l.persist(ctx, func(ctx context.Context) (ok bool, err error) {
+		until, ok, err = l.db.Extend(ctx, p)
+		return ok, err
+	})
 	if err != nil {
-		return wrapOp("extend", classify(err))
+		return wrapOp("extend", err)
 	}
 	if !ok {
 		return ErrLeaseLost

@@ -71,6 +71,9 @@ type Record struct {
 	// claim time plus the TTL, and it takes effect only once the lease has
 	// run out too.
 	ExpiresAt time.Time
+	// CommittedAt is when a holder marked the commit point (Ledger.Commit);
+	// zero when none did. A completed record keeps it.
+	CommittedAt time.Time
 }
 
 // Expired reports whether the record no longer counts at time now: its

@@ -25,6 +25,14 @@ type Request struct {
 	// the same key must carry the same fingerprint, or Claim answers
 	// ErrKeyReused. The zero Digest is refused.
 	Fingerprint hash.Digest
+
+	// Recover lets the claim take over a record in flight whose holder
+	// passed its commit point (Ledger.Commit) and vanished before storing
+	// an outcome, once its lease has run out. The operation then runs
+	// again knowing it (Claim.CommittedAt), so that it can look its effect
+	// up instead of repeating it: Stripe's recovery point. Without it such
+	// a claim returns a *CommittedError.
+	Recover bool
 }
 
 // checkCall refuses what no operation can run with: a nil ledger or a nil

@@ -15,6 +15,9 @@ func record(row *driver.Row) (*Record, error) {
 		CreatedAt: fromMillis(row.CreatedAt),
 		ExpiresAt: fromMillis(row.ExpiresAt),
 	}
+	if row.CommittedAt != 0 {
+		r.CommittedAt = fromMillis(row.CommittedAt)
+	}
 	if len(row.Fingerprint) != len(r.Fingerprint) {
 		return nil, fmt.Errorf("stored fingerprint is %d bytes", len(row.Fingerprint))
 	}

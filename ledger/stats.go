@@ -18,6 +18,12 @@ type Stats struct {
 	// same fingerprint takes them over. Those past their ExpiresAt too are
 	// in Expired as well.
 	LeaseExpired int64
+	// Committed counts the records in flight that passed their commit point
+	// (Ledger.Commit) without an outcome yet. Those whose lease ran out
+	// (counted in LeaseExpired too) lost their holder after its effect:
+	// retries get ErrCommitted, and an operator may want to look the
+	// effect up (idemledger inspect -in-flight lists them).
+	Committed int64
 	// Oldest and Newest are the earliest and latest CreatedAt among all
 	// records; both are zero when the table is empty.
 	Oldest, Newest time.Time
@@ -38,7 +44,7 @@ func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, wrapOp("stats", classify(err))
 	}
-	s := Stats{InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired}
+	s := Stats{InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired, Committed: row.Committed}
 	if row.InFlight+row.Completed > 0 {
 		s.Oldest, s.Newest = fromMillis(row.Oldest), fromMillis(row.Newest)
 	}

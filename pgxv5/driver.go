@@ -166,12 +166,13 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		LeaseMillis: a.LeaseMillis,
 		TtlMillis:   a.TTLMillis,
 		Now:         at(a.Now),
+		Recover:     a.Recover,
 	})
 	if err != nil {
 		return idriver.ClaimResult{}, txDone(err)
 	}
 	if r.WonFence != 0 {
-		return idriver.ClaimResult{Won: true, Fence: r.WonFence, LeaseExpiresAt: r.WonLeaseExpiresAt}, nil
+		return idriver.ClaimResult{Won: true, Fence: r.WonFence, LeaseExpiresAt: r.WonLeaseExpiresAt, CommittedAt: r.WonCommittedAt}, nil
 	}
 	if !r.CurFound {
 		// A row committed after the statement's snapshot stood in the
@@ -183,6 +184,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt, Fence: r.Fence,
 		Status: r.Status, Headers: r.Headers, Body: r.Body,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt,
+		CommittedAt: r.CommittedAt,
 	}}, nil
 }
 
@@ -199,6 +201,7 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
 		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
 		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+		CommittedAt: g.CommittedAt.Int64,
 	}}, nil
 }
 
@@ -223,6 +226,17 @@ func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, err
 		Key:        p.Key,
 		LeaseToken: text(p.Token),
 		Fence:      p.Fence,
+	})
+	return n == 1, txDone(err)
+}
+
+func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
+	n, err := pgxdb.New(e.db).MarkCommitted(ctx, pgxdb.MarkCommittedParams{
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: text(p.Token),
+		Fence:      p.Fence,
+		Now:        at(p.Now),
 	})
 	return n == 1, txDone(err)
 }
@@ -263,7 +277,7 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 	}
 	return idriver.StatsResult{
 		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired,
-		Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
 	}, nil
 }
 
@@ -314,6 +328,7 @@ func rows(got []pgxdb.IdempotencyLedger) []idriver.Row {
 			LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
 			Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
 			CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+			CommittedAt: g.CommittedAt.Int64,
 		}
 	}
 	return out

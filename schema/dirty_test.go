@@ -36,10 +36,10 @@ func TestMigrateDirty(t *testing.T) {
 		err := op.f(ctx, sqlite.New(db))
 		elapsed := time.Since(start)
 		var dirty migrate.ErrDirty
-		if !errors.As(err, &dirty) || dirty.Version != 1 {
-			t.Fatalf("%s = %v, want a migrate.ErrDirty for version 1", op.name, err)
+		if !errors.As(err, &dirty) || dirty.Version != int(schema.Latest) {
+			t.Fatalf("%s = %v, want a migrate.ErrDirty for version %d", op.name, err, schema.Latest)
 		}
-		want := fmt.Sprintf("schema: %s: database dirty at version 1, left by a migration that failed or stopped part-way", op.name)
+		want := fmt.Sprintf("schema: %s: database dirty at version %d, left by a migration that failed or stopped part-way", op.name, schema.Latest)
 		if !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s = %q, want it to start with %q", op.name, err, want)
 		}
@@ -48,8 +48,8 @@ func TestMigrateDirty(t *testing.T) {
 			t.Errorf("%s reported the dirty database after %v", op.name, elapsed)
 		}
 	}
-	if v, dirty, err := schema.Version(ctx, sqlite.New(db)); v != 1 || !dirty || err != nil {
-		t.Errorf("Version = %d, %v, %v; want 1, true, nil", v, dirty, err)
+	if v, dirty, err := schema.Version(ctx, sqlite.New(db)); v != schema.Latest || !dirty || err != nil {
+		t.Errorf("Version = %d, %v, %v; want %d, true, nil", v, dirty, err, schema.Latest)
 	}
 	// Down did not drop anything.
 	if got := objects(t, db); !slices.Contains(got, "table idempotency_ledger") {

@@ -40,8 +40,8 @@ func TestFreshFileAcrossProcesses(t *testing.T) {
 	workers.Run(t, freshRoundsEnv, freshRounds, func(r int, msg string) string {
 		return strings.ReplaceAll(msg, freshPath(dir, r), "<new file>")
 	}, func(r int) {
-		if v, dirty, err := versionOf(ctx, freshPath(dir, r)); err != nil || v != 1 || dirty {
-			t.Errorf("round %d: Version = %d, %v, %v; want 1, false, nil", r, v, dirty, err)
+		if v, dirty, err := versionOf(ctx, freshPath(dir, r)); err != nil || v != schema.Latest || dirty {
+			t.Errorf("round %d: Version = %d, %v, %v; want %d, false, nil", r, v, dirty, err, schema.Latest)
 		}
 	})
 }

@@ -50,8 +50,8 @@ func TestMigrateWaitsForLock(t *testing.T) {
 	if elapsed := time.Since(start); elapsed < hold {
 		t.Errorf("Migrate returned after %v, while the lock was still held (%v)", elapsed, hold)
 	}
-	if v, dirty, err := schema.Version(context.Background(), sqlite.New(db)); v != 1 || dirty || err != nil {
-		t.Errorf("Version = %d, %v, %v; want 1, false, nil", v, dirty, err)
+	if v, dirty, err := schema.Version(context.Background(), sqlite.New(db)); v != schema.Latest || dirty || err != nil {
+		t.Errorf("Version = %d, %v, %v; want %d, false, nil", v, dirty, err, schema.Latest)
 	}
 }
 
@@ -113,8 +113,8 @@ func TestMigrateConcurrentInProcess(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if v, dirty, err := schema.Version(ctx, sqlite.New(shared)); v != 1 || dirty || err != nil {
-			t.Errorf("round %d: Version = %d, %v, %v; want 1, false, nil", round, v, dirty, err)
+		if v, dirty, err := schema.Version(ctx, sqlite.New(shared)); v != schema.Latest || dirty || err != nil {
+			t.Errorf("round %d: Version = %d, %v, %v; want %d, false, nil", round, v, dirty, err, schema.Latest)
 		}
 	}
 }

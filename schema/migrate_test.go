@@ -73,8 +73,8 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 	if got := objects(t, db); !slices.Equal(got, want) {
 		t.Errorf("objects = %q, want %q", got, want)
 	}
-	if v, dirty := version(t, db, schema.MigrationsTable); v != 1 || dirty {
-		t.Errorf("version = %d, dirty %v; want 1, false", v, dirty)
+	if v, dirty := version(t, db, schema.MigrationsTable); v != int(schema.Latest) || dirty {
+		t.Errorf("version = %d, dirty %v; want %d, false", v, dirty, schema.Latest)
 	}
 	// The pool is still open and usable after Migrate.
 	if _, err := db.Exec("INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, created_at, expires_at) VALUES ('', 'k', zeroblob(32), 'completed', 1, 0, 1)"); err != nil {
@@ -128,8 +128,8 @@ func TestMigrateBesideApplication(t *testing.T) {
 	if v, dirty := version(t, db, "schema_migrations"); v != 2 || dirty {
 		t.Errorf("app version = %d, dirty %v; want 2, false", v, dirty)
 	}
-	if v, dirty := version(t, db, schema.MigrationsTable); v != 1 || dirty {
-		t.Errorf("idemledger version = %d, dirty %v; want 1, false", v, dirty)
+	if v, dirty := version(t, db, schema.MigrationsTable); v != int(schema.Latest) || dirty {
+		t.Errorf("idemledger version = %d, dirty %v; want %d, false", v, dirty, schema.Latest)
 	}
 	if _, err := db.Exec("INSERT INTO orders (id, note) VALUES (1, 'x')"); err != nil {
 		t.Fatalf("db unusable after Migrate: %v", err)
@@ -159,7 +159,10 @@ func TestFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"000001_idempotency_ledger.down.sql", "000001_idempotency_ledger.up.sql"}
+	want := []string{
+		"000001_idempotency_ledger.down.sql", "000001_idempotency_ledger.up.sql",
+		"000002_commit_point.down.sql", "000002_commit_point.up.sql",
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ func testNewerSchema[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = "+strconv.FormatUint(uint64(newer), 10)); err != nil {
 		t.Fatal(err)
 	}
-	want := "database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to 1"
+	want := fmt.Sprintf("database schema is newer than this idemledger: the database is at version %d, this idemledger knows versions up to %d", newer, schema.Latest)
 	for _, op := range []struct {
 		name string
 		f    func(context.Context, schema.Driver) error

@@ -80,11 +80,11 @@ func TestPostgresVersionDownUp(t *testing.T) {
 			t.Fatalf("%s: objects = %q, want %q", step, got, wantObjects)
 		}
 	}
-	check("fresh", 1, migrated)
+	check("fresh", schema.Latest, migrated)
 	if err := schema.Migrate(ctx, postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
-	check("migrated twice", 1, migrated)
+	check("migrated twice", schema.Latest, migrated)
 	for i := range 2 {
 		if err := schema.Down(ctx, postgres.New(db)); err != nil {
 			t.Fatalf("DownPostgres #%d: %v", i+1, err)
@@ -94,7 +94,7 @@ func TestPostgresVersionDownUp(t *testing.T) {
 	if err := schema.Migrate(ctx, postgres.New(db)); err != nil {
 		t.Fatal(err)
 	}
-	check("after Migrate again", 1, migrated)
+	check("after Migrate again", schema.Latest, migrated)
 	if err := db.Ping(); err != nil {
 		t.Fatalf("db closed by schema: %v", err)
 	}
@@ -122,8 +122,8 @@ func TestPostgresMigrateConcurrently(t *testing.T) {
 			t.Errorf("replica %d: %v", i, err)
 		}
 	}
-	if v, dirty, err := schema.Version(ctx, postgres.New(db)); v != 1 || dirty || err != nil {
-		t.Errorf("VersionPostgres = %d, %v, %v; want 1, false, nil", v, dirty, err)
+	if v, dirty, err := schema.Version(ctx, postgres.New(db)); v != schema.Latest || dirty || err != nil {
+		t.Errorf("VersionPostgres = %d, %v, %v; want %d, false, nil", v, dirty, err, schema.Latest)
 	}
 }
 

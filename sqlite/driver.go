@@ -207,10 +207,10 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	}
 	// now after the read, never before: see above.
 	now := clock(a.Now)
-	if r := row(got); !mayTakeOver(r, a.Fingerprint, now) {
+	if r := row(got); !mayTakeOver(r, a, now) {
 		return idriver.ClaimResult{Row: r, Now: now}, nil
 	}
-	fence, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
+	won, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
 		Fingerprint:    a.Fingerprint,
 		LeaseToken:     sql.NullString{String: a.Token, Valid: true},
 		LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
@@ -218,6 +218,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		ExpiresAt:      now + a.TTLMillis,
 		Scope:          a.Scope,
 		Key:            a.Key,
+		Recover:        boolInt(a.Recover),
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return idriver.ClaimResult{}, nil // changed since the read: the ledger starts over
@@ -225,7 +226,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	return idriver.ClaimResult{Won: true, Fence: fence, LeaseExpiresAt: now + a.LeaseMillis}, nil
+	return idriver.ClaimResult{Won: true, Fence: won.Fence, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: won.CommittedAt.Int64}, nil
 }
 
 // claimInsert inserts a new in-flight row for a key that has none; Won is
@@ -247,10 +248,19 @@ func claimInsert(ctx context.Context, q *sqlitedb.Queries, a idriver.ClaimParams
 }
 
 // mayTakeOver mirrors the WHERE of ClaimTakeover: the row has expired, or
-// it is in flight with a lease that ran out and the same fingerprint.
-func mayTakeOver(r *idriver.Row, fingerprint []byte, now int64) bool {
+// it is in flight with a lease that ran out, the same fingerprint, and no
+// commit mark unless the claim recovers.
+func mayTakeOver(r *idriver.Row, a idriver.ClaimParams, now int64) bool {
 	expired := r.ExpiresAt <= now && (r.State == "completed" || r.LeaseExpiresAt <= now)
-	return expired || (r.State == "in_flight" && r.LeaseExpiresAt <= now && string(r.Fingerprint) == string(fingerprint))
+	return expired || (r.State == "in_flight" && r.LeaseExpiresAt <= now &&
+		string(r.Fingerprint) == string(a.Fingerprint) && (r.CommittedAt == 0 || a.Recover))
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func row(g sqlitedb.IdempotencyLedger) *idriver.Row {
@@ -259,6 +269,7 @@ func row(g sqlitedb.IdempotencyLedger) *idriver.Row {
 		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
 		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
 		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+		CommittedAt: g.CommittedAt.Int64,
 	}
 }
 
@@ -302,6 +313,17 @@ func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, err
 	return n == 1, err
 }
 
+func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
+	n, err := e.queries(ctx).MarkCommitted(ctx, sqlitedb.MarkCommittedParams{
+		Now:        sql.NullInt64{Int64: clock(p.Now), Valid: true},
+		Scope:      p.Scope,
+		Key:        p.Key,
+		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+		Fence:      p.Fence,
+	})
+	return n == 1, err
+}
+
 func (e executor) Abandon(ctx context.Context, p idriver.LeaseParams) error {
 	_, err := e.queries(ctx).Abandon(ctx, sqlitedb.AbandonParams{
 		Scope:      p.Scope,
@@ -334,7 +356,7 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 	}
 	return idriver.StatsResult{
 		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired,
-		Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
 	}, nil
 }
 

@@ -171,12 +171,16 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, statsJSON{
 			InFlight: s.InFlight, Completed: s.Completed, Expired: s.Expired, LeaseExpired: s.LeaseExpired,
-			Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
+			Committed: s.Committed, Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
 		})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "in flight\t%d\n", s.InFlight)
 	fmt.Fprintf(tw, "  lease ran out\t%d\n", s.LeaseExpired)
+	// Records whose holder marked its commit point: with the lease run out
+	// too, their effect happened and their answer is lost (see inspect
+	// -in-flight, column "committed").
+	fmt.Fprintf(tw, "  passed commit point\t%d\n", s.Committed)
 	fmt.Fprintf(tw, "completed\t%d\n", s.Completed)
 	fmt.Fprintf(tw, "expired, awaiting purge\t%d\n", s.Expired)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))
@@ -231,9 +235,10 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "scope\tkey\tfence\tcreated\tlease expires")
+		fmt.Fprintln(tw, "scope\tkey\tfence\tcreated\tlease expires\tcommitted")
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%q\t%q\t%d\t%s\t%s\n", r.Scope, r.Key, r.Fence, formatTime(r.CreatedAt), formatTime(r.LeaseExpiresAt))
+			fmt.Fprintf(tw, "%q\t%q\t%d\t%s\t%s\t%s\n", r.Scope, r.Key, r.Fence, formatTime(r.CreatedAt),
+				formatTime(r.LeaseExpiresAt), formatTime(r.CommittedAt))
 		}
 		return tw.Flush()
 	}
@@ -277,6 +282,9 @@ func printRecord(e *env, r *ledger.Record) error {
 	fmt.Fprintf(tw, "fingerprint\t%s\n", r.Fingerprint)
 	fmt.Fprintf(tw, "fence\t%d\n", r.Fence)
 	fmt.Fprintf(tw, "created\t%s\n", formatTime(r.CreatedAt))
+	if !r.CommittedAt.IsZero() {
+		fmt.Fprintf(tw, "committed\t%s\n", formatTime(r.CommittedAt))
+	}
 	if r.State == ledger.StateInFlight {
 		fmt.Fprintf(tw, "lease expires\t%s\n", formatTime(r.LeaseExpiresAt))
 		// An in-flight record expires too (claim time plus the TTL, once

@@ -19,9 +19,12 @@ type statsJSON struct {
 	Completed int64 `json:"completed"`
 	Expired   int64 `json:"expired"`
 	// LeaseExpired counts the records in flight whose lease ran out.
-	LeaseExpired int64   `json:"lease_expired"`
-	Oldest       *string `json:"oldest_created"`
-	Newest       *string `json:"newest_created"`
+	LeaseExpired int64 `json:"lease_expired"`
+	// Committed counts the records in flight that passed their commit
+	// point without an outcome.
+	Committed int64   `json:"committed"`
+	Oldest    *string `json:"oldest_created"`
+	Newest    *string `json:"newest_created"`
 }
 
 type recordJSON struct {
@@ -34,6 +37,7 @@ type recordJSON struct {
 	LeaseExpiresAt *string          `json:"lease_expires_at"`
 	CompletedAt    *string          `json:"completed_at"`
 	ExpiresAt      *string          `json:"expires_at"`
+	CommittedAt    *string          `json:"committed_at"`
 	Status         *int             `json:"status"`
 	Header         map[string][]any `json:"header,omitempty"`
 	Body           *string          `json:"body,omitempty"`
@@ -54,6 +58,7 @@ func newRecordJSON(r *ledger.Record) recordJSON {
 		Fingerprint: r.Fingerprint.String(), Fence: r.Fence,
 		CreatedAt: jsonTime(r.CreatedAt), LeaseExpiresAt: jsonTime(r.LeaseExpiresAt),
 		CompletedAt: jsonTime(r.CompletedAt), ExpiresAt: jsonTime(r.ExpiresAt),
+		CommittedAt: jsonTime(r.CommittedAt),
 	}
 	if r.State == ledger.StateInFlight {
 		return j

@@ -78,13 +78,14 @@ func TestOperatorOutput(t *testing.T) {
 				args []string
 				want string
 			}{
-				{[]string{"stats"}, "in flight 1\n lease ran out 0\ncompleted 1\nexpired, awaiting purge 0\n" +
+				{[]string{"stats"}, "in flight 1\n lease ran out 0\n passed commit point 0\ncompleted 1\nexpired, awaiting purge 0\n" +
 					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\n"},
 				{[]string{"stats", "-json"}, `{
   "in_flight": 1,
   "completed": 1,
   "expired": 0,
   "lease_expired": 0,
+  "committed": 0,
   "oldest_created": "2023-11-14T22:13:20.000Z",
   "newest_created": "2023-11-14T22:13:20.000Z"
 }
@@ -122,6 +123,7 @@ expires 2100-01-01T00:00:00.100Z
   "lease_expires_at": null,
   "completed_at": "2023-11-14T22:13:20.100Z",
   "expires_at": "2100-01-01T00:00:00.000Z",
+  "committed_at": null,
   "status": 201,
   "header": {
     "Content-Type": [
@@ -141,6 +143,7 @@ expires 2100-01-01T00:00:00.100Z
   "lease_expires_at": "2100-01-01T00:00:00.000Z",
   "completed_at": null,
   "expires_at": "2100-01-01T00:00:00.100Z",
+  "committed_at": null,
   "status": null
 }
 `},
@@ -299,7 +302,7 @@ func series(e string, n int) string {
 func TestVersion(t *testing.T) {
 	r := idemledger(t, "", "version")
 	r.want(t, 0)
-	if !regexp.MustCompile(`^idemledger \S+ go1\.\d+\S*( [0-9a-f]{40} \S+( \+dirty)?)?\nschema 1\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`^idemledger \S+ go1\.\d+\S*( [0-9a-f]{40} \S+( \+dirty)?)?\nschema 2\n$`).MatchString(r.stdout) {
 		t.Errorf("version = %q", r.stdout)
 	}
 	r = idemledger(t, "", "version", "extra")
@@ -356,9 +359,9 @@ lease expires 2100-01-01T00:00:00.000Z
 expires 2100-01-01T00:00:00.000Z
 `},
 				{[]string{"inspect", "-key", "order-17", "-limit", "1", "-json"}, 0, "[\n  {\n    \"scope\": \"tenant-1\",\n"},
-				{[]string{"inspect", "-in-flight"}, 0, `scope key fence created lease expires
-"tenant-1" "order-18" 1 2023-11-14T22:13:20.000Z 2100-01-01T00:00:00.000Z
-"tenant-2" "order-17" 3 2023-11-14T22:13:20.100Z 2100-01-01T00:00:00.000Z
+				{[]string{"inspect", "-in-flight"}, 0, `scope key fence created lease expires committed
+"tenant-1" "order-18" 1 2023-11-14T22:13:20.000Z 2100-01-01T00:00:00.000Z -
+"tenant-2" "order-17" 3 2023-11-14T22:13:20.100Z 2100-01-01T00:00:00.000Z -
 `},
 				{[]string{"inspect", "-in-flight", "-limit", "1", "-json"}, 0, "[\n  {\n    \"scope\": \"tenant-1\",\n    \"key\": \"order-18\",\n"},
 				{[]string{"inspect", "-key", "nope"}, 1, ""},
@@ -424,7 +427,7 @@ func TestStatsLeaseRanOut(t *testing.T) {
 			}
 			r := idemledger(t, "", "stats", "-db", dsn)
 			r.want(t, 0)
-			if got, want := squeeze(r.stdout), "in flight 2\n lease ran out 1\ncompleted 0\nexpired, awaiting purge 0\n"; !strings.HasPrefix(got, want) {
+			if got, want := squeeze(r.stdout), "in flight 2\n lease ran out 1\n passed commit point 0\ncompleted 0\nexpired, awaiting purge 0\n"; !strings.HasPrefix(got, want) {
 				t.Errorf("stats:\n got %q\nwant it to start %q", got, want)
 			}
 			r = idemledger(t, "", "stats", "-json", "-db", dsn)

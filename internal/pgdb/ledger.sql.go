@@ -43,7 +43,7 @@ WITH clock AS (
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
 ), cur AS (
     SELECT c.scope, c.key, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
-           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at,
+           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at,
            COALESCE((
                 c.expires_at <= clock.now
                 AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
@@ -51,17 +51,18 @@ WITH clock AS (
                 c.state = 'in_flight'
                 AND c.lease_expires_at <= clock.now
                 AND c.fingerprint = $2::bytea
+                AND (c.committed_at IS NULL OR $3::boolean)
            ), false) AS open
     FROM idempotency_ledger AS c, clock
-    WHERE c.scope = $3::text AND c.key = $4::text
+    WHERE c.scope = $4::text AND c.key = $5::text
 ), won AS (
     INSERT INTO idempotency_ledger AS l (
         scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
         status, headers, body, created_at, completed_at, expires_at
     )
-    SELECT $3::text, $4::text, $2::bytea, 'in_flight', $5::text,
-           clock.now + $6::bigint, 1,
-           NULL::bigint, NULL::bytea, NULL::bytea, clock.now, NULL::bigint, clock.now + $7::bigint
+    SELECT $4::text, $5::text, $2::bytea, 'in_flight', $6::text,
+           clock.now + $7::bigint, 1,
+           NULL::bigint, NULL::bytea, NULL::bytea, clock.now, NULL::bigint, clock.now + $8::bigint
     FROM clock
     WHERE NOT EXISTS (SELECT 1 FROM cur AS s WHERE NOT s.open)
     ON CONFLICT (scope, key) DO UPDATE SET
@@ -75,7 +76,14 @@ WITH clock AS (
         body             = NULL,
         created_at       = excluded.created_at,
         completed_at     = NULL,
-        expires_at       = excluded.expires_at
+        expires_at       = excluded.expires_at,
+        -- An expired record starts afresh; a recovery (@recover) of one
+        -- that passed its commit point keeps the mark, since the effect it
+        -- stands for happened whatever the new holder does.
+        committed_at     = CASE
+            WHEN l.expires_at <= excluded.created_at
+                 AND (l.state = 'completed' OR l.lease_expires_at <= excluded.created_at)
+            THEN NULL ELSE l.committed_at END
     WHERE (
             l.expires_at <= excluded.created_at
             AND (l.state = 'completed' OR l.lease_expires_at <= excluded.created_at)
@@ -83,12 +91,14 @@ WITH clock AS (
             l.state = 'in_flight'
             AND l.lease_expires_at <= excluded.created_at
             AND l.fingerprint = excluded.fingerprint
+            AND (l.committed_at IS NULL OR $3::boolean)
         )
-    RETURNING l.fence, l.lease_expires_at
+    RETURNING l.fence, l.lease_expires_at, l.committed_at
 )
 SELECT clock.now::bigint AS now,
        COALESCE(w.fence, 0)::bigint AS won_fence,
        COALESCE(w.lease_expires_at, 0)::bigint AS won_lease_expires_at,
+       COALESCE(w.committed_at, 0)::bigint AS won_committed_at,
        (r.scope IS NOT NULL)::boolean AS cur_found,
        COALESCE(r.fingerprint, ''::bytea)::bytea AS fingerprint,
        COALESCE(r.state, '')::text AS state,
@@ -100,7 +110,8 @@ SELECT clock.now::bigint AS now,
        r.body,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
-       COALESCE(r.expires_at, 0)::bigint AS expires_at
+       COALESCE(r.expires_at, 0)::bigint AS expires_at,
+       COALESCE(r.committed_at, 0)::bigint AS committed_at
 FROM clock
 LEFT JOIN won AS w ON true
 LEFT JOIN cur AS r ON true
@@ -109,6 +120,7 @@ LEFT JOIN cur AS r ON true
 type ClaimParams struct {
 	Now         sql.NullInt64
 	Fingerprint []byte
+	Recover     bool
 	Scope       string
 	Key         string
 	LeaseToken  string
@@ -120,6 +132,7 @@ type ClaimRow struct {
 	Now               int64
 	WonFence          int64
 	WonLeaseExpiresAt int64
+	WonCommittedAt    int64
 	CurFound          bool
 	Fingerprint       []byte
 	State             string
@@ -132,6 +145,7 @@ type ClaimRow struct {
 	CreatedAt         int64
 	CompletedAt       int64
 	ExpiresAt         int64
+	CommittedAt       int64
 }
 
 // One statement that reads the key's row first (cur) and writes only when
@@ -166,6 +180,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 	row := q.db.QueryRowContext(ctx, claim,
 		arg.Now,
 		arg.Fingerprint,
+		arg.Recover,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,
@@ -177,6 +192,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.Now,
 		&i.WonFence,
 		&i.WonLeaseExpiresAt,
+		&i.WonCommittedAt,
 		&i.CurFound,
 		&i.Fingerprint,
 		&i.State,
@@ -189,6 +205,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
+		&i.CommittedAt,
 	)
 	return i, err
 }
@@ -282,7 +299,7 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (sql.NullInt64, 
 
 const findKey = `-- name: FindKey :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE key = $1
 ORDER BY scope
@@ -320,6 +337,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
+			&i.CommittedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -336,7 +354,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 
 const get = `-- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at,
+       status, headers, body, created_at, completed_at, expires_at, committed_at,
        COALESCE($1::bigint,
                 floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)::bigint AS now
 FROM idempotency_ledger
@@ -363,6 +381,7 @@ type GetRow struct {
 	CreatedAt      int64
 	CompletedAt    sql.NullInt64
 	ExpiresAt      int64
+	CommittedAt    sql.NullInt64
 	Now            int64
 }
 
@@ -385,6 +404,7 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
+		&i.CommittedAt,
 		&i.Now,
 	)
 	return i, err
@@ -392,7 +412,7 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 
 const listInFlight = `-- name: ListInFlight :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
@@ -424,6 +444,7 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
+			&i.CommittedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -436,6 +457,42 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 		return nil, err
 	}
 	return items, nil
+}
+
+const markCommitted = `-- name: MarkCommitted :execrows
+UPDATE idempotency_ledger AS l
+SET committed_at = COALESCE(l.committed_at, clock.now)
+FROM (
+    SELECT COALESCE($5::bigint,
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+) AS clock
+WHERE l.scope = $1 AND l.key = $2
+  AND l.state = 'in_flight' AND l.lease_token = $3 AND l.fence = $4
+`
+
+type MarkCommittedParams struct {
+	Scope      string
+	Key        string
+	LeaseToken sql.NullString
+	Fence      int64
+	Now        sql.NullInt64
+}
+
+// Marks the commit point of the caller's lease (token and fence): its
+// irreversible effect is done. A mark already set keeps its first time, so
+// that a retry of an ambiguous attempt changes nothing.
+func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, markCommitted,
+		arg.Scope,
+		arg.Key,
+		arg.LeaseToken,
+		arg.Fence,
+		arg.Now,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const now = `-- name: Now :one
@@ -497,6 +554,7 @@ const release = `-- name: Release :execrows
 DELETE FROM idempotency_ledger
 WHERE scope = $1 AND key = $2
   AND state = 'in_flight' AND lease_token = $3 AND fence = $4
+  AND committed_at IS NULL
 `
 
 type ReleaseParams struct {
@@ -506,7 +564,9 @@ type ReleaseParams struct {
 	Fence      int64
 }
 
-// Drops an in-flight claim held by the caller; never a completed row.
+// Drops an in-flight claim held by the caller; never a completed row, nor
+// one that passed its commit point: its effect happened, and a retry must
+// not run it again as if it had not.
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, release,
 		arg.Scope,
@@ -527,6 +587,7 @@ SELECT
     count(*) FILTER (WHERE expires_at <= $1
         AND (state = 'completed' OR lease_expires_at <= $1)) AS expired,
     count(*) FILTER (WHERE state = 'in_flight' AND lease_expires_at <= $1) AS lease_expired,
+    count(*) FILTER (WHERE state = 'in_flight' AND committed_at IS NOT NULL) AS committed,
     COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
     COALESCE(max(created_at), 0)::bigint AS newest_created_at
 FROM idempotency_ledger
@@ -537,6 +598,7 @@ type StatsRow struct {
 	Completed       int64
 	Expired         int64
 	LeaseExpired    int64
+	Committed       int64
 	OldestCreatedAt int64
 	NewestCreatedAt int64
 }
@@ -551,6 +613,7 @@ func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
 		&i.Completed,
 		&i.Expired,
 		&i.LeaseExpired,
+		&i.Committed,
 		&i.OldestCreatedAt,
 		&i.NewestCreatedAt,
 	)

@@ -22,4 +22,5 @@ type IdempotencyLedger struct {
 	CreatedAt      int64
 	CompletedAt    pgtype.Int8
 	ExpiresAt      int64
+	CommittedAt    pgtype.Int8
 }

@@ -48,6 +48,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listInFlightStmt, err = db.PrepareContext(ctx, listInFlight); err != nil {
 		return nil, fmt.Errorf("error preparing query ListInFlight: %w", err)
 	}
+	if q.markCommittedStmt, err = db.PrepareContext(ctx, markCommitted); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkCommitted: %w", err)
+	}
 	if q.purgeBatchStmt, err = db.PrepareContext(ctx, purgeBatch); err != nil {
 		return nil, fmt.Errorf("error preparing query PurgeBatch: %w", err)
 	}
@@ -100,6 +103,11 @@ func (q *Queries) Close() error {
 	if q.listInFlightStmt != nil {
 		if cerr := q.listInFlightStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listInFlightStmt: %w", cerr)
+		}
+	}
+	if q.markCommittedStmt != nil {
+		if cerr := q.markCommittedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markCommittedStmt: %w", cerr)
 		}
 	}
 	if q.purgeBatchStmt != nil {
@@ -164,6 +172,7 @@ type Queries struct {
 	findKeyStmt       *sql.Stmt
 	getStmt           *sql.Stmt
 	listInFlightStmt  *sql.Stmt
+	markCommittedStmt *sql.Stmt
 	purgeBatchStmt    *sql.Stmt
 	releaseStmt       *sql.Stmt
 	statsStmt         *sql.Stmt
@@ -181,6 +190,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		findKeyStmt:       q.findKeyStmt,
 		getStmt:           q.getStmt,
 		listInFlightStmt:  q.listInFlightStmt,
+		markCommittedStmt: q.markCommittedStmt,
 		purgeBatchStmt:    q.purgeBatchStmt,
 		releaseStmt:       q.releaseStmt,
 		statsStmt:         q.statsStmt,

@@ -97,7 +97,14 @@ SET fingerprint      = ?1,
     body             = NULL,
     created_at       = ?4,
     completed_at     = NULL,
-    expires_at       = ?5
+    expires_at       = ?5,
+    -- An expired record starts afresh; a recovery (@recover) of one that
+    -- passed its commit point keeps the mark, since the effect it stands
+    -- for happened whatever the new holder does. The CASE reads the row's
+    -- columns as they were before this UPDATE.
+    committed_at     = CASE
+        WHEN expires_at <= ?4 AND (state = 'completed' OR lease_expires_at <= ?4)
+        THEN NULL ELSE committed_at END
 WHERE scope = ?6 AND key = ?7
   AND ((
         expires_at <= ?4
@@ -106,8 +113,9 @@ WHERE scope = ?6 AND key = ?7
         state = 'in_flight'
         AND lease_expires_at <= ?4
         AND fingerprint = ?1
+        AND (committed_at IS NULL OR CAST(?8 AS INTEGER))
     ))
-RETURNING fence
+RETURNING fence, committed_at
 `
 
 type ClaimTakeoverParams struct {
@@ -118,12 +126,18 @@ type ClaimTakeoverParams struct {
 	ExpiresAt      int64
 	Scope          string
 	Key            string
+	Recover        int64
+}
+
+type ClaimTakeoverRow struct {
+	Fence       int64
+	CommittedAt sql.NullInt64
 }
 
 // Takes over the existing row when it has expired (anyone may) or when it
 // is in flight with a lease that ran out and the same fingerprint, and
 // returns its new fence. Returns no row when the existing row stands.
-func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (int64, error) {
+func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (ClaimTakeoverRow, error) {
 	row := q.queryRow(ctx, q.claimTakeoverStmt, claimTakeover,
 		arg.Fingerprint,
 		arg.LeaseToken,
@@ -132,10 +146,11 @@ func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (i
 		arg.ExpiresAt,
 		arg.Scope,
 		arg.Key,
+		arg.Recover,
 	)
-	var fence int64
-	err := row.Scan(&fence)
-	return fence, err
+	var i ClaimTakeoverRow
+	err := row.Scan(&i.Fence, &i.CommittedAt)
+	return i, err
 }
 
 const complete = `-- name: Complete :execrows
@@ -215,7 +230,7 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (int64, error) {
 
 const findKey = `-- name: FindKey :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE key = ?1
 ORDER BY scope
@@ -253,6 +268,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
+			&i.CommittedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -269,7 +285,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 
 const get = `-- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE scope = ?1 AND key = ?2
 `
@@ -296,13 +312,14 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (IdempotencyLedger, er
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
+		&i.CommittedAt,
 	)
 	return i, err
 }
 
 const listInFlight = `-- name: ListInFlight :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
@@ -334,6 +351,7 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 			&i.CreatedAt,
 			&i.CompletedAt,
 			&i.ExpiresAt,
+			&i.CommittedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -346,6 +364,38 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 		return nil, err
 	}
 	return items, nil
+}
+
+const markCommitted = `-- name: MarkCommitted :execrows
+UPDATE idempotency_ledger
+SET committed_at = COALESCE(committed_at, ?1)
+WHERE scope = ?2 AND key = ?3
+  AND state = 'in_flight' AND lease_token = ?4 AND fence = ?5
+`
+
+type MarkCommittedParams struct {
+	Now        sql.NullInt64
+	Scope      string
+	Key        string
+	LeaseToken sql.NullString
+	Fence      int64
+}
+
+// Marks the commit point of the caller's lease (token and fence): its
+// irreversible effect is done. A mark already set keeps its first time, so
+// that a retry of an ambiguous attempt changes nothing.
+func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {
+	result, err := q.exec(ctx, q.markCommittedStmt, markCommitted,
+		arg.Now,
+		arg.Scope,
+		arg.Key,
+		arg.LeaseToken,
+		arg.Fence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const purgeBatch = `-- name: PurgeBatch :execrows
@@ -380,6 +430,7 @@ const release = `-- name: Release :execrows
 DELETE FROM idempotency_ledger
 WHERE scope = ?1 AND key = ?2
   AND state = 'in_flight' AND lease_token = ?3 AND fence = ?4
+  AND committed_at IS NULL
 `
 
 type ReleaseParams struct {
@@ -389,7 +440,9 @@ type ReleaseParams struct {
 	Fence      int64
 }
 
-// Drops an in-flight claim held by the caller; never a completed row.
+// Drops an in-flight claim held by the caller; never a completed row, nor
+// one that passed its commit point: its effect happened, and a retry must
+// not run it again as if it had not.
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
 		arg.Scope,
@@ -410,6 +463,7 @@ SELECT
     CAST(COALESCE(SUM(expires_at <= ?1
         AND (state = 'completed' OR lease_expires_at <= ?1)), 0) AS INTEGER) AS expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= ?1), 0) AS INTEGER) AS lease_expired,
+    CAST(COALESCE(SUM(state = 'in_flight' AND committed_at IS NOT NULL), 0) AS INTEGER) AS committed,
     CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
     CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
 FROM idempotency_ledger
@@ -420,6 +474,7 @@ type StatsRow struct {
 	Completed       int64
 	Expired         int64
 	LeaseExpired    int64
+	Committed       int64
 	OldestCreatedAt int64
 	NewestCreatedAt int64
 }
@@ -434,6 +489,7 @@ func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
 		&i.Completed,
 		&i.Expired,
 		&i.LeaseExpired,
+		&i.Committed,
 		&i.OldestCreatedAt,
 		&i.NewestCreatedAt,
 	)

@@ -22,4 +22,5 @@ type IdempotencyLedger struct {
 	CreatedAt      int64
 	CompletedAt    sql.NullInt64
 	ExpiresAt      int64
+	CommittedAt    sql.NullInt64
 }

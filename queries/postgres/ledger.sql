@@ -42,7 +42,7 @@ WITH clock AS (
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
 ), cur AS (
     SELECT c.scope, c.key, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
-           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at,
+           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at,
            COALESCE((
                 c.expires_at <= clock.now
                 AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
@@ -50,6 +50,7 @@ WITH clock AS (
                 c.state = 'in_flight'
                 AND c.lease_expires_at <= clock.now
                 AND c.fingerprint = @fingerprint::bytea
+                AND (c.committed_at IS NULL OR @recover::boolean)
            ), false) AS open
     FROM idempotency_ledger AS c, clock
     WHERE c.scope = @scope::text AND c.key = @key::text
@@ -74,7 +75,14 @@ WITH clock AS (
         body             = NULL,
         created_at       = excluded.created_at,
         completed_at     = NULL,
-        expires_at       = excluded.expires_at
+        expires_at       = excluded.expires_at,
+        -- An expired record starts afresh; a recovery (@recover) of one
+        -- that passed its commit point keeps the mark, since the effect it
+        -- stands for happened whatever the new holder does.
+        committed_at     = CASE
+            WHEN l.expires_at <= excluded.created_at
+                 AND (l.state = 'completed' OR l.lease_expires_at <= excluded.created_at)
+            THEN NULL ELSE l.committed_at END
     WHERE (
             l.expires_at <= excluded.created_at
             AND (l.state = 'completed' OR l.lease_expires_at <= excluded.created_at)
@@ -82,8 +90,9 @@ WITH clock AS (
             l.state = 'in_flight'
             AND l.lease_expires_at <= excluded.created_at
             AND l.fingerprint = excluded.fingerprint
+            AND (l.committed_at IS NULL OR @recover::boolean)
         )
-    RETURNING l.fence, l.lease_expires_at
+    RETURNING l.fence, l.lease_expires_at, l.committed_at
 )
 -- Columns that a missing row (or a nullable column) leaves NULL read as
 -- zero values here, which the driver's Row documents; won_fence is 0 when
@@ -92,6 +101,7 @@ WITH clock AS (
 SELECT clock.now::bigint AS now,
        COALESCE(w.fence, 0)::bigint AS won_fence,
        COALESCE(w.lease_expires_at, 0)::bigint AS won_lease_expires_at,
+       COALESCE(w.committed_at, 0)::bigint AS won_committed_at,
        (r.scope IS NOT NULL)::boolean AS cur_found,
        COALESCE(r.fingerprint, ''::bytea)::bytea AS fingerprint,
        COALESCE(r.state, '')::text AS state,
@@ -103,7 +113,8 @@ SELECT clock.now::bigint AS now,
        r.body,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
-       COALESCE(r.expires_at, 0)::bigint AS expires_at
+       COALESCE(r.expires_at, 0)::bigint AS expires_at,
+       COALESCE(r.committed_at, 0)::bigint AS committed_at
 FROM clock
 LEFT JOIN won AS w ON true
 LEFT JOIN cur AS r ON true;
@@ -112,7 +123,7 @@ LEFT JOIN cur AS r ON true;
 -- The row, and the clock at the read ("now"), by which a lost claim is
 -- explained (in flight for how long, or expired in between).
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at,
+       status, headers, body, created_at, completed_at, expires_at, committed_at,
        COALESCE(sqlc.narg(now)::bigint,
                 floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)::bigint AS now
 FROM idempotency_ledger
@@ -138,10 +149,26 @@ WHERE l.scope = @scope AND l.key = @key
   AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
 
 -- name: Release :execrows
--- Drops an in-flight claim held by the caller; never a completed row.
+-- Drops an in-flight claim held by the caller; never a completed row, nor
+-- one that passed its commit point: its effect happened, and a retry must
+-- not run it again as if it had not.
 DELETE FROM idempotency_ledger
 WHERE scope = @scope AND key = @key
-  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
+  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence
+  AND committed_at IS NULL;
+
+-- name: MarkCommitted :execrows
+-- Marks the commit point of the caller's lease (token and fence): its
+-- irreversible effect is done. A mark already set keeps its first time, so
+-- that a retry of an ambiguous attempt changes nothing.
+UPDATE idempotency_ledger AS l
+SET committed_at = COALESCE(l.committed_at, clock.now)
+FROM (
+    SELECT COALESCE(sqlc.narg(now)::bigint,
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+) AS clock
+WHERE l.scope = @scope AND l.key = @key
+  AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
 
 -- name: Abandon :execrows
 -- Ends the lease of a claim whose caller never learned that it won (its
@@ -196,6 +223,7 @@ SELECT
     count(*) FILTER (WHERE expires_at <= @now
         AND (state = 'completed' OR lease_expires_at <= @now)) AS expired,
     count(*) FILTER (WHERE state = 'in_flight' AND lease_expires_at <= @now) AS lease_expired,
+    count(*) FILTER (WHERE state = 'in_flight' AND committed_at IS NOT NULL) AS committed,
     COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
     COALESCE(max(created_at), 0)::bigint AS newest_created_at
 FROM idempotency_ledger;
@@ -205,7 +233,7 @@ FROM idempotency_ledger;
 -- (Ledger.Find). The primary key begins with the scope, so this reads the
 -- whole table: it is not for a request's path.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE key = @key
 ORDER BY scope
@@ -215,7 +243,7 @@ LIMIT @max_rows::bigint;
 -- The records in flight, oldest claim first, for operators
 -- (Ledger.InFlight); expired ones included. Reads the whole table.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key

@@ -34,7 +34,14 @@ SET fingerprint      = @fingerprint,
     body             = NULL,
     created_at       = @now,
     completed_at     = NULL,
-    expires_at       = @expires_at
+    expires_at       = @expires_at,
+    -- An expired record starts afresh; a recovery (@recover) of one that
+    -- passed its commit point keeps the mark, since the effect it stands
+    -- for happened whatever the new holder does. The CASE reads the row's
+    -- columns as they were before this UPDATE.
+    committed_at     = CASE
+        WHEN expires_at <= @now AND (state = 'completed' OR lease_expires_at <= @now)
+        THEN NULL ELSE committed_at END
 WHERE scope = @scope AND key = @key
   AND ((
         expires_at <= @now
@@ -43,12 +50,13 @@ WHERE scope = @scope AND key = @key
         state = 'in_flight'
         AND lease_expires_at <= @now
         AND fingerprint = @fingerprint
+        AND (committed_at IS NULL OR CAST(@recover AS INTEGER))
     ))
-RETURNING fence;
+RETURNING fence, committed_at;
 
 -- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE scope = @scope AND key = @key;
 
@@ -68,8 +76,20 @@ WHERE scope = @scope AND key = @key
   AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
 
 -- name: Release :execrows
--- Drops an in-flight claim held by the caller; never a completed row.
+-- Drops an in-flight claim held by the caller; never a completed row, nor
+-- one that passed its commit point: its effect happened, and a retry must
+-- not run it again as if it had not.
 DELETE FROM idempotency_ledger
+WHERE scope = @scope AND key = @key
+  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence
+  AND committed_at IS NULL;
+
+-- name: MarkCommitted :execrows
+-- Marks the commit point of the caller's lease (token and fence): its
+-- irreversible effect is done. A mark already set keeps its first time, so
+-- that a retry of an ambiguous attempt changes nothing.
+UPDATE idempotency_ledger
+SET committed_at = COALESCE(committed_at, @now)
 WHERE scope = @scope AND key = @key
   AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
 
@@ -114,6 +134,7 @@ SELECT
     CAST(COALESCE(SUM(expires_at <= @now
         AND (state = 'completed' OR lease_expires_at <= @now)), 0) AS INTEGER) AS expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= @now), 0) AS INTEGER) AS lease_expired,
+    CAST(COALESCE(SUM(state = 'in_flight' AND committed_at IS NOT NULL), 0) AS INTEGER) AS committed,
     CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
     CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
 FROM idempotency_ledger;
@@ -123,7 +144,7 @@ FROM idempotency_ledger;
 -- (Ledger.Find). The primary key begins with the scope, so this reads the
 -- whole table: it is not for a request's path.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE key = @key
 ORDER BY scope
@@ -133,7 +154,7 @@ LIMIT @max_rows;
 -- The records in flight, oldest claim first, for operators
 -- (Ledger.InFlight); expired ones included. Reads the whole table.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
