@@ -40,6 +40,8 @@
 //	ledger not migrated (ErrNotMigrated)      UNAVAILABLE          IDEMPOTENCY_STORE_UNAVAILABLE, even with FailOpen
 //	stored outcome is not a gRPC answer       INTERNAL             IDEMPOTENCY_STORED_OUTCOME
 //	answer too large to store (replays)       DATA_LOSS            IDEMPOTENCY_OUTCOME_TOO_LARGE
+//	first call passed its commit point, then  DATA_LOSS            IDEMPOTENCY_OUTCOME_NOT_STORED
+//	vanished (ledger.ErrCommitted)            (or the handler runs again with Recover)
 //
 // Every refusal carries a google.rpc.ErrorInfo detail with the reason
 // above and the domain ErrorDomain, so that clients branch on the reason,
@@ -76,6 +78,12 @@
 //     happened, but its answer is lost for retries. Running it again could
 //     repeat the effect, so a marker is stored instead and retries get
 //     DATA_LOSS ("unrecoverable data loss"), which no client retries.
+//   - A first call that passed its commit point (Commit) and vanished
+//     before its answer was stored (its process died): the same case as an
+//     answer too large to store, the effect made and the answer lost, so
+//     the same code, DATA_LOSS, with its own reason. FAILED_PRECONDITION
+//     would say the client could fix something and retry; nothing the
+//     client does brings the answer back.
 //
 // Google's AIP-155 asks that a duplicate request return the response of
 // the earlier successful one, since the client most likely did not receive

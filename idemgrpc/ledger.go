@@ -20,6 +20,9 @@ type Ledger interface {
 	Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error
 	Release(ctx context.Context, c *ledger.Claim) error
 	Extend(ctx context.Context, c *ledger.Claim) error
+	// Commit writes the commit point of c into its record
+	// (ledger.Ledger.Commit).
+	Commit(ctx context.Context, c *ledger.Claim) error
 	// Lease is how long a claim holds its key unless extended.
 	Lease() time.Duration
 	// MaxKeyLength is the longest idempotency key Claim accepts, in bytes

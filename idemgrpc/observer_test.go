@@ -187,7 +187,7 @@ func TestObserverEvents(t *testing.T) {
 			}
 		},
 		drive: func(t *testing.T, e env) { call(t, e, codes.Internal); call(t, e, codes.Internal) },
-		want: []ledger.Event{ev(m, ledger.EventClaimed, "", "", 0), ev(m, ledger.EventStored, ledger.ReasonPanic, "", codes.Internal),
+		want: []ledger.Event{ev(m, ledger.EventClaimed, "", "", 0), ev(m, ledger.EventCommitted, "", "", 0), ev(m, ledger.EventStored, ledger.ReasonPanic, "", codes.Internal),
 			ev(m, ledger.EventReplayed, "", "", codes.Internal)},
 	}, {
 		name: "error with a code not stored",
@@ -203,7 +203,7 @@ func TestObserverEvents(t *testing.T) {
 			return failWith(codes.Unavailable, true)
 		},
 		drive: func(t *testing.T, e env) { call(t, e, codes.Unavailable); call(t, e, codes.Unavailable) },
-		want: []ledger.Event{ev(m, ledger.EventClaimed, "", "", 0), ev(m, ledger.EventStored, ledger.ReasonError, "", codes.Unavailable),
+		want: []ledger.Event{ev(m, ledger.EventClaimed, "", "", 0), ev(m, ledger.EventCommitted, "", "", 0), ev(m, ledger.EventStored, ledger.ReasonError, "", codes.Unavailable),
 			ev(m, ledger.EventReplayed, "", "", codes.Unavailable)},
 	}, {
 		name:  "OK not stored by ShouldStore",

@@ -67,6 +67,14 @@ type ServerOptions struct {
 	// INVALID_ARGUMENT. By default it runs unprotected.
 	Required bool
 
+	// Recover lets a retry run the handler again after an earlier call
+	// passed its commit point (Commit) and vanished without storing an
+	// answer (its process died), once that call's lease has run out. The
+	// handler learns it from Recovered and must look its effect up rather
+	// than make it again. Without Recover such retries get DATA_LOSS
+	// (ReasonOutcomeNotStored).
+	Recover bool
+
 	// ShouldStore reports whether an answer with this code is stored and
 	// replayed; when it reports false the key is released, so a retry runs
 	// the handler again. Default StoreDefault. After Commit, every answer

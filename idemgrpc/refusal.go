@@ -25,6 +25,7 @@ const (
 	ReasonStoreUnavailable = "IDEMPOTENCY_STORE_UNAVAILABLE"
 	ReasonStoredOutcome    = "IDEMPOTENCY_STORED_OUTCOME"
 	ReasonOutcomeTooLarge  = "IDEMPOTENCY_OUTCOME_TOO_LARGE"
+	ReasonOutcomeNotStored = "IDEMPOTENCY_OUTCOME_NOT_STORED"
 	ReasonNotProto         = "IDEMPOTENCY_NOT_PROTO"
 )
 

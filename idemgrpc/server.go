@@ -70,7 +70,12 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	s.emit(ctx, c, ledger.Event{Kind: ledger.EventClaimed})
 
-	hctx, committed := withCommit(ctx)
+	// The mark works on a copy taken before the heartbeat starts, which
+	// updates claim's lease end from its own goroutine.
+	marked := *claim
+	committed := &commitPoint{recovered: claim.CommittedAt}
+	committed.mark = func(hctx context.Context) { s.commit(hctx, c, &marked) }
+	hctx := withCommit(ctx, committed)
 	hb := s.startHeartbeat(ctx, c, claim)
 	finished := false
 	defer func() {
@@ -82,7 +87,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		// the failure is kept, so a retry cannot repeat the effect. The
 		// panic goes on either way.
 		hb.Stop()
-		if committed.Load() {
+		if committed.flag.Load() {
 			st := status.New(codes.Internal, "the handler failed after its commit point")
 			s.complete(ctx, c, claim, nil, st, ledger.ReasonPanic)
 			return
@@ -108,7 +113,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	switch {
 	case s.cfg.ShouldStore(st.Code()):
 		s.complete(ctx, c, claim, resp, st, "")
-	case committed.Load():
+	case committed.flag.Load():
 		s.complete(ctx, c, claim, resp, st, why) // stored only because of the commit point
 	default:
 		s.release(ctx, c, claim, why, st.Code())
@@ -153,7 +158,7 @@ func (s *server) prepare(ctx context.Context, req any, method string, start time
 		// A server whose codec is not protobuf: a refusal, no event.
 		return nil, refusal(codes.Internal, ReasonNotProto, "the request could not be fingerprinted", 0)
 	}
-	return &call{method: method, start: start, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}}, nil
+	return &call{method: method, start: start, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp, Recover: s.cfg.Recover}}, nil
 }
 
 // keyProblem says what is wrong with a key, without quoting it, or returns
@@ -184,6 +189,12 @@ func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
 		wait := min(max(inFlight.RetryAfter, time.Millisecond), s.cfg.InFlightRetryAfter)
 		refused = refusal(codes.Unavailable, ReasonInFlight, "a call with this idempotency key is in flight", wait)
 		s.emit(ctx, c, ledger.Event{Kind: ledger.EventInFlight, Status: int(codes.Unavailable)})
+	case errors.Is(err, ledger.ErrCommitted):
+		// The first call passed its commit point and vanished: its effect
+		// was made and its answer is lost, as for an oversized answer.
+		refused = refusal(codes.DataLoss, ReasonOutcomeNotStored,
+			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(codes.DataLoss)})
 	case errors.Is(err, ledger.ErrKeyReused):
 		refused = refusal(codes.FailedPrecondition, ReasonKeyReused, "this idempotency key was used with another call", 0)
 		s.emit(ctx, c, ledger.Event{Kind: ledger.EventKeyReused, Status: int(codes.FailedPrecondition)})
@@ -200,10 +211,10 @@ func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
 		// The handler runs unprotected: its answer is not known yet. Not
 		// for a missing table, a deployment error that would otherwise
 		// leave every call unprotected until someone noticed.
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Err: err})
+		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "claim", Err: err})
 	default:
 		refused = refusal(codes.Unavailable, ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Status: int(codes.Unavailable), Err: err})
+		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "claim", Status: int(codes.Unavailable), Err: err})
 	}
 	return refused
 }
@@ -261,13 +272,24 @@ func (s *server) release(ctx context.Context, c *call, claim *ledger.Claim, why 
 	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReleased, Reason: why, Status: int(code)})
 }
 
-// failureKind returns the event of a failed Complete, Release or Extend.
+// commit writes the commit point of claim into its record, and reports it.
+func (s *server) commit(ctx context.Context, c *call, claim *ledger.Claim) {
+	if err := s.l.Commit(ctx, claim); err != nil {
+		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "commit", Err: err})
+		return
+	}
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventCommitted})
+}
+
+// failureKind returns the event of a failed ledger operation.
 func failureKind(err error) ledger.EventKind {
 	switch {
 	case errors.Is(err, ledger.ErrLeaseLost):
 		return ledger.EventLeaseLost
 	case errors.Is(err, ledger.ErrRetryable):
 		return ledger.EventStoreBusy
+	case errors.Is(err, ledger.ErrOutcomeUnknown):
+		return ledger.EventOutcomeUnknown
 	}
 	return ledger.EventStoreUnavailable
 }

@@ -3,7 +3,9 @@ package idemhttp
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -22,6 +24,12 @@ type Claim struct {
 	// lease was taken over). Zero under TxHandler alone, whose writes the
 	// transaction guards instead.
 	Fence int64
+	// CommittedAt is non-zero when this run recovers (Options.Recover) a
+	// request whose earlier run passed its commit point at that time and
+	// then vanished without an answer: the effect was made, so look it up
+	// (by Key, which an upstream service can be asked about) and answer
+	// from it rather than make it again.
+	CommittedAt time.Time
 }
 
 // ctxKey is the context key of the claim a Middleware or TxHandler holds.
@@ -36,6 +44,12 @@ type held struct {
 	// commit point applies to.
 	lease     bool
 	committed atomic.Bool
+	// recovered is the earlier run's commit time for a recovery claim.
+	recovered time.Time
+	// mark writes the commit point into the record, once (markOnce), so
+	// that a crash of this process after it cannot lead to a second run.
+	mark     func(ctx context.Context)
+	markOnce sync.Once
 }
 
 // withHeld returns r with h in its context.
@@ -59,7 +73,7 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 	if h == nil {
 		return Claim{}, false
 	}
-	return Claim{Scope: h.req.Scope, Key: h.req.Key, Fence: h.fence}, true
+	return Claim{Scope: h.req.Scope, Key: h.req.Key, Fence: h.fence, CommittedAt: h.recovered}, true
 }
 
 // Commit marks the commit point of the request whose context is ctx: the
@@ -79,19 +93,31 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 //     Options.ReleaseOversized says: retries get 410
 //     (CodeOutcomeNotStored).
 //
+// The mark is also written into the key's record before Commit returns
+// ([ledger.Ledger.Commit], one guarded statement, retried through
+// connection faults within the lease): should the process die before the
+// answer is stored, a retry after the lease runs out gets 410
+// (CodeOutcomeNotStored) instead of a second run, or, with
+// Options.Recover, runs the handler knowing it (Claim.CommittedAt). If
+// the mark cannot be written (the store stays unreachable), an
+// EventStoreUnavailable or EventOutcomeUnknown with Op "commit" is
+// reported and the mark holds in this process only: the answer is still
+// stored at the end, but a crash before that lets a retry run again after
+// the lease.
+//
 // Commit reports whether a Middleware's claim protects the request, and
 // so whether the mark has any effect. It returns false for an unprotected
 // request, and under TxHandler alone, whose commit point is the commit of
-// its transaction. It may be called more than once, from any goroutine.
-//
-// The mark lives in the serving process: if the process dies after the
-// commit point and before the answer is stored, the lease runs out and a
-// retry runs the handler again, as without it.
+// its transaction. It may be called more than once, from any goroutine;
+// the record is written once, and every call returns after that write.
 func Commit(ctx context.Context) bool {
 	h := heldFrom(ctx)
 	if h == nil || !h.lease {
 		return false
 	}
 	h.committed.Store(true)
+	if h.mark != nil {
+		h.markOnce.Do(func() { h.mark(ctx) })
+	}
 	return true
 }

@@ -85,14 +85,14 @@ func TestCommitPoint(t *testing.T) {
 	}{
 		{"panic after the commit point", Options{}, true, func(http.ResponseWriter) { panic("boom") },
 			answerWant{500, problem500, "true"}, 2, answerWant{500, problem500, "true"}, 1,
-			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonPanic, 500),
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventCommitted, "", 0), ev(ledger.EventStored, ledger.ReasonPanic, 500),
 				ev(ledger.EventReplayed, "", 500), ev(ledger.EventReplayed, "", 500)}},
 		{"panic, no commit point", Options{}, false, func(http.ResponseWriter) { panic("boom") },
 			answerWant{}, 5, answerWant{}, 6,
 			times(6, ev(ledger.EventClaimed, "", 0), ev(ledger.EventReleased, ledger.ReasonPanic, 0))},
 		{"503 after the commit point", Options{}, true, func(w http.ResponseWriter) { w.WriteHeader(503) },
 			answerWant{503, "", "true"}, 2, answerWant{503, "", "true"}, 1,
-			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonStatus, 503),
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventCommitted, "", 0), ev(ledger.EventStored, ledger.ReasonStatus, 503),
 				ev(ledger.EventReplayed, "", 503), ev(ledger.EventReplayed, "", 503)}},
 		{"503, no commit point", Options{}, false, func(w http.ResponseWriter) { w.WriteHeader(503) },
 			answerWant{503, "", ""}, 5, answerWant{503, "", ""}, 6,
@@ -102,7 +102,7 @@ func TestCommitPoint(t *testing.T) {
 			w.(http.Flusher).Flush()
 			io.WriteString(w, "rest")
 		}, answerWant{200, "part,rest", ""}, 1, answerWant{200, "part,rest", "true"}, 1,
-			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonFlush, 200),
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventCommitted, "", 0), ev(ledger.EventStored, ledger.ReasonFlush, 200),
 				ev(ledger.EventReplayed, "", 200)}},
 		{"flush, no commit point", Options{}, false, func(w http.ResponseWriter) {
 			io.WriteString(w, "part,")
@@ -112,7 +112,7 @@ func TestCommitPoint(t *testing.T) {
 		{"oversized after the commit point, ReleaseOversized", Options{MaxBodyBytes: 8, ReleaseOversized: true}, true, func(w http.ResponseWriter) {
 			io.WriteString(w, "sixteen bytes...")
 		}, answerWant{200, "sixteen bytes...", ""}, 1, answerWant{410, gone, "true"}, 1,
-			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonOversized, 200),
+			[]ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventCommitted, "", 0), ev(ledger.EventStored, ledger.ReasonOversized, 200),
 				ev(ledger.EventReplayed, "", 410)}},
 		{"oversized, ReleaseOversized, no commit point", Options{MaxBodyBytes: 8, ReleaseOversized: true}, false, func(w http.ResponseWriter) {
 			io.WriteString(w, "sixteen bytes...")

@@ -176,6 +176,7 @@
 //
 //	event              Reason or Op                 Status            when
 //	claimed            -                            0                 the claim won: the handler runs
+//	committed          -                            0                 the handler's Commit was written into the record
 //	stored             -                            the answer's      the answer was stored
 //	stored             oversized                    the answer's      too long to store: a marker kept (410 for retries)
 //	stored             panic                        500               a panic after the commit point, stored
@@ -184,15 +185,18 @@
 //	released           status, flush or oversized   the answer's      ShouldStore refused the status; flushed, hijacked or
 //	                                                                  with trailers (flush); over MaxBodyBytes with ReleaseOversized
 //	replayed           -                            the answer's      answered from the record (410 for a marker, 500 for a
-//	                                                                  record that is no HTTP answer)
+//	                                                                  record that is no HTTP answer, 410 for a first
+//	                                                                  request that passed its commit point and vanished)
 //	in_flight          -                            409               the key's first request still runs
 //	key_reused         -                            422               the key came with another request
 //	lease_lost         Op extend, complete,         the answer's (1)  another request took the key over
 //	                   or release
-//	store_busy         Op claim, complete,          the answer's (1)  the store stayed locked past its busy timeout
+//	store_busy         Op claim, commit, complete,  the answer's (1)  the store stayed locked past its busy timeout
 //	                   release or extend
-//	store_unavailable  Op claim, complete,          the answer's (1)  the store failed otherwise
+//	store_unavailable  Op claim, commit, complete,  the answer's (1)  the store failed otherwise
 //	                   release or extend
+//	outcome_unknown    Op claim, commit, complete,  the answer's (1)  the connection broke after the statement may have
+//	                   release or extend                              run, and retries within the lease did not settle it
 //
 // (1) A failed claim is answered 503, or runs the handler unprotected with
 // FailOpen (Status 0); a failed extension has no answer yet (Status 0). A

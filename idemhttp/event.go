@@ -21,6 +21,9 @@ const (
 	reasonFlush     reason = "flush"     // the handler flushed (streamed) its answer
 	reasonTrailers  reason = "trailers"  // the handler announced trailers
 	reasonHijack    reason = "hijack"    // the handler took the connection over
+	// reasonCommitted: the run passed its commit point and vanished before
+	// its answer was stored (ledger.ErrCommitted); never stored itself.
+	reasonCommitted reason = "committed"
 )
 
 // eventReason is the Reason of why in the events: an answer that left
@@ -57,6 +60,8 @@ func failureKind(err error) ledger.EventKind {
 		return ledger.EventLeaseLost
 	case busy(err):
 		return ledger.EventStoreBusy
+	case errors.Is(err, ledger.ErrOutcomeUnknown):
+		return ledger.EventOutcomeUnknown
 	}
 	return ledger.EventStoreUnavailable
 }

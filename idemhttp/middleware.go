@@ -76,7 +76,11 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg.emit(p, ledger.Event{Kind: ledger.EventClaimed})
 
 	cw := newCapture(w, cfg.allow, cfg.maxBody)
-	h := &held{l: m.l, req: p.req, fence: claim.Fence, lease: true}
+	h := &held{l: m.l, req: p.req, fence: claim.Fence, lease: true, recovered: claim.CommittedAt}
+	// The mark works on a copy taken before the heartbeat starts, which
+	// updates claim's lease end from its own goroutine.
+	marked := *claim
+	h.mark = func(ctx context.Context) { m.commit(ctx, p, &marked) }
 	hb := m.startHeartbeat(p, claim)
 	finished := false
 	defer func() {
@@ -151,6 +155,15 @@ func (m *middleware[TTx]) complete(p *prepared, c *ledger.Claim, out ledger.Outc
 		return
 	}
 	m.cfg.emit(p, ledger.Event{Kind: ledger.EventStored, Reason: eventReason(why), Status: out.Status})
+}
+
+// commit writes the commit point of c into its record, and reports it.
+func (m *middleware[TTx]) commit(ctx context.Context, p *prepared, c *ledger.Claim) {
+	if err := m.l.Commit(ctx, c); err != nil {
+		m.cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "commit", Err: err})
+		return
+	}
+	m.cfg.emit(p, ledger.Event{Kind: ledger.EventCommitted})
 }
 
 // detached returns a context that outlives the client's disconnect but not
@@ -254,7 +267,7 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request, next http.Han
 			Detail: "the request could not be fingerprinted", Err: err})
 		return nil, false
 	}
-	p := &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp}, start: start}
+	p := &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp, Recover: cfg.recover}, start: start}
 	if cfg.observer != nil {
 		p.route = route(r, next) // a route lookup only for the events
 	}
@@ -303,6 +316,12 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 		cfg.refuse(w, r, Refusal{Status: http.StatusConflict, Code: CodeInFlight,
 			Detail: "a request with this idempotency key is in flight", RetryAfter: time.Duration(secs) * time.Second, Err: err})
 		return true
+	case errors.Is(err, ledger.ErrCommitted):
+		// The first run passed its commit point and vanished: its effect
+		// was made and its answer is lost, as for a marker.
+		cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: http.StatusGone})
+		cfg.refuseNotStored(w, r, notStoredMarker(0, reasonCommitted))
+		return true
 	case errors.Is(err, ledger.ErrKeyReused):
 		cfg.emit(p, ledger.Event{Kind: ledger.EventKeyReused, Status: http.StatusUnprocessableEntity})
 		cfg.refuse(w, r, Refusal{Status: http.StatusUnprocessableEntity, Code: CodeKeyReused,
@@ -330,10 +349,10 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 		// The handler runs unprotected: its answer is not known yet. Not
 		// for a missing table, a deployment error that would otherwise
 		// leave every request unprotected until someone noticed.
-		cfg.emit(p, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Err: err})
+		cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Err: err})
 		return false
 	}
-	cfg.emit(p, ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
+	cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
 	cfg.refuseUnavailable(w, r, err)
 	return true
 }

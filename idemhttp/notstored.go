@@ -37,6 +37,8 @@ func (cfg *config) refuseNotStored(w http.ResponseWriter, r *http.Request, out l
 	switch why {
 	case reasonOversized:
 		detail += ", but its answer was too large to keep, so it cannot be sent again"
+	case reasonCommitted:
+		detail = "the request with this idempotency key made its effect, then stopped before its answer was kept, so it cannot be sent again"
 	default:
 		detail += ", but its answer could not be kept, so it cannot be sent again"
 	}

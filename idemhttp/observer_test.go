@@ -220,7 +220,7 @@ func TestObserverEvents(t *testing.T) {
 			}
 			post(t, e, `{}`, 500)
 		},
-		want: []ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonPanic, 500),
+		want: []ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventCommitted, "", 0), ev(ledger.EventStored, ledger.ReasonPanic, 500),
 			ev(ledger.EventReplayed, "", 500)},
 	}, {
 		name: "status not stored",
@@ -235,7 +235,7 @@ func TestObserverEvents(t *testing.T) {
 			return func(w http.ResponseWriter, r *http.Request) { Commit(r.Context()); w.WriteHeader(503) }
 		},
 		drive: func(t *testing.T, e *env) { post(t, e, `{}`, 503); post(t, e, `{}`, 503) },
-		want: []ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventStored, ledger.ReasonStatus, 503),
+		want: []ledger.Event{ev(ledger.EventClaimed, "", 0), ev(ledger.EventCommitted, "", 0), ev(ledger.EventStored, ledger.ReasonStatus, 503),
 			ev(ledger.EventReplayed, "", 503)},
 	}, {
 		name: "flushed",

@@ -110,6 +110,15 @@ type Options struct {
 	// panics.
 	MaxBodyBytes int64
 
+	// Recover lets a retry run the handler again after an earlier run
+	// passed its commit point (Commit) and vanished without storing an
+	// answer (its process died), once that run's lease has run out. The
+	// handler then finds the earlier commit time in ClaimFrom's
+	// Claim.CommittedAt, and must look its effect up rather than make it
+	// again: Stripe's recovery point. Without Recover such retries get 410
+	// (CodeOutcomeNotStored). Middleware only.
+	Recover bool
+
 	// ReleaseOversized releases the key, instead of keeping a marker, when
 	// a response is longer than MaxBodyBytes: a retry then runs the handler
 	// again. Only for handlers that are safe to run twice; past the commit
@@ -233,6 +242,7 @@ type config struct {
 	maxBody          int64
 	shouldStore      func(int) bool
 	releaseOversized bool
+	recover          bool
 	allow            map[string]bool
 	policy           FailurePolicy
 	fingerprint      func(*http.Request, []byte) (hash.Digest, error)
@@ -255,6 +265,7 @@ func newConfig(o Options, maxKey int) *config {
 		maxBody:          o.MaxBodyBytes,
 		shouldStore:      o.ShouldStore,
 		releaseOversized: o.ReleaseOversized,
+		recover:          o.Recover,
 		allow:            make(map[string]bool),
 		policy:           o.FailurePolicy,
 		fingerprint:      o.Fingerprint,

@@ -32,7 +32,7 @@
 // Both instruments carry the same attribute set. This package's own:
 //
 //	key                         type    when                                  values
-//	idemledger.event.kind       string  always                                claimed, replayed, in_flight, key_reused, stored, released, lease_lost, store_busy, store_unavailable (unknown for any other)
+//	idemledger.event.kind       string  always                                claimed, committed, replayed, in_flight, key_reused, stored, released, lease_lost, store_busy, store_unavailable, outcome_unknown (unknown for any other)
 //	idemledger.event.reason     string  Event.Reason is set                   panic, status, oversized, flush, error
 //	idemledger.event.operation  string  Event.Op is set                       claim, complete, release, extend
 //

@@ -37,8 +37,9 @@ const (
 // The attribute keys of this package's own attributes.
 const (
 	// KindKey is the event's kind, ledger.EventKind.String(): "claimed",
-	// "replayed", "in_flight", "key_reused", "stored", "released",
-	// "lease_lost", "store_busy", "store_unavailable".
+	// "committed", "replayed", "in_flight", "key_reused", "stored",
+	// "released", "lease_lost", "store_busy", "store_unavailable",
+	// "outcome_unknown".
 	KindKey = attribute.Key("idemledger.event.kind")
 	// ReasonKey is the event's ledger.Reason, when it has one.
 	ReasonKey = attribute.Key("idemledger.event.reason")

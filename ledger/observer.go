@@ -39,12 +39,21 @@ const (
 	// EventStoreUnavailable: the store failed otherwise (unreachable,
 	// refused, timed out).
 	EventStoreUnavailable
+	// EventOutcomeUnknown: the store's answer to the operation in Op was
+	// lost (ErrOutcomeUnknown: the connection broke after the statement
+	// may have run) and retrying within the lease did not settle it, so it
+	// may or may not have taken effect.
+	EventOutcomeUnknown
+	// EventCommitted: the handler marked its commit point and the mark was
+	// written into the record (Ledger.Commit).
+	EventCommitted
 )
 
 var eventNames = [...]string{
 	EventClaimed: "claimed", EventReplayed: "replayed", EventInFlight: "in_flight",
 	EventKeyReused: "key_reused", EventStored: "stored", EventReleased: "released",
 	EventLeaseLost: "lease_lost", EventStoreBusy: "store_busy", EventStoreUnavailable: "store_unavailable",
+	EventOutcomeUnknown: "outcome_unknown", EventCommitted: "committed",
 }
 
 // String returns the kind in snake_case ("in_flight", "key_reused"), the
@@ -86,9 +95,10 @@ type Event struct {
 	Kind EventKind
 	// Reason qualifies EventReleased and EventStored; empty otherwise.
 	Reason Reason
-	// Op is the ledger operation that failed ("claim", "complete",
-	// "release", "extend"), for EventStoreBusy, EventStoreUnavailable and
-	// EventLeaseLost; empty otherwise.
+	// Op is the ledger operation that failed ("claim", "commit",
+	// "complete", "release", "extend"), for EventStoreBusy,
+	// EventStoreUnavailable, EventOutcomeUnknown and EventLeaseLost; empty
+	// otherwise.
 	Op string
 	// Method is the HTTP request method, or the gRPC full method name
 	// ("/package.Service/Method").
@@ -141,9 +151,9 @@ func Observers(obs ...Observer) Observer {
 // LogObserver returns an Observer that writes each event as one slog
 // record, "idempotency: <kind>", with the attributes method, route,
 // status, reason, op, duration and error where set. Levels: Debug for
-// claimed and stored, Info for replayed and in flight, Warn for key
+// claimed, committed and stored, Info for replayed and in flight, Warn for key
 // reused, released and store busy, Error for lease lost and store
-// unavailable. A nil logger means slog.Default().
+// unavailable and outcome unknown. A nil logger means slog.Default().
 func LogObserver(l *slog.Logger) Observer {
 	return ObserverFunc(func(ctx context.Context, e Event) {
 		lg := l
@@ -175,11 +185,11 @@ func LogObserver(l *slog.Logger) Observer {
 
 func eventLevel(k EventKind) slog.Level {
 	switch k {
-	case EventClaimed, EventStored:
+	case EventClaimed, EventStored, EventCommitted:
 		return slog.LevelDebug
 	case EventReplayed, EventInFlight:
 		return slog.LevelInfo
-	case EventLeaseLost, EventStoreUnavailable:
+	case EventLeaseLost, EventStoreUnavailable, EventOutcomeUnknown:
 		return slog.LevelError
 	}
 	return slog.LevelWarn
