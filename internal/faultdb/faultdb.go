@@ -38,6 +38,8 @@ type Plan struct {
 	cancelAt int
 	// cancelAfter is CancelAfter's n; 0 when unset.
 	cancelAfter int
+	// failAfter is FailAfter's n, with err; 0 when unset.
+	failAfter int
 	cancel      context.CancelFunc
 	fired       bool
 	seen        []string
@@ -68,13 +70,24 @@ func (p *Plan) CancelAfter(n int, cancel context.CancelFunc) {
 	p.arm(func() { p.cancelAfter, p.cancel = n, cancel })
 }
 
+// FailAfter arms the plan: the n-th statement from now (1-based) runs to its
+// end, then reports err (ErrInjected when err is nil) instead of its
+// result: an I/O error after the write, or a reply that never arrived, so
+// that the caller cannot tell that the statement ran.
+func (p *Plan) FailAfter(n int, err error) {
+	if err == nil {
+		err = ErrInjected
+	}
+	p.arm(func() { p.failAfter, p.err = n, err })
+}
+
 // Count arms the plan to count statements without failing any.
 func (p *Plan) Count() { p.arm(func() {}) }
 
 func (p *Plan) arm(set func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.n, p.failAt, p.err, p.cancelAt, p.cancelAfter, p.cancel, p.fired, p.seen = true, 0, 0, nil, 0, 0, nil, false, nil
+	p.armed, p.n, p.failAt, p.failAfter, p.err, p.cancelAt, p.cancelAfter, p.cancel, p.fired, p.seen = true, 0, 0, 0, nil, 0, 0, nil, false, nil
 	set()
 }
 
@@ -125,6 +138,15 @@ func (p *Plan) step(what string) (after func(ctx context.Context, _ error) error
 			p.mu.Unlock()
 			cancel()
 			return ctx.Err()
+		}
+	}
+	if p.n == p.failAfter {
+		err := p.err
+		after = func(context.Context, error) error {
+			p.mu.Lock()
+			p.fired = true
+			p.mu.Unlock()
+			return err
 		}
 	}
 	if p.n == p.failAt {

@@ -1,0 +1,272 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/faultdb"
+	"github.com/idemledger/idemledger/internal/faultnet"
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/pgxv5"
+	"github.com/idemledger/idemledger/postgres"
+	"github.com/idemledger/idemledger/sqlite"
+)
+
+// The cut tests of issue 19: every lease-mode statement has its connection
+// cut before the request, after it (the server ran it, the reply is lost)
+// and mid-reply, on PostgreSQL through a TCP proxy (internal/faultnet);
+// on SQLite each statement of the operation fails with SQLITE_IOERR
+// before or after it ran, and with SQLITE_FULL (internal/faultdb). After
+// each cut the rules hold:
+//
+//   - a claim that failed never leaves its key locked: the retry wins at
+//     once (a claim that succeeded holds it, under its live lease);
+//   - Commit, Complete, Release and Extend end as if nothing had happened
+//     when the fault is transient (the operation retried it), and the
+//     record shows it: committed, completed and replayed, gone, extended;
+//   - a record marked committed is never taken over: past its lease a
+//     retry gets ErrCommitted, and runs again only with Recover.
+
+// sqliteIOErr and sqliteFull are SQLite's result codes as the ledger reads
+// them (driver.CodeError): SQLITE_IOERR and SQLITE_FULL
+// (https://sqlite.org/rescode.html).
+type sqliteErr int
+
+func (e sqliteErr) Error() string { return fmt.Sprintf("injected SQLite error %d", int(e)) }
+func (e sqliteErr) Code() int     { return int(e) }
+
+const (
+	sqliteIOErr sqliteErr = 10
+	sqliteFull  sqliteErr = 13
+)
+
+// cut is a way to break the next statement of an operation.
+type cut struct {
+	name string
+	// arm breaks a statement: on PostgreSQL the next one that carries
+	// marker, on SQLite the n-th from now.
+	arm func(marker string, n int)
+	// transient is false when the fault is not one the ledger retries
+	// (SQLITE_FULL): the operation then fails and the caller may retry.
+	transient bool
+}
+
+// cutRig is a ledger whose every statement goes through a cutter, beside
+// a clean view of the same database for assertions.
+type cutRig[TTx any] struct {
+	l      *ledger.Ledger[TTx]
+	clean  *ledger.Ledger[TTx]
+	clock  *clock
+	cuts   []cut
+	fired  func() bool
+	disarm func()
+	// perStatement is true on SQLite, where a cut names a statement by
+	// its rank in the operation, so the test tries every rank.
+	perStatement bool
+}
+
+func newCutRig[TTx any](t *testing.T, d *testdb.DB[TTx]) *cutRig[TTx] {
+	t.Helper()
+	clk := &clock{now: t0}
+	opts := ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: clk.Now}
+	rig := &cutRig[TTx]{clock: clk}
+	var cutDriver any
+	switch d.Name {
+	case testdb.SQLite:
+		plan := &faultdb.Plan{}
+		fdb, err := faultdb.Open(d.Source, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fdb.Close() })
+		cutDriver = sqlite.New(fdb)
+		rig.perStatement = true
+		rig.fired, rig.disarm = plan.Fired, plan.Disarm
+		rig.cuts = []cut{
+			{"IOERR before", func(_ string, n int) { plan.FailAt(n, sqliteIOErr) }, true},
+			{"IOERR after", func(_ string, n int) { plan.FailAfter(n, sqliteIOErr) }, true},
+			{"FULL", func(_ string, n int) { plan.FailAt(n, sqliteFull) }, false},
+		}
+	default:
+		u, err := url.Parse(d.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy, err := faultnet.Listen(u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { proxy.Close() })
+		u.Host = proxy.Addr()
+		if d.Name == testdb.Postgres {
+			db, err := sql.Open("pgx", u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			cutDriver = postgres.New(db)
+		} else {
+			pool, err := pgxpool.New(context.Background(), u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			cutDriver = pgxv5.New(pool)
+		}
+		rig.fired, rig.disarm = proxy.Fired, proxy.Disarm
+		for _, at := range []faultnet.Point{faultnet.BeforeRequest, faultnet.AfterRequest, faultnet.MidReply} {
+			rig.cuts = append(rig.cuts, cut{at.String(), func(marker string, _ int) { proxy.Arm([]byte(marker), at) }, true})
+		}
+	}
+	var err error
+	// Unprepared, so that every statement is seen by the cutter.
+	if rig.l, err = ledger.New(cutDriver.(driver.Driver[TTx]), opts); err != nil {
+		t.Fatal(err)
+	}
+	rig.l.Close()
+	if rig.clean, err = ledger.New(d.Driver, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rig.clean.Close() })
+	return rig
+}
+
+func TestCutConnections(t *testing.T) {
+	testdb.Each(t,
+		func(t *testing.T, d *testdb.DB[*sql.Tx]) { testCutConnections(t, d) },
+		func(t *testing.T, d *testdb.DB[pgx.Tx]) { testCutConnections(t, d) })
+}
+
+func testCutConnections[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	rig := newCutRig(t, d)
+	ctx := context.Background()
+	seq := 0
+	for _, c := range rig.cuts {
+		for _, op := range []string{"claim", "commit", "complete", "release", "extend"} {
+			// On SQLite every rank of the operation's statements in turn,
+			// until a rank past its last one (the fault did not fire).
+			for n := 1; ; n++ {
+				seq++
+				key := fmt.Sprintf("cut-%d", seq)
+				r := req(key, "p")
+				var held *ledger.Claim
+				if op != "claim" {
+					var err error
+					if held, err = rig.l.Claim(ctx, r); err != nil {
+						t.Fatalf("%s %s: claim before the cut: %v", c.name, op, err)
+					}
+				}
+				marker := key
+				if held != nil {
+					marker = held.Token // in every statement of the lease, and only there
+				}
+				c.arm(marker, n)
+				err := cutOp(ctx, rig.l, op, r, held)
+				fired := rig.fired()
+				rig.disarm()
+				if !fired {
+					if n == 1 {
+						t.Fatalf("%s %s: the cut never fired (%v)", c.name, op, err)
+					}
+					break
+				}
+				checkAfterCut(t, fmt.Sprintf("%s %s #%d", c.name, op, n), rig, c, op, r, held, err)
+				if !rig.perStatement {
+					break
+				}
+			}
+		}
+	}
+}
+
+// cutOp runs the operation under test.
+func cutOp[TTx any](ctx context.Context, l *ledger.Ledger[TTx], op string, r ledger.Request, held *ledger.Claim) error {
+	switch op {
+	case "claim":
+		_, err := l.Claim(ctx, r)
+		return err
+	case "commit":
+		return l.Commit(ctx, held)
+	case "complete":
+		return l.Complete(ctx, held, ledger.Outcome{Status: 201, Body: []byte("paid " + r.Key)})
+	case "release":
+		return l.Release(ctx, held)
+	case "extend":
+		return l.Extend(ctx, held)
+	}
+	panic(op)
+}
+
+// checkAfterCut asserts the rules of the package comment above for one
+// cut; err is the operation's.
+func checkAfterCut[TTx any](t *testing.T, what string, rig *cutRig[TTx], c cut, op string, r ledger.Request, held *ledger.Claim, err error) {
+	t.Helper()
+	ctx := context.Background()
+	if op == "claim" {
+		again, err2 := rig.clean.Claim(ctx, r)
+		switch {
+		case err != nil && err2 != nil:
+			t.Errorf("%s: the claim failed (%v) and its retry too: %v; want the retry to win at once", what, err, err2)
+		case err == nil && !errors.Is(err2, ledger.ErrInFlight):
+			t.Errorf("%s: the claim won, then its retry got %v, %v; want ErrInFlight under the live lease", what, again, err2)
+		}
+		return
+	}
+	if err != nil {
+		if c.transient {
+			t.Errorf("%s: %v; want the transient fault retried away", what, err)
+			return
+		}
+		// A fault the ledger does not retry: the lease still holds, and the
+		// caller's own retry succeeds once the fault clears.
+		if err2 := cutOp(ctx, rig.clean, op, r, held); err2 != nil {
+			t.Errorf("%s: failed with %v, then the caller's retry with %v", what, err, err2)
+			return
+		}
+	}
+	rec, gerr := rig.clean.Get(ctx, r.Scope, r.Key)
+	switch op {
+	case "commit":
+		if gerr != nil || rec.CommittedAt.IsZero() || rec.State != ledger.StateInFlight || rec.Fence != held.Fence {
+			t.Errorf("%s: record %+v, %v; want in flight under fence %d with a commit mark", what, rec, gerr, held.Fence)
+			return
+		}
+		// The holder vanishes: past its lease, a retry learns the effect
+		// happened, and only a recovery runs again, knowing it.
+		rig.clock.Advance(2 * time.Minute)
+		_, err := rig.clean.Claim(ctx, r)
+		var ce *ledger.CommittedError
+		if !errors.As(err, &ce) || ce.Fence != held.Fence || !ce.CommittedAt.Equal(rec.CommittedAt) {
+			t.Errorf("%s: retry after the lease: %v; want a *CommittedError of fence %d at %v", what, err, held.Fence, rec.CommittedAt)
+		}
+		rr := r
+		rr.Recover = true
+		rc, err := rig.clean.Claim(ctx, rr)
+		if err != nil || rc.Fence != held.Fence+1 || !rc.CommittedAt.Equal(rec.CommittedAt) {
+			t.Errorf("%s: recovery: %+v, %v; want fence %d knowing the mark of %v", what, rc, err, held.Fence+1, rec.CommittedAt)
+		}
+	case "complete":
+		rc, err := rig.clean.Claim(ctx, r)
+		if err != nil || !rc.Replayed() || string(rc.Replay.Outcome.Body) != "paid "+r.Key || rc.Replay.Outcome.Status != 201 {
+			t.Errorf("%s: retry: %+v, %v; want the replay of 201 %q", what, rc, err, "paid "+r.Key)
+		}
+	case "release":
+		if !errors.Is(gerr, ledger.ErrNotFound) {
+			t.Errorf("%s: record %+v, %v; want it released", what, rec, gerr)
+		}
+	case "extend":
+		if gerr != nil || rec.State != ledger.StateInFlight || !rec.LeaseExpiresAt.Equal(held.LeaseExpiresAt) {
+			t.Errorf("%s: record %+v, %v; want in flight until %v", what, rec, gerr, held.LeaseExpiresAt)
+		}
+	}
+}
