@@ -40,9 +40,9 @@ type Plan struct {
 	cancelAfter int
 	// failAfter is FailAfter's n, with err; 0 when unset.
 	failAfter int
-	cancel      context.CancelFunc
-	fired       bool
-	seen        []string
+	cancel    context.CancelFunc
+	fired     bool
+	seen      []string
 }
 
 // FailAt arms the plan: the n-th statement from now (1-based) returns err
