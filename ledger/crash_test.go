@@ -31,7 +31,7 @@ import (
 // process) and checks the invariants; the next worker starts again from
 // the last key that left a trace, as a client would retry.
 const (
-	crashModeEnv  = "IDEMLEDGER_CRASH_WORKER" // "mutate" or "lease": run as a worker
+	crashModeEnv  = "IDEMLEDGER_CRASH_WORKER" // "mutate", "lease" or "commit": run as a worker
 	crashDBEnv    = "IDEMLEDGER_CRASH_DB"     // the database file
 	crashKillsEnv = "IDEMLEDGER_CRASH_KILLS"  // kills per mode (default crashKillsCI)
 	crashSeedEnv  = "IDEMLEDGER_CRASH_SEED"   // seed of the kill delays (default: random, logged)
@@ -94,7 +94,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 	seed := uint64(envInt(crashSeedEnv, int(rand.Uint32())))
 	t.Logf("kills per mode %d, seed %d (%s=%d to repeat the kill delays)", kills, seed, crashSeedEnv, seed)
-	for _, mode := range []string{"mutate", "lease"} {
+	for _, mode := range []string{"mutate", "lease", "commit"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			c := newCrashRun(t, mode, seed)
@@ -122,6 +122,7 @@ type crashRun struct {
 
 	kills, killedBeforeReady int
 	leftInFlight, takeovers  int
+	commits                  int // mode "commit": keys whose mark was logged
 	lastChecked              crashFigures
 }
 
@@ -251,10 +252,13 @@ func (c *crashRun) finish() {
 		t.Errorf("after the last worker: %d completed keys, want every key from 0 to %d", f.completed, f.maxIndex)
 	}
 	msg := fmt.Sprintf("%s: %d kills, %d keys completed exactly once", c.mode, c.kills, f.completed)
-	if c.mode == "lease" {
+	if c.mode != "mutate" {
 		msg += fmt.Sprintf("; %d leases left in flight by a killed worker, %d taken over after expiry; "+
 			"keyed effect applied once per key; raw effect ran %d times for %d keys (%d re-runs, the lease-mode caveat)",
 			c.leftInFlight, c.takeovers, f.rawRuns, f.rawKeys, f.rawRuns-f.rawKeys)
+	}
+	if c.mode == "commit" {
+		msg += fmt.Sprintf("; %d keys marked committed, none of them run again after the mark", c.commits)
 	}
 	t.Log(msg)
 }
@@ -289,6 +293,9 @@ func (c *crashRun) check(final bool) {
 		c.checkMutate(db, rows, f)
 	case "lease":
 		c.checkLease(db, rows, &f)
+	case "commit":
+		c.checkLease(db, rows, &f)
+		c.checkCommits()
 	}
 	if f.maxIndex >= 0 {
 		c.from = f.maxIndex
@@ -457,6 +464,46 @@ func (c *crashRun) checkLease(db *sql.DB, rows map[string]crashLedgerRow, f *cra
 	}
 }
 
+// checkCommits checks mode "commit": a key whose commit point was marked
+// under fence f never ran its raw effect under a later fence, however the
+// worker that marked it died.
+func (c *crashRun) checkCommits() {
+	t := c.t
+	committed := map[string]int64{}
+	for _, line := range crashLogLines(t, filepath.Join(filepath.Dir(c.path), "commits.log")) {
+		committed[line.key] = line.fence
+	}
+	for _, line := range crashLogLines(t, c.effLog) {
+		if f, ok := committed[line.key]; ok && line.fence > f {
+			t.Errorf("after kill %d: %s marked committed under fence %d, its raw effect ran again under %d", c.kills, line.key, f, line.fence)
+		}
+	}
+	c.commits = len(committed)
+}
+
+type crashLogLine struct {
+	key   string
+	fence int64
+}
+
+// crashLogLines reads a "key fence" log; a missing file is empty.
+func crashLogLines(t *testing.T, path string) []crashLogLine {
+	raw, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var lines []crashLogLine
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		var l crashLogLine
+		if _, err := fmt.Sscan(sc.Text(), &l.key, &l.fence); err != nil {
+			t.Fatalf("%s: line %q: %v", path, sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
 // readyWriter closes ready when the worker prints its READY line.
 type readyWriter struct {
 	mu    sync.Mutex
@@ -509,6 +556,11 @@ func TestCrashWorker(t *testing.T) {
 		die("%v", err)
 	}
 	defer effLog.Close()
+	commitLog, err := os.OpenFile(filepath.Join(filepath.Dir(path), "commits.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		die("%v", err)
+	}
+	defer commitLog.Close()
 	ctx := context.Background()
 	os.Stdout.WriteString("READY\n")
 	for i := from; count == 0 || i < from+count; i++ {
@@ -519,7 +571,9 @@ func TestCrashWorker(t *testing.T) {
 		case "mutate":
 			err = crashMutate(ctx, db, l, r)
 		case "lease":
-			err = crashLeaseMode(ctx, db, l, r, effLog)
+			err = crashLeaseMode(ctx, db, l, r, effLog, nil)
+		case "commit":
+			err = crashLeaseMode(ctx, db, l, r, effLog, commitLog)
 		default:
 			err = fmt.Errorf("unknown mode %q", mode)
 		}
@@ -567,7 +621,15 @@ func crashMutate(ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], r l
 // and a keyed one, an insert keyed by the idempotency key and guarded by
 // the fence, which applies once whatever happens. The outcome stored is the
 // fence under which the keyed effect was applied.
-func crashLeaseMode(ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], r ledger.Request, effLog *os.File) error {
+//
+// With commitLog (mode "commit") the request marks its commit point
+// (Ledger.Commit) after both effects, logs "key fence" to commitLog once
+// the mark is written, and claims with Recover: a run that recovers a
+// marked record (Claim.CommittedAt) makes no effect, it looks the keyed
+// one up and completes with it. A key marked under fence f must then never
+// see its raw effect again under a later fence (checkCommits).
+func crashLeaseMode(ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], r ledger.Request, effLog, commitLog *os.File) error {
+	r.Recover = commitLog != nil
 	var c *ledger.Claim
 	for {
 		var err error
@@ -592,6 +654,14 @@ func crashLeaseMode(ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], 
 		}
 		return nil
 	}
+	if !c.CommittedAt.IsZero() {
+		// An earlier run made the effects and marked its commit point:
+		// answer from the keyed effect.
+		if err := db.QueryRowContext(ctx, "SELECT fence FROM crash_effects WHERE key = ?", r.Key).Scan(&applied); err != nil {
+			return fmt.Errorf("recovered effect: %w", err)
+		}
+		return l.Complete(ctx, c, ledger.Outcome{Status: 200, Body: []byte(strconv.FormatInt(applied, 10))})
+	}
 	if _, err := fmt.Fprintf(effLog, "%s %d\n", r.Key, c.Fence); err != nil {
 		return err
 	}
@@ -606,6 +676,17 @@ func crashLeaseMode(ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], 
 	}
 	if err := db.QueryRowContext(ctx, "SELECT fence FROM crash_effects WHERE key = ?", r.Key).Scan(&applied); err != nil {
 		return err
+	}
+	if commitLog != nil {
+		if err := l.Commit(ctx, c); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		if _, err := fmt.Fprintf(commitLog, "%s %d\n", r.Key, c.Fence); err != nil {
+			return err
+		}
+		// The work between the effect and the answer (rendering it,
+		// say): a window in which kills land, so that recoveries happen.
+		time.Sleep(2 * time.Millisecond)
 	}
 	return l.Complete(ctx, c, ledger.Outcome{Status: 200, Body: []byte(strconv.FormatInt(applied, 10))})
 }
