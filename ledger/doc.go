@@ -108,6 +108,40 @@
 // instant of the read, whatever happens after it. A record being taken
 // over or purged has expired, and is never answered from.
 //
+// # Faults
+//
+// A statement whose connection breaks (reset, closed, the reply lost, the
+// server shut down; SQLITE_IOERR on SQLite) may or may not have run: such
+// errors match ErrOutcomeUnknown. Lease mode copes with them so that no
+// key runs twice after its commit point and none stays locked for nothing:
+//
+//	operation  on a connection fault                   then
+//	Claim      ends the lease it may have taken        the retry takes the key over at once
+//	           (Abandon, retried for up to 2 s)
+//	Commit     retried until the lease runs out        repeatable: a retry keeps the first mark
+//	Complete   retried until the lease runs out        "no row" after an unknown attempt is
+//	                                                   settled by reading the record
+//	Release    retried until the lease runs out        a record found gone counts as released
+//	Extend     retried until the lease runs out        repeatable
+//
+// Retries go to the driver's pool, which hands out a fresh connection.
+// Inside a transaction (Mutate, CompleteTx) nothing is retried: a broken
+// connection took the transaction with it, and the caller runs it again.
+// A busy SQLite database (ErrBusy) is retried the same way.
+//
+// # Commit point
+//
+// Lease mode runs effects the database cannot roll back. Commit writes into
+// the record that the effect was made; from then on the record is never
+// handed to a takeover as if nothing had happened. Should its holder vanish
+// before Complete, a claim after the lease gets a *CommittedError
+// (ErrCommitted), or, when the request sets Recover, takes the record over
+// with Claim.CommittedAt set so that the operation looks its effect up
+// instead of making it again (the recovery point of Stripe's design).
+// Release refuses a marked record. A second execution is then possible
+// only when no commit point was marked, or when the holder died between the
+// effect and the mark.
+//
 // # Engines
 //
 // The ledger runs on SQLite (package sqlite; one machine) or on PostgreSQL
