@@ -64,6 +64,8 @@ type cut struct {
 // cutRig is a ledger whose every statement goes through a cutter, beside
 // a clean view of the same database for assertions.
 type cutRig[TTx any] struct {
+	d      *testdb.DB[TTx]
+	drv    driver.Driver[TTx] // the driver whose statements are cut
 	l      *ledger.Ledger[TTx]
 	clean  *ledger.Ledger[TTx]
 	clock  *clock
@@ -79,7 +81,7 @@ func newCutRig[TTx any](t *testing.T, d *testdb.DB[TTx]) *cutRig[TTx] {
 	t.Helper()
 	clk := &clock{now: t0}
 	opts := ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: clk.Now}
-	rig := &cutRig[TTx]{clock: clk}
+	rig := &cutRig[TTx]{d: d, clock: clk}
 	var cutDriver any
 	switch d.Name {
 	case testdb.SQLite:
@@ -129,8 +131,9 @@ func newCutRig[TTx any](t *testing.T, d *testdb.DB[TTx]) *cutRig[TTx] {
 		}
 	}
 	var err error
+	rig.drv = cutDriver.(driver.Driver[TTx])
 	// Unprepared, so that every statement is seen by the cutter.
-	if rig.l, err = ledger.New(cutDriver.(driver.Driver[TTx]), opts); err != nil {
+	if rig.l, err = ledger.New(rig.drv, opts); err != nil {
 		t.Fatal(err)
 	}
 	rig.l.Close()
@@ -150,7 +153,8 @@ func TestCutConnections(t *testing.T) {
 func testCutConnections[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	rig := newCutRig(t, d)
 	ctx := context.Background()
-	seq := 0
+	seq, cuts := 0, 0
+	defer func() { t.Logf("%d cuts", cuts) }()
 	for _, c := range rig.cuts {
 		for _, op := range []string{"claim", "commit", "complete", "release", "extend"} {
 			// On SQLite every rank of the operation's statements in turn,
@@ -181,6 +185,7 @@ func testCutConnections[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 					break
 				}
 				checkAfterCut(t, fmt.Sprintf("%s %s #%d", c.name, op, n), rig, c, op, r, held, err)
+				cuts++
 				if !rig.perStatement {
 					break
 				}
@@ -267,6 +272,106 @@ func checkAfterCut[TTx any](t *testing.T, what string, rig *cutRig[TTx], c cut, 
 	case "extend":
 		if gerr != nil || rec.State != ledger.StateInFlight || !rec.LeaseExpiresAt.Equal(held.LeaseExpiresAt) {
 			t.Errorf("%s: record %+v, %v; want in flight until %v", what, rec, gerr, held.LeaseExpiresAt)
+		}
+	}
+}
+
+// TestCutMutate cuts the connection of each statement of the Mutate path
+// (BEGIN, the savepoint and the claim, fn's insert, the completion and
+// RELEASE, the caller's COMMIT) on every driver. The unit of work is the
+// caller's whole transaction: when it fails, the caller runs it again on
+// a sound connection. Held: exactly one order per key, and the record
+// replays that order's id, whichever statement was cut and whether or not
+// the cut COMMIT had committed.
+func TestCutMutate(t *testing.T) {
+	testdb.Each(t,
+		func(t *testing.T, d *testdb.DB[*sql.Tx]) { testCutMutate(t, d) },
+		func(t *testing.T, d *testdb.DB[pgx.Tx]) { testCutMutate(t, d) })
+}
+
+func testCutMutate[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	rig := newCutRig(t, d)
+	if _, err := d.SQL.Exec(ordersTable[d.Engine]); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// unit is the caller's transaction: begin, Mutate inserting an order,
+	// commit. hook runs just before the COMMIT.
+	unit := func(drv driver.Driver[TTx], l *ledger.Ledger[TTx], r ledger.Request, item string, hook func()) (int64, error) {
+		tx, err := drv.Begin(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer drv.Rollback(ctx, tx)
+		res, err := ledger.Mutate(ctx, l, tx, r, func(ctx context.Context) (int64, error) {
+			return d.QueryInt(ctx, tx, "INSERT INTO orders (item) VALUES ($1) RETURNING id", item)
+		})
+		if err != nil {
+			return 0, err
+		}
+		hook()
+		return res.Value, drv.Commit(ctx, tx)
+	}
+	seq, cuts := 0, 0
+	defer func() { t.Logf("%d cuts", cuts) }()
+	for _, c := range rig.cuts {
+		// On PostgreSQL each statement is named by a marker it alone
+		// carries; "commit" is armed just before the COMMIT is sent.
+		points := []string{"key", "item", "commit"}
+		if rig.perStatement {
+			points = []string{"rank"}
+		}
+		for _, point := range points {
+			for n := 1; ; n++ {
+				seq++
+				key, item := fmt.Sprintf("mutate-%d", seq), fmt.Sprintf("item-%d", seq)
+				r := req(key, "p")
+				hook := func() {}
+				switch point {
+				case "key":
+					c.arm(key, 0)
+				case "item":
+					c.arm(item, 0)
+				case "commit":
+					hook = func() { c.arm("commit", 0) }
+				case "rank":
+					c.arm("", n)
+				}
+				_, err := unit(rig.drv, rig.l, r, item, hook)
+				fired := rig.fired()
+				rig.disarm()
+				what := fmt.Sprintf("%s %s #%d", c.name, point, n)
+				if !fired {
+					if n == 1 {
+						t.Fatalf("%s: the cut never fired (%v)", what, err)
+					}
+					break
+				}
+				if err != nil {
+					// The caller runs its transaction again, on a sound
+					// connection.
+					if _, err2 := unit(d.Driver, rig.clean, r, item, func() {}); err2 != nil {
+						t.Errorf("%s: failed with %v, then its retry with %v", what, err, err2)
+						continue
+					}
+				}
+				cuts++
+				var orders, id int64
+				if err := d.SQL.QueryRow(testdb.Rebind(d.Engine, "SELECT count(*), COALESCE(max(id), 0) FROM orders WHERE item = ?"), item).Scan(&orders, &id); err != nil {
+					t.Fatal(err)
+				}
+				tx := d.Begin(t)
+				replayed, err := ledger.Mutate(ctx, rig.clean, tx, r, func(context.Context) (int64, error) {
+					return 0, errors.New("fn ran for a key whose transaction committed")
+				})
+				d.Rollback(t, tx)
+				if orders != 1 || err != nil || !replayed.Replayed || replayed.Value != id {
+					t.Errorf("%s: %d orders (id %d), replay %+v, %v; want one order, replayed", what, orders, id, replayed, err)
+				}
+				if point != "rank" {
+					break
+				}
+			}
 		}
 	}
 }
