@@ -401,7 +401,9 @@ expires 2100-01-01T00:00:00.000Z
 }
 
 // TestStatsLeaseRanOut: stats tells the records in flight whose lease ran
-// out (a holder killed mid-request) from live ones, on both engines.
+// out (a holder killed mid-request) from live ones, and counts those that
+// passed their commit point ("gone" marked it before it was killed);
+// inspect -in-flight shows when. On both engines.
 func TestStatsLeaseRanOut(t *testing.T) {
 	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
 		t.Run(e, func(t *testing.T) {
@@ -420,20 +422,35 @@ func TestStatsLeaseRanOut(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: c.key, Fingerprint: hash.Bytes([]byte(c.key))}); err != nil {
+				claim, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: c.key, Fingerprint: hash.Bytes([]byte(c.key))})
+				if err != nil {
 					t.Fatal(err)
+				}
+				if c.key == "gone" {
+					if err := l.Commit(ctx, claim); err != nil {
+						t.Fatal(err)
+					}
 				}
 				l.Close()
 			}
 			r := idemledger(t, "", "stats", "-db", dsn)
 			r.want(t, 0)
-			if got, want := squeeze(r.stdout), "in flight 2\n lease ran out 1\n passed commit point 0\ncompleted 0\nexpired, awaiting purge 0\n"; !strings.HasPrefix(got, want) {
+			if got, want := squeeze(r.stdout), "in flight 2\n lease ran out 1\n passed commit point 1\ncompleted 0\nexpired, awaiting purge 0\n"; !strings.HasPrefix(got, want) {
 				t.Errorf("stats:\n got %q\nwant it to start %q", got, want)
 			}
 			r = idemledger(t, "", "stats", "-json", "-db", dsn)
 			r.want(t, 0)
-			if !strings.Contains(r.stdout, "\"in_flight\": 2,\n  \"completed\": 0,\n  \"expired\": 0,\n  \"lease_expired\": 1,\n") {
+			if !strings.Contains(r.stdout, "\"in_flight\": 2,\n  \"completed\": 0,\n  \"expired\": 0,\n  \"lease_expired\": 1,\n  \"committed\": 1,\n") {
 				t.Errorf("stats -json: %q", r.stdout)
+			}
+			r = idemledger(t, "", "inspect", "-in-flight", "-db", dsn)
+			r.want(t, 0)
+			mark := earlier.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
+			lines := strings.Split(squeeze(r.stdout), "\n")
+			if len(lines) < 3 || lines[0] != "scope key fence created lease expires committed" ||
+				!strings.HasPrefix(lines[1], `"s" "gone" 1 `) || !strings.HasSuffix(lines[1], " "+mark) ||
+				!strings.HasPrefix(lines[2], `"s" "running" 1 `) || !strings.HasSuffix(lines[2], " -") {
+				t.Errorf("inspect -in-flight:\n%s\nwant gone committed at %s, running not", r.stdout, mark)
 			}
 		})
 	}
