@@ -222,3 +222,38 @@ func testCommittedThenGone[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		t.Errorf("handler runs %d, recovered %v; want one run, the recovery, knowing the mark of %v", runs.Load(), recovered, markedAt)
 	}
 }
+
+// TestCommitMarkFails: when the commit mark cannot be written (a fault the
+// ledger does not retry, here an injected error on the mark's UPDATE), the
+// request goes on: an event store_unavailable with Op "commit" reports it,
+// the mark holds in the process, so the handler's 503 is stored after all,
+// and the retry replays it instead of running the handler again. (What is
+// lost is only the protection against a crash before the answer is stored,
+// as README says.) SQLite, whose faults faultdb injects by statement.
+func TestCommitMarkFails(t *testing.T) {
+	b, plan, _ := faultSetup(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+		Commit(r.Context())
+		w.WriteHeader(http.StatusServiceUnavailable) // stored only because of the commit point
+	}, nil)
+	// The request's statements: the claim's SELECT and INSERT, then the
+	// mark's UPDATE.
+	plan.FailAt(3, nil)
+	if a := b.do(t, "POST", "/orders", "1", "k"); a.status != http.StatusServiceUnavailable {
+		t.Fatalf("first request: %+v", a)
+	}
+	if seen := plan.Seen(); len(seen) < 3 || !strings.Contains(seen[2], "committed_at") {
+		t.Fatalf("statements %q: the third is not the mark", seen)
+	}
+	plan.Disarm()
+	if a := b.do(t, "POST", "/orders", "1", "k"); a.status != http.StatusServiceUnavailable || a.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("retry: %+v; want the stored 503 replayed", a)
+	}
+	if n := b.calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+	b.obs.check(t,
+		ev(ledger.EventClaimed, "", 0),
+		ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "commit", Method: "POST"},
+		ev(ledger.EventStored, ledger.ReasonStatus, 503),
+		ev(ledger.EventReplayed, "", 503))
+}
