@@ -37,10 +37,13 @@ type KeyRules struct {
 // on the item (`"k";v=1`) are ignored. Unless rules.Strict is set, a bare
 // unquoted key (`Idempotency-Key: 8e03978e-...`) is accepted as well and
 // names the same key as its quoted form. A bare key is the whole field value,
-// trimmed of spaces and tabs, made of visible ASCII without commas: it is
-// never read as an RFC 9651 Token with parameters, so `batch;x` and
-// `batch;y` are two keys, and bare `a;b` names the same key as quoted
-// `"a;b"`. A value that begins with '"' must be a valid sf-string.
+// trimmed of spaces and tabs, made of printable ASCII (spaces inside
+// included, as stripe-go sends `order 42`) without commas: it is never read
+// as an RFC 9651 Token with parameters, so `batch;x` and `batch;y` are two
+// keys, and bare `a;b` names the same key as quoted `"a;b"`. A comma is
+// refused in a bare key because a proxy that joins two Idempotency-Key
+// lines makes one (RFC 9110 Section 5.3): quote such a key. A value that
+// begins with '"' must be a valid sf-string.
 //
 // Errors: ErrMissingKey when h has no Idempotency-Key field; an error
 // wrapping ErrInvalidKey when the field appears on more than one line, or the
@@ -119,23 +122,43 @@ func isString(v any) bool {
 	return ok
 }
 
-// checkBareOrQuoted enforces the character set of a key. A quoted key may
-// hold any printable ASCII character, space included (sf-string). A bare key
-// is visible ASCII without commas: a comma means an intermediary joined two
-// field lines, and a space that the quotes do not protect is more likely a
-// mistake than part of a key.
+// checkBareOrQuoted enforces the character set of a key: printable ASCII,
+// space included. A bare key may not hold a comma: an intermediary that
+// joins two field lines puts one there, so a bare comma cannot be told from
+// two keys.
 func checkBareOrQuoted(key string, quoted bool) error {
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if c < 0x20 || c > 0x7e {
-			return fmt.Errorf("%w: byte 0x%02x at offset %d is not printable ASCII", ErrInvalidKey, c, i)
+			return &keyCharError{c: c, offset: i}
 		}
-		if quoted {
-			continue
-		}
-		if c == ' ' || c == ',' {
-			return fmt.Errorf("%w: %q at offset %d in an unquoted key (quote the key as an sf-string)", ErrInvalidKey, c, i)
+		if c == ',' && !quoted {
+			return &keyCharError{c: c, offset: i, comma: true}
 		}
 	}
 	return nil
+}
+
+// keyCharError is a key refused for one byte; it wraps ErrInvalidKey. Its
+// text, and the 400's detail (Problem), name the byte and its offset,
+// never the key.
+type keyCharError struct {
+	c      byte
+	offset int
+	comma  bool // a comma in a bare key
+}
+
+func (e *keyCharError) Error() string {
+	return ErrInvalidKey.Error() + ": " + e.Problem()
+}
+
+func (e *keyCharError) Unwrap() error { return ErrInvalidKey }
+
+// Problem says what is wrong and how to send the key instead.
+func (e *keyCharError) Problem() string {
+	if e.comma {
+		return fmt.Sprintf("it holds a comma (offset %d) outside quotes, which is what a proxy makes of two "+
+			"Idempotency-Key lines; send such a key quoted, as an RFC 9651 string: \"...\"", e.offset)
+	}
+	return fmt.Sprintf("byte 0x%02x at offset %d is not printable ASCII (0x20 to 0x7E)", e.c, e.offset)
 }

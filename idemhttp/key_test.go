@@ -38,6 +38,8 @@ func TestParseKey(t *testing.T) {
 		{"bare byte sequence kept whole", []string{`:YWJj:;p`}, KeyRules{}, ":YWJj:;p", nil},
 		{"escapes decoded", []string{`"a\"b\\c"`}, KeyRules{}, `a"b\c`, nil},
 		{"space inside quotes", []string{`"a b"`}, KeyRules{}, "a b", nil},
+		{"space in bare, as stripe-go sends it", []string{`order 42`}, KeyRules{}, "order 42", nil},
+		{"bare spaces inside kept, outside trimmed", []string{"  a  b \t"}, KeyRules{}, "a  b", nil},
 		{"bare with quote char", []string{`a"b`}, KeyRules{}, `a"b`, nil},
 		{"stripe-like bare", []string{`KG5LxwFBepaKHyUD`}, KeyRules{}, "KG5LxwFBepaKHyUD", nil},
 		{"255 bytes", []string{long}, KeyRules{}, long, nil},
@@ -62,11 +64,11 @@ func TestParseKey(t *testing.T) {
 		{"DEL", []string{"a\x7fb"}, KeyRules{}, "", ErrInvalidKey},
 		{"comma-joined list", []string{`a, b`}, KeyRules{}, "", ErrInvalidKey},
 		{"quoted list", []string{`"a", "b"`}, KeyRules{}, "", ErrInvalidKey},
-		{"space in bare", []string{`a b`}, KeyRules{}, "", ErrInvalidKey},
+		{"bare comma", []string{`a,b`}, KeyRules{}, "", ErrInvalidKey},
 		{"bare in strict", []string{`abc`}, KeyRules{Strict: true}, "", ErrInvalidKey},
 		{"integer in strict", []string{`123`}, KeyRules{Strict: true}, "", ErrInvalidKey},
 		{"garbage after string", []string{`"a"b`}, KeyRules{}, "", ErrInvalidKey},
-		{"bare with a space after ;", []string{`123; v=2`}, KeyRules{}, "", ErrInvalidKey},
+		{"bare with a space after ; is the whole value", []string{`123; v=2`}, KeyRules{}, "123; v=2", nil},
 		{"token with params in strict", []string{`k;v=1`}, KeyRules{Strict: true}, "", ErrInvalidKey},
 	}
 	for _, tt := range tests {

@@ -298,6 +298,10 @@ func keyProblem(err error, max int) string {
 	if errors.Is(err, ErrKeyTooLong) {
 		return "longer than " + strconv.Itoa(max) + " bytes"
 	}
+	var ce *keyCharError
+	if errors.As(err, &ce) {
+		return ce.Problem()
+	}
 	return "it must be a non-empty string of printable ASCII, sent once"
 }
 

@@ -362,6 +362,9 @@ func TestBareKeyWholeValue(t *testing.T) {
 			{"x;y=?1 then x", `x;y=?1`, `x`, 2, ""},
 			{"bare a;b then quoted", `a;b`, `"a;b"`, 1, "true"},
 			{"quoted with parameters then bare", `"k";v=1`, `k`, 1, "true"},
+			{"bare with a space (stripe-go) then quoted", `order 42`, `"order 42"`, 1, "true"},
+			{"bare with a space then the same bare", `order 42`, `order 42`, 1, "true"},
+			{"bare order 42 then order  42", `order 42`, `order  42`, 2, ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -395,6 +398,8 @@ func TestKeyRefusals(t *testing.T) {
 			{"non-ASCII", []string{"\"caf\xc3\xa9\""}, "it must be a non-empty string of printable ASCII, sent once"},
 			{"two lines", []string{"a", "a"}, "it must be a non-empty string of printable ASCII, sent once"},
 			{"malformed", []string{`"abc`}, "it must be a non-empty string of printable ASCII, sent once"},
+			{"bare comma", []string{`order,42`}, `it holds a comma (offset 5) outside quotes, which is what a proxy makes of two ` +
+				`Idempotency-Key lines; send such a key quoted, as an RFC 9651 string: \"...\"`},
 		}
 		for _, tt := range tests {
 			a := b.do(t, "POST", "/orders", `{}`, tt.keys...)
