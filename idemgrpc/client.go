@@ -111,7 +111,9 @@ func NewKey() (string, error) {
 // exponential backoff with jitter. It never retries another code, never
 // once the call's context is done, never past MaxAttempts, and never when
 // the wait would end after MaxElapsed from the first attempt or after the
-// call's deadline. A failed call returns a *CallError.
+// call's deadline, and never an answer the server marked as replayed
+// (ReplayedKey): a stored UNAVAILABLE is the first call's answer, which
+// every retry would only repeat. A failed call returns a *CallError.
 //
 // The interceptor is safe for concurrent use.
 func UnaryClientInterceptor(opts ClientOptions) grpc.UnaryClientInterceptor {
@@ -155,13 +157,18 @@ func (c ClientOptions) intercept(ctx context.Context, method string, req, reply 
 
 	giveUp := time.Now().Add(c.MaxElapsed)
 	for attempt := 1; ; attempt++ {
-		err := invoker(ctx, method, req, reply, cc, opts...)
+		// The replay mark travels as header metadata, or with the
+		// trailers of a trailers-only answer (a status without a message):
+		// read both, beside whatever the caller asked for in opts.
+		var header, trailer metadata.MD
+		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&header), grpc.Trailer(&trailer))...)
 		if err == nil {
 			return nil
 		}
 		fail := &CallError{Key: key, Attempts: attempt, Err: err}
 		st := status.Convert(err)
-		if st.Code() != codes.Unavailable || ctx.Err() != nil || attempt >= c.MaxAttempts {
+		if st.Code() != codes.Unavailable || ctx.Err() != nil || attempt >= c.MaxAttempts ||
+			replayed(header) || replayed(trailer) {
 			return fail
 		}
 		wait, ok := retryDelay(st)
@@ -179,6 +186,16 @@ func (c ClientOptions) intercept(ctx context.Context, method string, req, reply 
 			return fail
 		}
 	}
+}
+
+// replayed reports whether md marks the answer as a replay (ReplayedKey).
+func replayed(md metadata.MD) bool {
+	for _, v := range md.Get(ReplayedKey) {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
 }
 
 // backoff is the wait after the given attempt: InitialBackoff doubled per

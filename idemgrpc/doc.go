@@ -204,6 +204,27 @@
 // key: the first run may have finished, and a fresh key runs the handler
 // again.
 //
+// The interceptor never retries an answer the server marked as replayed
+// (ReplayedKey): a stored UNAVAILABLE, say, is the first call's answer, and
+// retrying it would only repeat it.
+//
+// # Retries by grpc-go's own policy
+//
+// A client may rely on gRPC's retry policy (a service config with a
+// retryPolicy listing UNAVAILABLE) instead of this interceptor. That policy
+// reads no RetryInfo detail; it waits as long as the grpc-retry-pushback-ms
+// trailer says (gRFC A6), which the server interceptor sets on its in-flight
+// answer (PushbackKey) to the same delay as the RetryInfo, so duplicates of
+// a slow call wait for it instead of spending their attempts at once
+// (TestGRPCRetryPolicyWaitsForInFlight). Two caveats of that policy:
+// MaxAttempts is capped at 5 by grpc-go, so it outlasts a first call of at
+// most about 4 × InFlightRetryAfter; and it retries only an answer that
+// sent no header metadata ("trailers-only"), so a server interceptor that
+// sets response headers (grpc.SetHeader, grpc.SendHeader) before this one
+// answers turns every in-flight answer into a final failure. Keep such
+// interceptors from sending headers on refusals, or use this package's
+// client interceptor, which has neither limit.
+//
 // # Ledger
 //
 // The interceptor talks to the ledger through the small Ledger interface

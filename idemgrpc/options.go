@@ -17,6 +17,12 @@ const MetadataKey = "idempotency-key"
 // with the value "true", on every replayed answer.
 const ReplayedKey = "idempotent-replayed"
 
+// PushbackKey is the trailer metadata that the server interceptor sets on
+// its in-flight answer: the milliseconds to wait before a retry, as gRPC's
+// retry design reads it (gRFC A6, "Pushback"), so that grpc-go's own retry
+// policy waits as long as the RetryInfo detail says.
+const PushbackKey = "grpc-retry-pushback-ms"
+
 // Defaults of ServerOptions.
 const (
 	// DefaultMaxOutcomeBytes is the default of

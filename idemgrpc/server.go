@@ -3,6 +3,7 @@ package idemgrpc
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -188,6 +189,11 @@ func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
 	case errors.As(err, &inFlight):
 		wait := min(max(inFlight.RetryAfter, time.Millisecond), s.cfg.InFlightRetryAfter)
 		refused = refusal(codes.Unavailable, ReasonInFlight, "a call with this idempotency key is in flight", wait)
+		// grpc-go's own retry policy (service config) reads no RetryInfo:
+		// it waits as long as this trailer says (gRFC A6), and retries
+		// only an answer that carries no header metadata (see the package
+		// doc, Retries).
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, strconv.FormatInt(wait.Milliseconds(), 10)))
 		s.emit(ctx, c, ledger.Event{Kind: ledger.EventInFlight, Status: int(codes.Unavailable)})
 	case errors.Is(err, ledger.ErrCommitted):
 		// The first call passed its commit point and vanished: its effect
