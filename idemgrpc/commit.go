@@ -2,28 +2,17 @@ package idemgrpc
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/idemledger/idemledger/internal/lifecycle"
 )
 
-// commitKey is the context key of a protected call's commit point.
-type commitKey struct{}
+// runKey is the context key of a protected call's run.
+type runKey struct{}
 
-// commitPoint is a protected call's commit point: the flag the interceptor
-// reads when the handler returns, and the write of the mark into the
-// record, done once.
-type commitPoint struct {
-	flag atomic.Bool
-	once sync.Once
-	mark func(ctx context.Context)
-	// recovered is the earlier run's commit time for a recovery claim.
-	recovered time.Time
-}
-
-// withCommit returns ctx marked as a protected call, with its commit point.
-func withCommit(ctx context.Context, cp *commitPoint) context.Context {
-	return context.WithValue(ctx, commitKey{}, cp)
+// withRun returns ctx marked as a protected call, with its run.
+func withRun(ctx context.Context, r *lifecycle.Run) context.Context {
+	return context.WithValue(ctx, runKey{}, r)
 }
 
 // Commit marks the commit point of the call whose context is ctx: the
@@ -45,15 +34,11 @@ func withCommit(ctx context.Context, cp *commitPoint) context.Context {
 // interceptor (a call without a key is not); calling it again is harmless
 // and writes nothing more. It is safe to call from any goroutine.
 func Commit(ctx context.Context) bool {
-	cp, ok := ctx.Value(commitKey{}).(*commitPoint)
-	if !ok {
-		return false
+	r, ok := ctx.Value(runKey{}).(*lifecycle.Run)
+	if ok {
+		r.Commit(ctx)
 	}
-	cp.flag.Store(true)
-	if cp.mark != nil {
-		cp.once.Do(func() { cp.mark(ctx) })
-	}
-	return true
+	return ok
 }
 
 // Recovered reports, inside a handler of a protected call, when an earlier
@@ -62,9 +47,9 @@ func Commit(ctx context.Context) bool {
 // the effect was made, so look it up rather than make it again. It
 // returns false otherwise.
 func Recovered(ctx context.Context) (time.Time, bool) {
-	cp, ok := ctx.Value(commitKey{}).(*commitPoint)
-	if !ok || cp.recovered.IsZero() {
+	r, ok := ctx.Value(runKey{}).(*lifecycle.Run)
+	if !ok || r.Recovered().IsZero() {
 		return time.Time{}, false
 	}
-	return cp.recovered, true
+	return r.Recovered(), true
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -69,15 +70,8 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	if claim.Replayed() {
 		return s.replay(ctx, c, claim.Replay.Outcome)
 	}
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventClaimed})
-
-	// The mark works on a copy taken before the heartbeat starts, which
-	// updates claim's lease end from its own goroutine.
-	marked := *claim
-	committed := &commitPoint{recovered: claim.CommittedAt}
-	committed.mark = func(hctx context.Context) { s.commit(hctx, c, &marked) }
-	hctx := withCommit(ctx, committed)
-	hb := s.startHeartbeat(ctx, c, claim)
+	run := lifecycle.Start(ctx, s.l, claim, func(e ledger.Event) { s.emit(ctx, c, e) })
+	hctx := withRun(ctx, run)
 	finished := false
 	defer func() {
 		if finished {
@@ -87,17 +81,16 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		// commit point the key goes back, so a retry can run; after it,
 		// the failure is kept, so a retry cannot repeat the effect. The
 		// panic goes on either way.
-		hb.Stop()
-		if committed.flag.Load() {
+		if run.Committed() {
 			st := status.New(codes.Internal, "the handler failed after its commit point")
-			s.complete(ctx, c, claim, nil, st, ledger.ReasonPanic)
+			s.complete(run, nil, st, ledger.ReasonPanic)
 			return
 		}
-		s.release(ctx, c, claim, ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, 0)
 	}()
 	resp, herr := next(hctx, req)
 	finished = true
-	hb.Stop()
+	run.Stop()
 
 	// The status the client gets, as grpc-go makes it from the handler's
 	// error.
@@ -113,11 +106,11 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	switch {
 	case s.cfg.ShouldStore(st.Code()):
-		s.complete(ctx, c, claim, resp, st, "")
-	case committed.flag.Load():
-		s.complete(ctx, c, claim, resp, st, why) // stored only because of the commit point
+		s.complete(run, resp, st, "")
+	case run.Committed():
+		s.complete(run, resp, st, why) // stored only because of the commit point
 	default:
-		s.release(ctx, c, claim, why, st.Code())
+		run.Release(why, int(st.Code()))
 	}
 	return resp, herr
 }
@@ -217,10 +210,10 @@ func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
 		// The handler runs unprotected: its answer is not known yet. Not
 		// for a missing table, a deployment error that would otherwise
 		// leave every call unprotected until someone noticed.
-		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "claim", Err: err})
+		s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
 	default:
 		refused = refusal(codes.Unavailable, ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
-		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "claim", Status: int(codes.Unavailable), Err: err})
+		s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Status: int(codes.Unavailable), Err: err})
 	}
 	return refused
 }
@@ -244,7 +237,7 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (any, 
 // cannot be stored: retries then learn that it is lost instead of running
 // again. why is the Reason of the stored event when the answer is stored
 // only because of the commit point ("" otherwise).
-func (s *server) complete(ctx context.Context, c *call, claim *ledger.Claim, resp any, st *status.Status, why ledger.Reason) {
+func (s *server) complete(run *lifecycle.Run, resp any, st *status.Status, why ledger.Reason) {
 	out, err := encodeOutcome(resp, st)
 	var cause error
 	switch {
@@ -257,47 +250,7 @@ func (s *server) complete(ctx context.Context, c *call, claim *ledger.Claim, res
 		out, _ = encodeOutcome(nil, status.Convert(refusal(codes.DataLoss, ReasonOutcomeTooLarge,
 			"the answer to this call was too large to keep for retries", 0)))
 	}
-	dctx, cancel := s.detached(ctx)
-	defer cancel()
-	if err := s.l.Complete(dctx, claim, out); err != nil {
-		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "complete", Status: int(st.Code()), Err: err})
-		return
-	}
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventStored, Reason: why, Status: int(st.Code()), Err: cause})
-}
-
-// release gives the key back. code is the answer's code (0 after a panic,
-// which has no answer of this interceptor's).
-func (s *server) release(ctx context.Context, c *call, claim *ledger.Claim, why ledger.Reason, code codes.Code) {
-	dctx, cancel := s.detached(ctx)
-	defer cancel()
-	if err := s.l.Release(dctx, claim); err != nil {
-		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "release", Status: int(code), Err: err})
-		return
-	}
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReleased, Reason: why, Status: int(code)})
-}
-
-// commit writes the commit point of claim into its record, and reports it.
-func (s *server) commit(ctx context.Context, c *call, claim *ledger.Claim) {
-	if err := s.l.Commit(ctx, claim); err != nil {
-		s.emit(ctx, c, ledger.Event{Kind: failureKind(err), Op: "commit", Err: err})
-		return
-	}
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventCommitted})
-}
-
-// failureKind returns the event of a failed ledger operation.
-func failureKind(err error) ledger.EventKind {
-	switch {
-	case errors.Is(err, ledger.ErrLeaseLost):
-		return ledger.EventLeaseLost
-	case errors.Is(err, ledger.ErrRetryable):
-		return ledger.EventStoreBusy
-	case errors.Is(err, ledger.ErrOutcomeUnknown):
-		return ledger.EventOutcomeUnknown
-	}
-	return ledger.EventStoreUnavailable
+	run.Complete(out, why, int(st.Code()), cause)
 }
 
 // emit reports an event of the call c to ServerOptions.Observer: every
@@ -314,11 +267,4 @@ func (s *server) emit(ctx context.Context, c *call, e ledger.Event) {
 		e.Err = redact.Error(e.Err, c.req.Key, c.req.Scope)
 	}
 	s.cfg.Observer.Observe(ctx, e)
-}
-
-// detached returns a context that outlives the client's cancellation but
-// not the lease: past it another call may own the key, and the ledger would
-// refuse the write anyway.
-func (s *server) detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), max(s.l.Lease(), time.Second))
 }

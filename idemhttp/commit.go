@@ -3,10 +3,9 @@ package idemhttp
 import (
 	"context"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -40,16 +39,9 @@ type held struct {
 	l     any // the *ledger.Ledger[TTx] that holds the claim
 	req   ledger.Request
 	fence int64
-	// lease is true for a Middleware's lease-mode claim, the only kind a
-	// commit point applies to.
-	lease     bool
-	committed atomic.Bool
-	// recovered is the earlier run's commit time for a recovery claim.
-	recovered time.Time
-	// mark writes the commit point into the record, once (markOnce), so
-	// that a crash of this process after it cannot lead to a second run.
-	mark     func(ctx context.Context)
-	markOnce sync.Once
+	// run is a Middleware's lease-mode run, the only kind a commit point
+	// applies to; nil under TxHandler.
+	run *lifecycle.Run
 }
 
 // withHeld returns r with h in its context.
@@ -73,7 +65,11 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 	if h == nil {
 		return Claim{}, false
 	}
-	return Claim{Scope: h.req.Scope, Key: h.req.Key, Fence: h.fence, CommittedAt: h.recovered}, true
+	c := Claim{Scope: h.req.Scope, Key: h.req.Key, Fence: h.fence}
+	if h.run != nil {
+		c.CommittedAt = h.run.Recovered()
+	}
+	return c, true
 }
 
 // Commit marks the commit point of the request whose context is ctx: the
@@ -112,12 +108,9 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 // the record is written once, and every call returns after that write.
 func Commit(ctx context.Context) bool {
 	h := heldFrom(ctx)
-	if h == nil || !h.lease {
+	if h == nil || h.run == nil {
 		return false
 	}
-	h.committed.Store(true)
-	if h.mark != nil {
-		h.markOnce.Do(func() { h.mark(ctx) })
-	}
+	h.run.Commit(ctx)
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -53,17 +54,13 @@ func (cfg *config) emit(p *prepared, e ledger.Event) {
 	cfg.observer.Observe(p.r.Context(), e)
 }
 
-// failureKind returns the event of a failed ledger operation.
+// failureKind returns the event of a failed ledger operation, or of
+// TxHandler's own BEGIN and COMMIT, whose SQLite lock errors busy reads.
 func failureKind(err error) ledger.EventKind {
-	switch {
-	case errors.Is(err, ledger.ErrLeaseLost):
-		return ledger.EventLeaseLost
-	case busy(err):
+	if !errors.Is(err, ledger.ErrLeaseLost) && busy(err) {
 		return ledger.EventStoreBusy
-	case errors.Is(err, ledger.ErrOutcomeUnknown):
-		return ledger.EventOutcomeUnknown
 	}
-	return ledger.EventStoreUnavailable
+	return lifecycle.FailureKind(err)
 }
 
 // route returns the route pattern of r for the events: r.Pattern, set by

@@ -2,7 +2,6 @@ package idemhttp
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -73,15 +73,10 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cfg.replay(w, p, claim.Replay.Outcome)
 		return
 	}
-	cfg.emit(p, ledger.Event{Kind: ledger.EventClaimed})
+	run := lifecycle.Start(r.Context(), m.l, claim, func(e ledger.Event) { cfg.emit(p, e) })
 
 	cw := newCapture(w, cfg.allow, cfg.maxBody)
-	h := &held{l: m.l, req: p.req, fence: claim.Fence, lease: true, recovered: claim.CommittedAt}
-	// The mark works on a copy taken before the heartbeat starts, which
-	// updates claim's lease end from its own goroutine.
-	marked := *claim
-	h.mark = func(ctx context.Context) { m.commit(ctx, p, &marked) }
-	hb := m.startHeartbeat(p, claim)
+	h := &held{l: m.l, req: p.req, fence: claim.Fence, run: run}
 	finished := false
 	defer func() {
 		if finished {
@@ -91,24 +86,24 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// commit point the key is given back so that a retry can run;
 		// after it, a 500 is stored so that a retry cannot repeat the
 		// effect. The panic goes on either way.
-		hb.Stop()
-		if h.committed.Load() {
-			m.complete(p, claim, cfg.failure(p.r), reasonPanic)
+		if run.Committed() {
+			failure := cfg.failure(p.r)
+			run.Complete(failure, ledger.ReasonPanic, failure.Status, nil)
 			return
 		}
-		m.release(p, claim, reasonPanic, 0)
+		run.Release(ledger.ReasonPanic, 0)
 	}()
 	m.next.ServeHTTP(cw, withHeld(p.r, h))
 	finished = true
-	hb.Stop()
+	run.Stop()
 	cw.finish()
 
-	out, why, keep := m.outcome(cw, h.committed.Load())
+	out, why, keep := m.outcome(cw, run.Committed())
 	if !keep {
-		m.release(p, claim, why, cw.status)
+		run.Release(eventReason(why), cw.status)
 		return
 	}
-	m.complete(p, claim, out, why)
+	run.Complete(out, eventReason(why), out.Status, nil)
 }
 
 // outcome decides what becomes of the handler's answer: the Outcome to
@@ -142,47 +137,6 @@ func (m *middleware[TTx]) outcome(cw *capture, committed bool) (out ledger.Outco
 		return ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}, why, true
 	}
 	return ledger.Outcome{}, why, false
-}
-
-// complete stores out and reports it stored, or the failure. why, when not
-// empty, says why out is not the handler's answer as given (a marker, a
-// failure kept after the commit point), and is the event's Reason.
-func (m *middleware[TTx]) complete(p *prepared, c *ledger.Claim, out ledger.Outcome, why reason) {
-	ctx, cancel := m.detached(p.r)
-	defer cancel()
-	if err := m.l.Complete(ctx, c, out); err != nil {
-		m.cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "complete", Status: out.Status, Err: err})
-		return
-	}
-	m.cfg.emit(p, ledger.Event{Kind: ledger.EventStored, Reason: eventReason(why), Status: out.Status})
-}
-
-// commit writes the commit point of c into its record, and reports it.
-func (m *middleware[TTx]) commit(ctx context.Context, p *prepared, c *ledger.Claim) {
-	if err := m.l.Commit(ctx, c); err != nil {
-		m.cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "commit", Err: err})
-		return
-	}
-	m.cfg.emit(p, ledger.Event{Kind: ledger.EventCommitted})
-}
-
-// detached returns a context that outlives the client's disconnect but not
-// the lease: past it, another request may own the key, and the ledger would
-// refuse the write anyway.
-func (m *middleware[TTx]) detached(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), max(m.l.Lease(), time.Second))
-}
-
-// release gives the key back and reports it released, or the failure.
-// status is the answer's (0 after a panic, which has none).
-func (m *middleware[TTx]) release(p *prepared, c *ledger.Claim, why reason, status int) {
-	ctx, cancel := m.detached(p.r)
-	defer cancel()
-	if err := m.l.Release(ctx, c); err != nil {
-		m.cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "release", Status: status, Err: err})
-		return
-	}
-	m.cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: eventReason(why), Status: status})
 }
 
 // prepared is a protected request, ready for the ledger: r has its body

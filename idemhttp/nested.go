@@ -24,7 +24,7 @@ import (
 // key for r.
 func underMiddleware[TTx any](r *http.Request, l *ledger.Ledger[TTx], req ledger.Request) bool {
 	h := heldFrom(r.Context())
-	return h != nil && h.lease && h.l == any(l) && h.req.Scope == req.Scope && h.req.Key == req.Key
+	return h != nil && h.run != nil && h.l == any(l) && h.req.Scope == req.Scope && h.req.Key == req.Key
 }
 
 // nestedPrefix begins the keys that a TxHandler under a Middleware records

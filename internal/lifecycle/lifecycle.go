@@ -1,0 +1,141 @@
+// Package lifecycle is the lease-mode life of one protected request, from a
+// won claim to its stored or released end, shared by idemhttp's Middleware,
+// idemgrpc's and idemconnect's interceptors: the heartbeat, the commit
+// point, the completion or release under a context the client's hang-up
+// does not cancel, and the events of each step. Each integration keeps only
+// what is its own: reading the request, the answer's form, the refusals.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemledger/idemledger/internal/heartbeat"
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// Ledger is what a run needs of a ledger: the lease-mode operations bound
+// to their database (*ledger.Ledger has them all).
+type Ledger interface {
+	Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error
+	Release(ctx context.Context, c *ledger.Claim) error
+	Extend(ctx context.Context, c *ledger.Claim) error
+	Commit(ctx context.Context, c *ledger.Claim) error
+	Lease() time.Duration
+}
+
+// Run is one request's won claim while its handler runs and until its end
+// is stored. Commit and Committed may be called from any goroutine;
+// Complete or Release ends the run, once, after the handler returned.
+type Run struct {
+	l     Ledger
+	claim *ledger.Claim
+	// marked is the claim Commit works on: a copy taken before the
+	// heartbeat starts, which updates claim's lease end from its own
+	// goroutine.
+	marked ledger.Claim
+	emit   func(ledger.Event)
+	// base carries the request context's values, not its cancellation.
+	base      context.Context
+	hb        *heartbeat.Beat
+	committed atomic.Bool
+	markOnce  sync.Once
+}
+
+// Start begins the run of c, a claim that won (not a replay): it reports
+// EventClaimed and starts the heartbeat. emit receives every event of the
+// run; the integration fills in what it knows of the request.
+func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Event)) *Run {
+	r := &Run{l: l, claim: c, marked: *c, emit: emit, base: context.WithoutCancel(ctx)}
+	emit(ledger.Event{Kind: ledger.EventClaimed})
+	extend := func() error {
+		ctx, cancel := r.detached()
+		defer cancel()
+		return l.Extend(ctx, c)
+	}
+	failed := func(err error) { emit(ledger.Event{Kind: FailureKind(err), Op: "extend", Err: err}) }
+	r.hb = heartbeat.Start(l.Lease(), extend, failed)
+	return r
+}
+
+// Recovered is when an earlier run of the request passed its commit point,
+// for a run that recovers it (ledger.Request.Recover); zero otherwise.
+func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
+
+// Fence is the claim's fence.
+func (r *Run) Fence() int64 { return r.claim.Fence }
+
+// Commit marks the commit point: from now on the run's end is stored
+// whatever it is. The mark is written into the record once, before the
+// first call returns (every call returns after that write); a failure to
+// write it is reported with Op "commit", and the mark then holds in this
+// process only.
+func (r *Run) Commit(ctx context.Context) {
+	r.committed.Store(true)
+	r.markOnce.Do(func() {
+		if err := r.l.Commit(ctx, &r.marked); err != nil {
+			r.emit(ledger.Event{Kind: FailureKind(err), Op: "commit", Err: err})
+			return
+		}
+		r.emit(ledger.Event{Kind: ledger.EventCommitted})
+	})
+}
+
+// Committed reports whether the handler passed its commit point.
+func (r *Run) Committed() bool { return r.committed.Load() }
+
+// Stop ends the heartbeat; the handler has returned (or panicked).
+func (r *Run) Stop() { r.hb.Stop() }
+
+// Complete stores out, reporting EventStored with why (empty when out is
+// the handler's answer as given) and status, or the failure with Op
+// "complete". It ignores the request's cancellation.
+func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause error) {
+	r.hb.Stop()
+	ctx, cancel := r.detached()
+	defer cancel()
+	if err := r.l.Complete(ctx, r.claim, out); err != nil {
+		r.emit(ledger.Event{Kind: FailureKind(err), Op: "complete", Status: status, Err: err})
+		return
+	}
+	r.emit(ledger.Event{Kind: ledger.EventStored, Reason: why, Status: status, Err: cause})
+}
+
+// Release gives the key back so that a retry runs again, reporting
+// EventReleased with why and status (0 when there is no answer), or the
+// failure with Op "release".
+func (r *Run) Release(why ledger.Reason, status int) {
+	r.hb.Stop()
+	ctx, cancel := r.detached()
+	defer cancel()
+	if err := r.l.Release(ctx, r.claim); err != nil {
+		r.emit(ledger.Event{Kind: FailureKind(err), Op: "release", Status: status, Err: err})
+		return
+	}
+	r.emit(ledger.Event{Kind: ledger.EventReleased, Reason: why, Status: status})
+}
+
+// detached returns a context that outlives the client's hang-up but not
+// the lease: past it another request may own the key, and the ledger would
+// refuse the write anyway.
+func (r *Run) detached() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.base, max(r.l.Lease(), time.Second))
+}
+
+// FailureKind returns the event of a failed ledger operation: lease lost,
+// store busy (contention: ledger.ErrRetryable or ledger.ErrBusy), outcome
+// unknown (the connection broke), or store unavailable.
+func FailureKind(err error) ledger.EventKind {
+	switch {
+	case errors.Is(err, ledger.ErrLeaseLost):
+		return ledger.EventLeaseLost
+	case errors.Is(err, ledger.ErrRetryable), errors.Is(err, ledger.ErrBusy):
+		return ledger.EventStoreBusy
+	case errors.Is(err, ledger.ErrOutcomeUnknown):
+		return ledger.EventOutcomeUnknown
+	}
+	return ledger.EventStoreUnavailable
+}
