@@ -6,8 +6,9 @@ replace github.com/idemledger/idemledger => ../
 
 require (
 	github.com/idemledger/idemledger v0.0.0-00010101000000-000000000000
+	github.com/idemledger/idemledger/internal/protorecord v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.13.0
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -32,3 +33,5 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
+
+replace github.com/idemledger/idemledger/internal/protorecord => ../internal/protorecord

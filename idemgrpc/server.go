@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/internal/protorecord"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -221,7 +222,7 @@ func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
 // replay answers a stored outcome, marked with ReplayedKey.
 func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (any, error) {
 	resp, err := decodeOutcome(out, s.cfg.Types)
-	if errors.Is(err, errStoredOutcome) {
+	if errors.Is(err, protorecord.ErrStoredOutcome) {
 		// Another kind of record under the key, or a response type the
 		// server no longer knows: not a replay, and no event names it.
 		return nil, refusal(codes.Internal, ReasonStoredOutcome, "the answer stored for this idempotency key cannot be replayed", 0)
