@@ -7,8 +7,9 @@ replace github.com/idemledger/idemledger => ../
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/idemledger/idemledger v0.0.0-00010101000000-000000000000
+	github.com/idemledger/idemledger/idemconnect v0.0.0-00010101000000-000000000000
 	github.com/labstack/echo/v4 v4.16.0
-	google.golang.org/protobuf v1.36.11
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -16,6 +17,7 @@ require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/golang-migrate/migrate/v4 v4.20.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/idemledger/idemledger/internal/protorecord v0.0.0-00010101000000-000000000000 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20220416144525-469b46aa5efa // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -33,8 +35,13 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
+
+replace github.com/idemledger/idemledger/idemconnect => ../idemconnect
+
+replace github.com/idemledger/idemledger/internal/protorecord => ../internal/protorecord

@@ -7,26 +7,29 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/idemledger/idemledger/internal/protorecord"
 )
 
 // ErrorDomain is the domain of the google.rpc.ErrorInfo detail of every
 // refusal of the server interceptor.
-const ErrorDomain = "idemledger"
+const ErrorDomain = protorecord.Domain
 
 // The reasons of the ErrorInfo details, stable for clients to branch on
-// (see the package doc for the code that goes with each).
+// (see the package doc for the code that goes with each); idemconnect
+// uses the same.
 const (
-	ReasonKeyMissing       = "IDEMPOTENCY_KEY_MISSING"
-	ReasonKeyInvalid       = "IDEMPOTENCY_KEY_INVALID"
-	ReasonScope            = "IDEMPOTENCY_SCOPE"
-	ReasonInFlight         = "IDEMPOTENCY_KEY_IN_FLIGHT"
-	ReasonKeyReused        = "IDEMPOTENCY_KEY_REUSED"
-	ReasonStoreBusy        = "IDEMPOTENCY_STORE_BUSY"
-	ReasonStoreUnavailable = "IDEMPOTENCY_STORE_UNAVAILABLE"
-	ReasonStoredOutcome    = "IDEMPOTENCY_STORED_OUTCOME"
-	ReasonOutcomeTooLarge  = "IDEMPOTENCY_OUTCOME_TOO_LARGE"
-	ReasonOutcomeNotStored = "IDEMPOTENCY_OUTCOME_NOT_STORED"
-	ReasonNotProto         = "IDEMPOTENCY_NOT_PROTO"
+	ReasonKeyMissing       = protorecord.ReasonKeyMissing
+	ReasonKeyInvalid       = protorecord.ReasonKeyInvalid
+	ReasonScope            = protorecord.ReasonScope
+	ReasonInFlight         = protorecord.ReasonInFlight
+	ReasonKeyReused        = protorecord.ReasonKeyReused
+	ReasonStoreBusy        = protorecord.ReasonStoreBusy
+	ReasonStoreUnavailable = protorecord.ReasonStoreUnavailable
+	ReasonStoredOutcome    = protorecord.ReasonStoredOutcome
+	ReasonOutcomeTooLarge  = protorecord.ReasonOutcomeTooLarge
+	ReasonOutcomeNotStored = protorecord.ReasonOutcomeNotStored
+	ReasonNotProto         = protorecord.ReasonNotProto
 )
 
 // refusal returns a status error with an ErrorInfo detail, and a RetryInfo

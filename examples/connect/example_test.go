@@ -2,18 +2,16 @@ package connectexample_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/idemledger/idemledger/idemhttp"
+	"github.com/idemledger/idemledger/idemconnect"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
@@ -21,45 +19,10 @@ import (
 
 const chargeProcedure = "/pay.v1.Payments/Charge"
 
-// chargeHandler is a Connect unary procedure without generated code: its
-// messages ship with the protobuf module. It counts its runs.
-func chargeHandler(runs *int, opts ...connect.HandlerOption) http.Handler {
-	return connect.NewUnaryHandler(chargeProcedure,
-		func(ctx context.Context, req *connect.Request[structpb.Struct]) (*connect.Response[structpb.Struct], error) {
-			*runs++
-			amount := req.Msg.Fields["amount"].GetNumberValue()
-			if amount <= 0 {
-				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("amount must be positive"))
-			}
-			out, err := structpb.NewStruct(map[string]any{"charge": fmt.Sprintf("ch_%d", *runs), "amount": amount})
-			return connect.NewResponse(out), err
-		}, opts...)
-}
-
-// connectRefuse writes idemhttp's refusals as Connect errors (see the
-// package doc for the codes and why).
-func connectRefuse(w http.ResponseWriter, r *http.Request, ref idemhttp.Refusal) {
-	code, status := "internal", http.StatusInternalServerError
-	switch ref.Code {
-	case idemhttp.CodeKeyMissing, idemhttp.CodeKeyInvalid, idemhttp.CodeScope, idemhttp.CodeBadRequest:
-		code, status = "invalid_argument", http.StatusBadRequest
-	case idemhttp.CodeKeyReused:
-		code, status = "failed_precondition", http.StatusBadRequest
-	case idemhttp.CodeInFlight, idemhttp.CodeUnavailable:
-		// idemhttp has set Retry-After for in flight already.
-		code, status = "unavailable", http.StatusServiceUnavailable
-	case idemhttp.CodeBodyTooLarge:
-		code, status = "resource_exhausted", http.StatusTooManyRequests
-	}
-	body, _ := json.Marshal(map[string]string{"code": code, "message": ref.Detail})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-// A Connect procedure behind idemhttp's middleware: the retry with the
-// same key gets the first charge back, marked as replayed; the key reused
-// for another amount is refused with failed_precondition.
+// A Connect procedure protected by idemconnect: the retry with the same key
+// gets the first charge back, marked as replayed, whatever order the map
+// entries of the message took on the wire; the key reused for another
+// amount is refused with failed_precondition.
 func Example() {
 	dir, _ := os.MkdirTemp("", "idemconnect")
 	defer os.RemoveAll(dir)
@@ -79,20 +42,24 @@ func Example() {
 	defer l.Close()
 
 	runs := 0
-	mw := idemhttp.Middleware(l, idemhttp.Options{
-		Scope:  func(r *http.Request) (string, error) { return "tenant-1", nil },
-		Refuse: connectRefuse,
+	charge := func(ctx context.Context, req *connect.Request[structpb.Struct]) (*connect.Response[structpb.Struct], error) {
+		runs++
+		idemconnect.Commit(ctx) // the card is charged: never run this again for the key
+		out, err := structpb.NewStruct(map[string]any{"charge": fmt.Sprintf("ch_%d", runs)})
+		return connect.NewResponse(out), err
+	}
+	protect := idemconnect.NewInterceptor(l, idemconnect.Options{
+		Scope: func(ctx context.Context, procedure string, h http.Header) (string, error) { return "tenant-1", nil },
 	})
 	mux := http.NewServeMux()
-	mux.Handle(chargeProcedure, mw(chargeHandler(&runs)))
+	mux.Handle(chargeProcedure, connect.NewUnaryHandler(chargeProcedure, charge, connect.WithInterceptors(protect)))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	// idemhttp.Transport retries an in-flight refusal with the same key.
-	client := connect.NewClient[structpb.Struct, structpb.Struct](
-		&http.Client{Transport: &idemhttp.Transport{MaxElapsed: 10 * time.Second}}, srv.URL+chargeProcedure)
+	client := connect.NewClient[structpb.Struct, structpb.Struct](http.DefaultClient, srv.URL+chargeProcedure,
+		connect.WithInterceptors(idemconnect.NewClientInterceptor(idemconnect.ClientOptions{})))
 	call := func(amount float64) {
-		msg, _ := structpb.NewStruct(map[string]any{"amount": amount})
+		msg, _ := structpb.NewStruct(map[string]any{"amount": amount, "currency": "EUR", "order": "42"})
 		req := connect.NewRequest(msg)
 		req.Header().Set("Idempotency-Key", "order-42")
 		resp, err := client.CallUnary(context.Background(), req)
