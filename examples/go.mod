@@ -6,9 +6,11 @@ replace github.com/idemledger/idemledger => ../
 
 require (
 	connectrpc.com/connect v1.21.1
+	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/idemledger/idemledger v0.0.0-00010101000000-000000000000
 	github.com/idemledger/idemledger/idemconnect v0.0.0-00010101000000-000000000000
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/stripe/stripe-go/v82 v82.5.1
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -17,6 +19,7 @@ require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/golang-migrate/migrate/v4 v4.20.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/idemledger/idemledger/internal/protorecord v0.0.0-00010101000000-000000000000 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20220416144525-469b46aa5efa // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
