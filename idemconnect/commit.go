@@ -7,13 +7,6 @@ import (
 	"github.com/idemledger/idemledger/internal/lifecycle"
 )
 
-// runKey is the context key of a protected call's run.
-type runKey struct{}
-
-func withRun(ctx context.Context, r *lifecycle.Run) context.Context {
-	return context.WithValue(ctx, runKey{}, r)
-}
-
 // Commit marks the commit point of the call whose context is ctx: the
 // procedure has made its irreversible effect, so from now on its answer is
 // stored whatever its code (Options.ShouldStore no longer applies), and a
@@ -30,7 +23,7 @@ func withRun(ctx context.Context, r *lifecycle.Run) context.Context {
 // again is harmless and writes nothing more. It is safe to call from any
 // goroutine.
 func Commit(ctx context.Context) bool {
-	r, ok := ctx.Value(runKey{}).(*lifecycle.Run)
+	r, ok := lifecycle.FromContext(ctx)
 	if ok {
 		r.Commit(ctx)
 	}
@@ -42,7 +35,7 @@ func Commit(ctx context.Context) bool {
 // answer, and true, when this run recovers it (Options.Recover): the effect
 // was made, so look it up rather than make it again.
 func Recovered(ctx context.Context) (time.Time, bool) {
-	r, ok := ctx.Value(runKey{}).(*lifecycle.Run)
+	r, ok := lifecycle.FromContext(ctx)
 	if !ok || r.Recovered().IsZero() {
 		return time.Time{}, false
 	}

@@ -7,14 +7,6 @@ import (
 	"github.com/idemledger/idemledger/internal/lifecycle"
 )
 
-// runKey is the context key of a protected call's run.
-type runKey struct{}
-
-// withRun returns ctx marked as a protected call, with its run.
-func withRun(ctx context.Context, r *lifecycle.Run) context.Context {
-	return context.WithValue(ctx, runKey{}, r)
-}
-
 // Commit marks the commit point of the call whose context is ctx: the
 // handler has made its irreversible effect, so from now on its answer is
 // stored whatever its code (ServerOptions.ShouldStore no longer applies),
@@ -34,7 +26,7 @@ func withRun(ctx context.Context, r *lifecycle.Run) context.Context {
 // interceptor (a call without a key is not); calling it again is harmless
 // and writes nothing more. It is safe to call from any goroutine.
 func Commit(ctx context.Context) bool {
-	r, ok := ctx.Value(runKey{}).(*lifecycle.Run)
+	r, ok := lifecycle.FromContext(ctx)
 	if ok {
 		r.Commit(ctx)
 	}
@@ -47,7 +39,7 @@ func Commit(ctx context.Context) bool {
 // the effect was made, so look it up rather than make it again. It
 // returns false otherwise.
 func Recovered(ctx context.Context) (time.Time, bool) {
-	r, ok := ctx.Value(runKey{}).(*lifecycle.Run)
+	r, ok := lifecycle.FromContext(ctx)
 	if !ok || r.Recovered().IsZero() {
 		return time.Time{}, false
 	}

@@ -7,24 +7,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/hash"
-	"github.com/idemledger/idemledger/internal/faultdb"
 	"github.com/idemledger/idemledger/internal/faultnet"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/pgxv5"
-	"github.com/idemledger/idemledger/postgres"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 // sqliteIOErr is SQLITE_IOERR as the ledger reads it (driver.CodeError).
@@ -46,60 +39,19 @@ func TestCompleteCutAfterCommit(t *testing.T) {
 }
 
 func testCompleteCutAfterCommit[TTx any](t *testing.T, d *testdb.DB[TTx]) {
-	var arm func(body string)
-	var fired func() bool
-	var cut any
-	switch d.Name {
-	case testdb.SQLite:
-		plan := &faultdb.Plan{}
-		fdb, err := faultdb.Open(d.Source, plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { fdb.Close() })
-		cut = sqlite.New(fdb)
+	// One pooled connection, as in the reproduction.
+	f := testdb.NewFaulty(t, d, 1)
+	arm := func(body string) {
+		// The body is a parameter of Complete's UPDATE alone.
+		f.Proxy.Arm([]byte(body), faultnet.AfterRequest)
+	}
+	if f.Plan != nil {
 		// The request's statements on SQLite: the claim's SELECT and
 		// INSERT, the commit mark's UPDATE, Complete's UPDATE.
-		arm = func(string) { plan.FailAfter(4, sqliteIOErr{}) }
-		fired = plan.Fired
-	default:
-		u, err := url.Parse(d.Source)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy, err := faultnet.Listen(u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { proxy.Close() })
-		u.Host = proxy.Addr()
-		if d.Name == testdb.Postgres {
-			db, err := sql.Open("pgx", u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			// One pooled connection, as in the reproduction.
-			db.SetMaxOpenConns(1)
-			t.Cleanup(func() { db.Close() })
-			cut = postgres.New(db)
-		} else {
-			cfg, err := pgxpool.ParseConfig(u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.MaxConns = 1
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
-			cut = pgxv5.New(pool)
-		}
-		// The body is a parameter of Complete's UPDATE alone.
-		arm = func(body string) { proxy.Arm([]byte(body), faultnet.AfterRequest) }
-		fired = proxy.Fired
+		arm = func(string) { f.Plan.FailAfter(4, sqliteIOErr{}) }
 	}
-	l, err := ledger.New(cut.(driver.Driver[TTx]), ledger.Options{})
+	fired := f.Fired
+	l, err := ledger.New(f.Driver, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,21 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemledger/idemledger/driver"
-	"github.com/idemledger/idemledger/internal/faultdb"
 	"github.com/idemledger/idemledger/internal/faultnet"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/pgxv5"
-	"github.com/idemledger/idemledger/postgres"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 // The cut tests of issue 19: every lease-mode statement has its connection
@@ -81,57 +75,21 @@ func newCutRig[TTx any](t *testing.T, d *testdb.DB[TTx]) *cutRig[TTx] {
 	t.Helper()
 	clk := &clock{now: t0}
 	opts := ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: clk.Now}
-	rig := &cutRig[TTx]{d: d, clock: clk}
-	var cutDriver any
-	switch d.Name {
-	case testdb.SQLite:
-		plan := &faultdb.Plan{}
-		fdb, err := faultdb.Open(d.Source, plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { fdb.Close() })
-		cutDriver = sqlite.New(fdb)
+	f := testdb.NewFaulty(t, d, 0)
+	rig := &cutRig[TTx]{d: d, drv: f.Driver, clock: clk, fired: f.Fired, disarm: f.Disarm}
+	if plan := f.Plan; plan != nil {
 		rig.perStatement = true
-		rig.fired, rig.disarm = plan.Fired, plan.Disarm
 		rig.cuts = []cut{
 			{"IOERR before", func(_ string, n int) { plan.FailAt(n, sqliteIOErr) }, true},
 			{"IOERR after", func(_ string, n int) { plan.FailAfter(n, sqliteIOErr) }, true},
 			{"FULL", func(_ string, n int) { plan.FailAt(n, sqliteFull) }, false},
 		}
-	default:
-		u, err := url.Parse(d.Source)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy, err := faultnet.Listen(u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { proxy.Close() })
-		u.Host = proxy.Addr()
-		if d.Name == testdb.Postgres {
-			db, err := sql.Open("pgx", u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			cutDriver = postgres.New(db)
-		} else {
-			pool, err := pgxpool.New(context.Background(), u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
-			cutDriver = pgxv5.New(pool)
-		}
-		rig.fired, rig.disarm = proxy.Fired, proxy.Disarm
+	} else {
 		for _, at := range []faultnet.Point{faultnet.BeforeRequest, faultnet.AfterRequest, faultnet.MidReply} {
-			rig.cuts = append(rig.cuts, cut{at.String(), func(marker string, _ int) { proxy.Arm([]byte(marker), at) }, true})
+			rig.cuts = append(rig.cuts, cut{at.String(), func(marker string, _ int) { f.Proxy.Arm([]byte(marker), at) }, true})
 		}
 	}
 	var err error
-	rig.drv = cutDriver.(driver.Driver[TTx])
 	// Unprepared, so that every statement is seen by the cutter.
 	if rig.l, err = ledger.New(rig.drv, opts); err != nil {
 		t.Fatal(err)

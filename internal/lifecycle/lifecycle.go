@@ -139,3 +139,18 @@ func FailureKind(err error) ledger.EventKind {
 	}
 	return ledger.EventStoreUnavailable
 }
+
+// ctxKey is the context key of a run, for the integrations whose handlers
+// reach it through their context (idemgrpc, idemconnect).
+type ctxKey struct{}
+
+// NewContext returns ctx carrying r, for the handler of r's request.
+func NewContext(ctx context.Context, r *Run) context.Context {
+	return context.WithValue(ctx, ctxKey{}, r)
+}
+
+// FromContext returns the run of the request whose context is ctx.
+func FromContext(ctx context.Context) (*Run, bool) {
+	r, ok := ctx.Value(ctxKey{}).(*Run)
+	return r, ok
+}
