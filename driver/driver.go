@@ -21,13 +21,14 @@
 //
 // # Errors
 //
-// Executors return the database's errors unchanged (wrapping them is
-// allowed), so that the ledger can read their codes through the small
-// interfaces SQLStateError and CodeError without linking any driver, and
-// callers can still reach the original with errors.As. A statement on a
-// transaction that is already over returns an error matching
-// database/sql's sql.ErrTxDone, whatever the database package: ledger.Mutate
-// reports a callback that ended the caller's transaction through it.
+// A driver owns its engine's errors: every method returns the database's
+// error marked (Mark) with the sentinels of this package that it matches
+// (ErrRetryable, ErrBusy, ErrNotMigrated, ErrOutcomeUnknown), so that the
+// ledger and the integrations read no engine's codes, while callers still
+// reach the database's own error with errors.As. A statement on a
+// transaction that is already over returns an error matching database/sql's
+// sql.ErrTxDone, whatever the database package: ledger.Mutate reports a
+// callback that ended the caller's transaction through it.
 //
 // The interfaces may grow new methods in any release, as the ledger needs
 // them: implementations outside this module are not supported.
@@ -35,7 +36,11 @@ package driver
 
 import (
 	"context"
+	sqldriver "database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/golang-migrate/migrate/v4/database"
 )
@@ -59,6 +64,11 @@ type Driver[TTx any] interface {
 	// Engine names the database engine: "sqlite" or "postgres". Two
 	// drivers of the same engine share the schema and the records.
 	Engine() string
+	// BeginLocks reports whether Begin takes the database's write lock at
+	// once (SQLite's immediate transactions), so that every transaction
+	// waits for every other: a caller answers what it can from a plain
+	// read before beginning one.
+	BeginLocks() bool
 	// IsNilTx reports whether tx is a nil transaction, and NilDB whether
 	// the driver was built on a nil database: the ledger refuses both
 	// before using them.
@@ -295,17 +305,62 @@ type StatsResult struct {
 	Oldest, Newest                                        int64
 }
 
-// SQLStateError is how the ledger reads a PostgreSQL error's SQLSTATE
-// without importing the database package (pgconn.PgError has it).
-type SQLStateError interface {
-	SQLState() string
+// The sentinels a driver marks its errors with (see the package doc,
+// Errors). Package ledger turns them into its own (ledger.ErrRetryable,
+// ledger.ErrBusy, ledger.ErrNotMigrated, ledger.ErrOutcomeUnknown).
+var (
+	// ErrRetryable: the database aborted the transaction in a conflict (a
+	// serialization failure, a deadlock, a lock it could not get), and a new
+	// run of the whole transaction may succeed.
+	ErrRetryable = errors.New("driver: retryable")
+	// ErrBusy: a lock was not granted within the engine's timeout (SQLite's
+	// busy_timeout): the store works but is contended. Errors marked with
+	// it are marked ErrRetryable too.
+	ErrBusy = errors.New("driver: busy")
+	// ErrNotMigrated: the ledger's table does not exist.
+	ErrNotMigrated = errors.New("driver: not migrated")
+	// ErrOutcomeUnknown: the connection broke, or the engine's storage
+	// failed, after the statement may have run: whether it did is unknown.
+	ErrOutcomeUnknown = errors.New("driver: outcome unknown")
+)
+
+// Mark returns err marked with the sentinels in kinds: errors.Is reports
+// true for each of them as well as for everything err matches, Unwrap
+// gives err, and the text is err's. A nil err stays nil.
+func Mark(err error, kinds ...error) error {
+	if err == nil || len(kinds) == 0 {
+		return err
+	}
+	return &marked{err: err, kinds: kinds}
 }
 
-// CodeError is how the ledger reads a SQLite error's result code without
-// importing the database package (modernc.org/sqlite's *sqlite.Error has
-// it).
-type CodeError interface {
-	Code() int
+type marked struct {
+	err   error
+	kinds []error
+}
+
+func (m *marked) Error() string { return m.err.Error() }
+func (m *marked) Unwrap() error { return m.err }
+func (m *marked) Is(target error) bool {
+	for _, k := range m.kinds {
+		if k == target {
+			return true
+		}
+	}
+	return false
+}
+
+// ConnectionLost reports whether err says that the connection to the
+// database broke, whatever the engine: the network failed (reset,
+// refused, timed out, closed), the server's reply ended early, or
+// database/sql's driver gave the connection up (driver.ErrBadConn).
+// Drivers mark such errors ErrOutcomeUnknown.
+func ConnectionLost(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &netErr)
 }
 
 // ErrNoCurrentSchema is returned, wrapped, by a PostgreSQL driver's

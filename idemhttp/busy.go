@@ -6,33 +6,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// SQLite's primary result codes for a lock it could not get in time
-// (https://sqlite.org/rescode.html).
-const (
-	sqliteBusy   = 5
-	sqliteLocked = 6
-)
-
 // busy reports whether err says that the store works but lost to
-// contention, so that a retry shortly may succeed: ledger.ErrRetryable for
-// the ledger's statements (a lock not free within the busy timeout, a
-// serialization failure, a claim whose record kept changing) or
-// ledger.ErrBusy, or the SQLite driver's code, read through a Code
-// method so that this package links no driver, for TxHandler's own BEGIN
-// and COMMIT. idemgrpc draws the same line.
+// contention, so that a retry shortly may succeed: ledger.ErrRetryable or
+// ledger.ErrBusy for the ledger's statements (a lock not free within the
+// busy timeout, a serialization failure, a claim whose record kept
+// changing), or the driver's ErrRetryable for TxHandler's own BEGIN and
+// COMMIT, which the driver marks as it marks every error of its engine.
+// idemgrpc draws the same line.
 func busy(err error) bool {
-	if errors.Is(err, ledger.ErrRetryable) || errors.Is(err, ledger.ErrBusy) {
-		return true
-	}
-	var coded interface{ Code() int }
-	if errors.As(err, &coded) {
-		c := coded.Code() & 0xff
-		return c == sqliteBusy || c == sqliteLocked
-	}
-	return false
+	return errors.Is(err, ledger.ErrRetryable) || errors.Is(err, ledger.ErrBusy) || errors.Is(err, driver.ErrRetryable)
 }
 
 // refuseBusy answers 503 with Retry-After (CodeBusy): the store works, but

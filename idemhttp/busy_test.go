@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/sqlite"
@@ -106,9 +107,11 @@ func TestClaimFrom(t *testing.T) {
 	})
 }
 
-// TestBusyErrors: every error the ledger marks as retryable is contention,
-// answered 503 busy whatever FailurePolicy says, as idemgrpc answers
-// Unavailable for it; other errors are not.
+// TestBusyErrors: every error the ledger or a driver marks as retryable is
+// contention, answered 503 busy whatever FailurePolicy says, as idemgrpc
+// answers Unavailable for it; other errors are not. The SQLite codes are
+// the driver's to read (sqlite.TestInterpretError): unmarked, they are
+// not contention here.
 func TestBusyErrors(t *testing.T) {
 	coded := codeError(5) // SQLITE_BUSY from TxHandler's own BEGIN
 	tests := []struct {
@@ -118,8 +121,9 @@ func TestBusyErrors(t *testing.T) {
 	}{
 		{"retryable", fmt.Errorf("ledger: claim: %w", ledger.ErrRetryable), true},
 		{"busy", fmt.Errorf("ledger: claim: %w", ledger.ErrBusy), true},
-		{"sqlite busy code", fmt.Errorf("begin: %w", coded), true},
-		{"sqlite locked, extended", codeError(6 | 1<<8), true},
+		{"driver-marked busy BEGIN", fmt.Errorf("begin: %w", driver.Mark(coded, driver.ErrBusy, driver.ErrRetryable)), true},
+		{"driver-marked serialization failure", driver.Mark(errors.New("40001"), driver.ErrRetryable), true},
+		{"unmarked sqlite busy code", coded, false},
 		{"sqlite constraint", codeError(19), false},
 		{"in flight", &ledger.InFlightError{}, false},
 		{"other", errors.New("connection refused"), false},

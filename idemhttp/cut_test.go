@@ -20,7 +20,7 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// sqliteIOErr is SQLITE_IOERR as the ledger reads it (driver.CodeError).
+// sqliteIOErr is SQLITE_IOERR as the sqlite driver reads it (a Code method).
 type sqliteIOErr struct{}
 
 func (sqliteIOErr) Error() string { return "injected SQLITE_IOERR" }

@@ -157,16 +157,17 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // lookup answers a retry whose record stands (a replay, a live lease, a
-// reused key) from a plain read on SQLite, before BEGIN: SQLite's immediate
-// transactions take the database's write lock at BEGIN, so replays would
-// otherwise queue behind every writer and one another. It reports whether
-// it answered; a read that failed is answered as a failed claim (503).
-// No record, or one that may be taken over, goes on to the transaction,
-// which decides as before. On PostgreSQL the claim in the transaction writes nothing for
-// a record that stands, and the extra round trip would slow first
-// requests, so it is skipped there.
+// reused key) from a plain read before BEGIN when BEGIN takes the write
+// lock (SQLite's immediate transactions: driver.Driver.BeginLocks), since
+// replays would otherwise queue behind every writer and one another. It
+// reports whether it answered; a read that failed is answered as a failed
+// claim (503). No record, or one that may be taken over, goes on to the
+// transaction, which decides as before. Where BEGIN locks nothing
+// (PostgreSQL) the claim in the transaction writes nothing for a record
+// that stands, and the extra round trip would slow first requests, so it
+// is skipped.
 func (h *txHandler[TTx]) lookup(w http.ResponseWriter, p *prepared, r *http.Request) bool {
-	if h.l.Engine() != "sqlite" {
+	if !h.l.Driver().BeginLocks() {
 		return false
 	}
 	req := p.req

@@ -31,8 +31,8 @@ import (
 //   - a record marked committed is never taken over: past its lease a
 //     retry gets ErrCommitted, and runs again only with Recover.
 
-// sqliteIOErr and sqliteFull are SQLite's result codes as the ledger reads
-// them (driver.CodeError): SQLITE_IOERR and SQLITE_FULL
+// sqliteIOErr and sqliteFull are SQLite's result codes as the sqlite
+// driver reads them (a Code method): SQLITE_IOERR and SQLITE_FULL
 // (https://sqlite.org/rescode.html).
 type sqliteErr int
 

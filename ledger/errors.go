@@ -1,13 +1,9 @@
 package ledger
 
 import (
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 	"time"
 
 	idriver "github.com/idemledger/idemledger/driver"
@@ -172,85 +168,24 @@ var ErrNotMigrated = errors.New("ledger: not migrated")
 // answer 503 with Retry-After rather than report an outage.
 var ErrBusy = errors.New("ledger: busy")
 
-// Retryable SQLSTATEs (PostgreSQL documentation, Appendix A, class 40,
-// "Transaction Rollback"; and 13.2.2 and 13.2.3 on the repeatable read and
-// serializable levels): the transaction lost a race that a new attempt of
-// the whole transaction may win.
-const (
-	sqlstateSerializationFailure = "40001"
-	sqlstateDeadlockDetected     = "40P01"
-	sqlstateUndefinedTable       = "42P01" // class 42, "Syntax Error or Access Rule Violation"
-	// Class 08, "Connection Exception", and class 57's shutdowns: the
-	// server's side of the connection is gone, and with it the knowledge
-	// of whether the last statement committed.
-	sqlstateConnectionClass = "08"
-	sqlstateAdminShutdown   = "57P01"
-	sqlstateCrashShutdown   = "57P02"
-	sqlstateCannotConnect   = "57P03"
-)
-
-// SQLite's primary result codes for a lock it could not get
-// (https://sqlite.org/rescode.html): SQLITE_BUSY when another connection
-// held the database past busy_timeout, or the snapshot of a read
-// transaction went stale (SQLITE_BUSY_SNAPSHOT); SQLITE_LOCKED for a
-// conflict inside one shared-cache connection.
-const (
-	sqliteError  = 1 // SQLITE_ERROR, "no such table" among others
-	sqliteBusy   = 5
-	sqliteLocked = 6
-	sqliteIOErr  = 10 // SQLITE_IOERR: the OS failed a read, write or sync
-)
-
-// classify marks the errors that a retry of the caller's transaction may
-// cure with ErrRetryable, keeping the database's error reachable. Codes are
-// read through the driver package's small interfaces, so that the ledger
-// links no database package: a PostgreSQL error's SQLSTATE
-// (*pgconn.PgError), a SQLite error's result code (modernc.org/sqlite's
-// *sqlite.Error).
+// classify turns the driver sentinels an error is marked with (each driver
+// reads its own engine's errors: see the driver package doc, Errors) into
+// the ledger's: ErrNotMigrated, ErrRetryable (with ErrBusy), and
+// ErrOutcomeUnknown. The database's error stays reachable with errors.As.
 func classify(err error) error {
-	var pg idriver.SQLStateError
-	if errors.As(err, &pg) {
-		switch code := pg.SQLState(); {
-		case code == sqlstateSerializationFailure, code == sqlstateDeadlockDetected:
-			return &retryableError{err: err}
-		case code == sqlstateUndefinedTable:
-			return &notMigratedError{err: err}
-		case strings.HasPrefix(code, sqlstateConnectionClass), code == sqlstateAdminShutdown,
-			code == sqlstateCrashShutdown, code == sqlstateCannotConnect:
-			return &unknownError{err: err}
-		}
-		return err
-	}
-	var coded idriver.CodeError
-	if errors.As(err, &coded) {
-		switch c := coded.Code() & 0xff; {
-		case c == sqliteBusy || c == sqliteLocked:
-			return &retryableError{err: err, busy: true}
-		case c == sqliteError && strings.Contains(err.Error(), "no such table"):
-			// SQLITE_ERROR has no extended code for this: the message
-			// is all SQLite gives (https://sqlite.org/rescode.html#error).
-			return &notMigratedError{err: err}
-		case c == sqliteIOErr:
-			return &unknownError{err: err}
-		}
-		return err
-	}
-	if connectionLost(err) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, idriver.ErrNotMigrated):
+		return &notMigratedError{err: err}
+	case errors.Is(err, idriver.ErrBusy):
+		return &retryableError{err: err, busy: true}
+	case errors.Is(err, idriver.ErrRetryable):
+		return &retryableError{err: err}
+	case errors.Is(err, idriver.ErrOutcomeUnknown):
 		return &unknownError{err: err}
 	}
 	return err
-}
-
-// connectionLost reports whether err says the connection to the database
-// broke: the network failed (reset, refused, timed out, closed), the
-// server's reply ended early, or database/sql's driver gave the connection
-// up. Whether the statement ran is then unknown.
-func connectionLost(err error) bool {
-	var netErr net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, driver.ErrBadConn) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &netErr)
 }
 
 // unknownError marks err as matching ErrOutcomeUnknown.

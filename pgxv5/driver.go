@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pgerr"
 	"github.com/idemledger/idemledger/internal/pgmigrate"
 	"github.com/idemledger/idemledger/internal/pgxdb"
 )
@@ -36,6 +37,8 @@ type DB interface {
 type Driver struct {
 	db   DB
 	mode batchMode
+	// pool is the Executor on db, made once.
+	pool idriver.Executor
 }
 
 var _ idriver.Driver[pgx.Tx] = (*Driver)(nil)
@@ -44,22 +47,31 @@ var _ idriver.Driver[pgx.Tx] = (*Driver)(nil)
 // or a *pgx.Conn (one goroutine at a time, as the connection itself). It
 // does not use db until an operation does. A nil db is refused by
 // ledger.New.
-func New(db DB) *Driver { return &Driver{db: db, mode: modeOf(db)} }
+func New(db DB) *Driver {
+	d := &Driver{db: db, mode: modeOf(db)}
+	d.pool = idriver.Interpreted(executor{db: db}, pgerr.Interpret)
+	return d
+}
 
 // DB returns the Executor on the pool.
-func (d *Driver) DB() idriver.Executor { return executor{db: d.db} }
+func (d *Driver) DB() idriver.Executor { return d.pool }
 
 // TxExecutor returns the Executor inside tx.
 func (d *Driver) TxExecutor(tx pgx.Tx) idriver.Executor {
-	return executor{db: tx, tx: tx, mode: d.mode}
+	return idriver.Interpreted(executor{db: tx, tx: tx, mode: d.mode}, pgerr.Interpret)
 }
 
 // Begin begins a transaction on the database, at the server's default
 // isolation level.
-func (d *Driver) Begin(ctx context.Context) (pgx.Tx, error) { return d.db.Begin(ctx) }
+func (d *Driver) Begin(ctx context.Context) (pgx.Tx, error) {
+	tx, err := d.db.Begin(ctx)
+	return tx, pgerr.Interpret(err)
+}
 
 // Commit commits tx.
-func (d *Driver) Commit(ctx context.Context, tx pgx.Tx) error { return txDone(tx.Commit(ctx)) }
+func (d *Driver) Commit(ctx context.Context, tx pgx.Tx) error {
+	return pgerr.Interpret(txDone(tx.Commit(ctx)))
+}
 
 // Rollback rolls tx back; nil when tx is already over.
 func (d *Driver) Rollback(ctx context.Context, tx pgx.Tx) error {
@@ -71,6 +83,10 @@ func (d *Driver) Rollback(ctx context.Context, tx pgx.Tx) error {
 
 // Engine returns "postgres".
 func (d *Driver) Engine() string { return "postgres" }
+
+// BeginLocks reports false: a PostgreSQL transaction locks rows as it
+// writes them.
+func (d *Driver) BeginLocks() bool { return false }
 
 // IsNilTx reports whether tx is nil.
 func (d *Driver) IsNilTx(tx pgx.Tx) bool { return tx == nil }

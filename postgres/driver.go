@@ -12,6 +12,7 @@ import (
 
 	idriver "github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/pgdb"
+	"github.com/idemledger/idemledger/internal/pgerr"
 	"github.com/idemledger/idemledger/internal/pgmigrate"
 )
 
@@ -21,6 +22,8 @@ import (
 // It holds nothing but the *sql.DB, which stays the caller's to close.
 type Driver struct {
 	db *sql.DB
+	// pool is the Executor on db, made once.
+	pool idriver.Executor
 }
 
 var _ idriver.Driver[*sql.Tx] = (*Driver)(nil)
@@ -29,20 +32,27 @@ var _ idriver.Driver[*sql.Tx] = (*Driver)(nil)
 // github.com/jackc/pgx/v5/stdlib (sql.Open("pgx", url)) or
 // stdlib.OpenDB/OpenDBFromPool. It does not use db until an operation
 // does. A nil db is refused by ledger.New.
-func New(db *sql.DB) *Driver { return &Driver{db: db} }
+func New(db *sql.DB) *Driver {
+	return &Driver{db: db, pool: idriver.Interpreted(executor{db: db}, pgerr.Interpret)}
+}
 
 // DB returns the Executor on the pool.
-func (d *Driver) DB() idriver.Executor { return executor{db: d.db} }
+func (d *Driver) DB() idriver.Executor { return d.pool }
 
 // TxExecutor returns the Executor inside tx.
-func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor { return executor{db: tx, tx: tx} }
+func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor {
+	return idriver.Interpreted(executor{db: tx, tx: tx}, pgerr.Interpret)
+}
 
 // Begin begins a transaction on the pool, at the server's default
 // isolation level.
-func (d *Driver) Begin(ctx context.Context) (*sql.Tx, error) { return d.db.BeginTx(ctx, nil) }
+func (d *Driver) Begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	return tx, pgerr.Interpret(err)
+}
 
 // Commit commits tx.
-func (d *Driver) Commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+func (d *Driver) Commit(_ context.Context, tx *sql.Tx) error { return pgerr.Interpret(tx.Commit()) }
 
 // Rollback rolls tx back; nil when tx is already over.
 func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
@@ -54,6 +64,10 @@ func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
 
 // Engine returns "postgres".
 func (d *Driver) Engine() string { return "postgres" }
+
+// BeginLocks reports false: a PostgreSQL transaction locks rows as it
+// writes them.
+func (d *Driver) BeginLocks() bool { return false }
 
 // NilDB reports whether the driver has no *sql.DB.
 func (d *Driver) NilDB() bool { return d == nil || d.db == nil }

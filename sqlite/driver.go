@@ -20,6 +20,9 @@ type Driver struct {
 	db *sql.DB
 	// prepared is nil before Prepare and after Close.
 	prepared atomic.Pointer[prepared]
+	// pool is the Executor on db, made once so that DB returns the same
+	// value every time.
+	pool idriver.Executor
 }
 
 var (
@@ -29,7 +32,11 @@ var (
 
 // New returns the driver for db. It does not use db until ledger.New
 // prepares the statements. A nil db is refused by ledger.New.
-func New(db *sql.DB) *Driver { return &Driver{db: db} }
+func New(db *sql.DB) *Driver {
+	d := &Driver{db: db}
+	d.pool = idriver.Interpreted(executor{d: d}, interpretError)
+	return d
+}
 
 // prepared is the set of statements prepared on the pool.
 type prepared struct {
@@ -44,6 +51,10 @@ type prepared struct {
 // connection inside a transaction would wait for ever). The schema must be
 // migrated by then. A nil db is an error.
 func (d *Driver) Prepare(ctx context.Context) error {
+	return interpretError(d.prepare(ctx))
+}
+
+func (d *Driver) prepare(ctx context.Context) error {
 	if d == nil || d.db == nil {
 		return errors.New("sqlite: nil *sql.DB")
 	}
@@ -89,17 +100,22 @@ func (p *prepared) owns(ctx context.Context, tx *sql.Tx) bool {
 }
 
 // DB returns the Executor on the pool.
-func (d *Driver) DB() idriver.Executor { return executor{d: d} }
+func (d *Driver) DB() idriver.Executor { return d.pool }
 
 // TxExecutor returns the Executor inside tx.
-func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor { return executor{d: d, tx: tx} }
+func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor {
+	return idriver.Interpreted(executor{d: d, tx: tx}, interpretError)
+}
 
 // Begin begins a transaction on the pool (BEGIN IMMEDIATE with [Open]'s
 // settings).
-func (d *Driver) Begin(ctx context.Context) (*sql.Tx, error) { return d.db.BeginTx(ctx, nil) }
+func (d *Driver) Begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	return tx, interpretError(err)
+}
 
 // Commit commits tx.
-func (d *Driver) Commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+func (d *Driver) Commit(_ context.Context, tx *sql.Tx) error { return interpretError(tx.Commit()) }
 
 // Rollback rolls tx back; nil when tx is already over.
 func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
@@ -108,6 +124,10 @@ func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
 	}
 	return nil
 }
+
+// BeginLocks reports true: [Open]'s transactions are immediate, and take
+// the database's write lock at BEGIN.
+func (d *Driver) BeginLocks() bool { return true }
 
 // Engine returns "sqlite".
 func (d *Driver) Engine() string { return "sqlite" }

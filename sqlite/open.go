@@ -11,6 +11,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	idriver "github.com/idemledger/idemledger/driver"
 )
 
 // DriverName is the database/sql driver name that modernc.org/sqlite
@@ -191,24 +193,9 @@ func (o Options) Open(path string) (*sql.DB, error) {
 	return db, nil
 }
 
-// SQLite's primary result codes for a lock it could not get
-// (https://sqlite.org/rescode.html).
-const (
-	sqliteBusy   = 5
-	sqliteLocked = 6
-)
-
 // isLocked reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any
-// extended code of them), read through the Code method of
-// modernc.org/sqlite's *sqlite.Error.
-func isLocked(err error) bool {
-	var coded interface{ Code() int }
-	if errors.As(err, &coded) {
-		c := coded.Code() & 0xff
-		return c == sqliteBusy || c == sqliteLocked
-	}
-	return false
-}
+// extended code of them): see interpretError.
+func isLocked(err error) bool { return errors.Is(interpretError(err), idriver.ErrBusy) }
 
 // Backoff between two attempts of retryLocked: it doubles from the first
 // to the last, each sleep drawn at random between half and all of it so

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// codeError stands for modernc.org/sqlite's *sqlite.Error.
-type codeError int
+// codeErr stands for modernc.org/sqlite's *sqlite.Error.
+type codeErr int
 
-func (e codeError) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
-func (e codeError) Code() int     { return int(e) }
+func (e codeErr) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
+func (e codeErr) Code() int     { return int(e) }
 
 func TestRetryLocked(t *testing.T) {
 	const sqliteBusySnapshot = sqliteBusy | 2<<8
@@ -24,10 +24,10 @@ func TestRetryLocked(t *testing.T) {
 	}{
 		{"success", nil, 1, nil},
 		{"other error, not retried", []error{other}, 1, other},
-		{"constraint, not retried", []error{codeError(19)}, 1, codeError(19)},
-		{"busy, then success", []error{codeError(sqliteBusy), codeError(sqliteBusy)}, 3, nil},
-		{"locked, wrapped, then success", []error{fmt.Errorf("x: %w", codeError(sqliteLocked))}, 2, nil},
-		{"extended busy code, then other", []error{codeError(sqliteBusySnapshot), other}, 2, other},
+		{"constraint, not retried", []error{codeErr(19)}, 1, codeErr(19)},
+		{"busy, then success", []error{codeErr(sqliteBusy), codeErr(sqliteBusy)}, 3, nil},
+		{"locked, wrapped, then success", []error{fmt.Errorf("x: %w", codeErr(sqliteLocked))}, 2, nil},
+		{"extended busy code, then other", []error{codeErr(sqliteBusySnapshot), other}, 2, other},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,10 +54,10 @@ func TestRetryLockedBounded(t *testing.T) {
 	start := time.Now()
 	err := retryLocked(window, func() error {
 		calls++
-		return codeError(sqliteBusy)
+		return codeErr(sqliteBusy)
 	})
 	elapsed := time.Since(start)
-	if !errors.Is(err, codeError(sqliteBusy)) {
+	if !errors.Is(err, codeErr(sqliteBusy)) {
 		t.Errorf("err = %v, want SQLITE_BUSY", err)
 	}
 	if elapsed < window-maxBackoff || elapsed > window+time.Second {

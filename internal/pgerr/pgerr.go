@@ -1,0 +1,50 @@
+// Package pgerr reads PostgreSQL's errors for the two PostgreSQL drivers
+// (postgres over database/sql, pgxv5 over pgx): it marks them with the
+// driver sentinels they match, so that nothing above the drivers knows a
+// SQLSTATE.
+package pgerr
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/idemledger/idemledger/driver"
+)
+
+// SQLSTATEs (PostgreSQL documentation, Appendix A).
+const (
+	serializationFailure = "40001" // class 40, Transaction Rollback
+	deadlockDetected     = "40P01"
+	undefinedTable       = "42P01" // class 42, Syntax Error or Access Rule Violation
+	connectionClass      = "08"    // class 08, Connection Exception
+	adminShutdown        = "57P01" // class 57, Operator Intervention
+	crashShutdown        = "57P02"
+	cannotConnectNow     = "57P03"
+)
+
+// Interpret marks err with the driver sentinels it matches: a
+// serialization failure or a deadlock is retryable (a new run of the whole
+// transaction may win), a missing table not migrated, a connection
+// exception, a server shutdown or a broken connection an unknown outcome.
+// The SQLSTATE is read through pgconn.PgError's SQLState method.
+func Interpret(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pg interface{ SQLState() string }
+	if errors.As(err, &pg) {
+		switch code := pg.SQLState(); {
+		case code == serializationFailure, code == deadlockDetected:
+			return driver.Mark(err, driver.ErrRetryable)
+		case code == undefinedTable:
+			return driver.Mark(err, driver.ErrNotMigrated)
+		case strings.HasPrefix(code, connectionClass), code == adminShutdown, code == crashShutdown, code == cannotConnectNow:
+			return driver.Mark(err, driver.ErrOutcomeUnknown)
+		}
+		return err
+	}
+	if driver.ConnectionLost(err) {
+		return driver.Mark(err, driver.ErrOutcomeUnknown)
+	}
+	return err
+}
