@@ -7,7 +7,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
-	"github.com/idemledger/idemledger/idemhttp"
+	"github.com/idemledger/idemledger/idemclient"
 	"github.com/idemledger/idemledger/internal/retry"
 )
 
@@ -32,7 +32,7 @@ type ClientOptions struct {
 	// jitter) used when the server sends no RetryInfo delay. Defaults
 	// DefaultInitialBackoff and DefaultMaxBackoff.
 	InitialBackoff, MaxBackoff time.Duration
-	// NewKey makes the key of a call that has none. Default idemhttp.NewKey
+	// NewKey makes the key of a call that has none. Default idemclient.NewKey
 	// (a random UUID).
 	NewKey func() (string, error)
 }
@@ -56,7 +56,7 @@ func NewClientInterceptor(opts ClientOptions) connect.Interceptor {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	if opts.NewKey == nil {
-		opts.NewKey = idemhttp.NewKey
+		opts.NewKey = idemclient.NewKey
 	}
 	return &client{opts}
 }
@@ -82,7 +82,7 @@ func (c *client) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			if err != nil {
 				return nil, err
 			}
-			if err := idemhttp.SetKey(req.Header(), k); err != nil {
+			if err := idemclient.SetKey(req.Header(), k); err != nil {
 				return nil, err
 			}
 			key = req.Header().Get(HeaderName)

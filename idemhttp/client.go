@@ -1,68 +1,43 @@
 package idemhttp
 
 import (
-	"fmt"
 	"net/http"
 
-	"github.com/dunglas/httpsfv"
-	"github.com/google/uuid"
+	"github.com/idemledger/idemledger/idemclient"
 )
 
-// NewKey returns a fresh idempotency key: a random UUID (RFC 9562, version
-// 4) in its 36-character text form, drawn from crypto/rand.
-//
-// It returns an error wrapping ErrNoRandomness when the random source fails,
-// and never a weaker key. For a key derived from the request's content
-// instead (so that a restarted client finds the same key), see
-// hash.DeriveKey.
-func NewKey() (string, error) {
-	u, err := uuid.NewRandom()
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNoRandomness, err)
-	}
-	return u.String(), nil
-}
+// The client side moved to package idemclient, which links neither the
+// ledger nor a database; these names stay for the programs that use them
+// from here.
 
-// GenerateKey is NewKey for callers that cannot handle an error: it panics
-// when the random source fails. Since Go 1.24 crypto/rand never reports a
-// failure (the runtime aborts instead), so the panic is for a random source
-// replaced through uuid.SetRand. Transport uses NewKey.
-func GenerateKey() string {
-	k, err := NewKey()
-	if err != nil {
-		panic(err)
-	}
-	return k
-}
+// Transport is idemclient.Transport.
+type Transport = idemclient.Transport
 
-// SetKey sets the Idempotency-Key field of h to key, serialized as an RFC
-// 9651 sf-string (Section 4.1.6): in double quotes, with '"' and '\' escaped,
-// as draft-ietf-httpapi-idempotency-key-header-06 Section 2.1 asks. It
-// replaces any key h already holds.
-//
-// It returns an error wrapping ErrInvalidKey, and leaves h unchanged, when
-// key is empty or holds a byte outside printable ASCII (0x20-0x7E), which no
-// sf-string can carry. The length is the server's business and is not
-// checked here.
-func SetKey(h http.Header, key string) error {
-	v, err := formatKey(key)
-	if err != nil {
-		return err
-	}
-	h.Set(HeaderName, v)
-	return nil
-}
+// Attempt is idemclient.Attempt.
+type Attempt = idemclient.Attempt
 
-func formatKey(key string) (string, error) {
-	if key == "" {
-		return "", fmt.Errorf("%w: empty", ErrInvalidKey)
-	}
-	if err := checkBareOrQuoted(key, true); err != nil {
-		return "", err
-	}
-	v, err := httpsfv.Marshal(httpsfv.NewItem(key))
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidKey, err)
-	}
-	return v, nil
-}
+// TransportError is idemclient.TransportError.
+type TransportError = idemclient.TransportError
+
+// Default limits of Transport (idemclient's).
+const (
+	DefaultMaxAttempts    = idemclient.DefaultMaxAttempts
+	DefaultMaxElapsed     = idemclient.DefaultMaxElapsed
+	DefaultInitialBackoff = idemclient.DefaultInitialBackoff
+	DefaultMaxBackoff     = idemclient.DefaultMaxBackoff
+)
+
+// DefaultRetryStatuses is idemclient.DefaultRetryStatuses.
+var DefaultRetryStatuses = idemclient.DefaultRetryStatuses
+
+// ErrAttemptTimeout is idemclient.ErrAttemptTimeout.
+var ErrAttemptTimeout = idemclient.ErrAttemptTimeout
+
+// NewKey is idemclient.NewKey: a fresh random key.
+func NewKey() (string, error) { return idemclient.NewKey() }
+
+// GenerateKey is idemclient.GenerateKey.
+func GenerateKey() string { return idemclient.GenerateKey() }
+
+// SetKey is idemclient.SetKey: it writes key into h as an sf-string.
+func SetKey(h http.Header, key string) error { return idemclient.SetKey(h, key) }

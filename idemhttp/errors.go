@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/idemledger/idemledger/idemclient"
 )
 
 var (
@@ -15,7 +17,7 @@ var (
 	// ErrInvalidKey is wrapped by the errors of ParseKey and SetKey for a key
 	// that is empty, malformed, not printable ASCII, too long, or sent on
 	// more than one field line. The middleware answers it with 400.
-	ErrInvalidKey = errors.New("idemhttp: invalid Idempotency-Key")
+	ErrInvalidKey = idemclient.ErrInvalidKey
 
 	// ErrKeyTooLong is wrapped, together with ErrInvalidKey, by the error of
 	// ParseKey for a key longer than the limit in bytes.
@@ -23,7 +25,7 @@ var (
 
 	// ErrNoRandomness is wrapped by the error of NewKey when the system's
 	// cryptographic random source fails. No weaker key is ever made instead.
-	ErrNoRandomness = errors.New("idemhttp: no randomness for a key")
+	ErrNoRandomness = idemclient.ErrNoRandomness
 )
 
 // ScopeError is an error that Options.Scope may return to choose the

@@ -7,12 +7,14 @@ import (
 
 	"github.com/dunglas/httpsfv"
 
+	"github.com/idemledger/idemledger/idemclient"
+	"github.com/idemledger/idemledger/internal/syntax"
 	"github.com/idemledger/idemledger/ledger"
 )
 
 // HeaderName is the request header field that carries the idempotency key
 // (draft-ietf-httpapi-idempotency-key-header-06, Section 2).
-const HeaderName = "Idempotency-Key"
+const HeaderName = idemclient.HeaderName
 
 // KeyRules says how ParseKey reads the Idempotency-Key field. The zero value
 // is the lenient default: quoted sf-strings and bare keys, at most
@@ -108,7 +110,7 @@ func checkKey(key string, quoted bool, max int) (string, error) {
 	if key == "" {
 		return "", fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
-	if err := checkBareOrQuoted(key, quoted); err != nil {
+	if err := syntax.Check(key, quoted); err != nil {
 		return "", err
 	}
 	if len(key) > max {
@@ -120,45 +122,4 @@ func checkKey(key string, quoted bool, max int) (string, error) {
 func isString(v any) bool {
 	_, ok := v.(string)
 	return ok
-}
-
-// checkBareOrQuoted enforces the character set of a key: printable ASCII,
-// space included. A bare key may not hold a comma: an intermediary that
-// joins two field lines puts one there, so a bare comma cannot be told from
-// two keys.
-func checkBareOrQuoted(key string, quoted bool) error {
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c < 0x20 || c > 0x7e {
-			return &keyCharError{c: c, offset: i}
-		}
-		if c == ',' && !quoted {
-			return &keyCharError{c: c, offset: i, comma: true}
-		}
-	}
-	return nil
-}
-
-// keyCharError is a key refused for one byte; it wraps ErrInvalidKey. Its
-// text, and the 400's detail (Problem), name the byte and its offset,
-// never the key.
-type keyCharError struct {
-	c      byte
-	offset int
-	comma  bool // a comma in a bare key
-}
-
-func (e *keyCharError) Error() string {
-	return ErrInvalidKey.Error() + ": " + e.Problem()
-}
-
-func (e *keyCharError) Unwrap() error { return ErrInvalidKey }
-
-// Problem says what is wrong and how to send the key instead.
-func (e *keyCharError) Problem() string {
-	if e.comma {
-		return fmt.Sprintf("it holds a comma (offset %d) outside quotes, which is what a proxy makes of two "+
-			"Idempotency-Key lines; send such a key quoted, as an RFC 9651 string: \"...\"", e.offset)
-	}
-	return fmt.Sprintf("byte 0x%02x at offset %d is not printable ASCII (0x20 to 0x7E)", e.c, e.offset)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/internal/syntax"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -252,7 +253,7 @@ func keyProblem(err error, max int) string {
 	if errors.Is(err, ErrKeyTooLong) {
 		return "longer than " + strconv.Itoa(max) + " bytes"
 	}
-	var ce *keyCharError
+	var ce *syntax.CharError
 	if errors.As(err, &ce) {
 		return ce.Problem()
 	}

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/idemclient"
+	"github.com/idemledger/idemledger/internal/syntax"
 	"github.com/idemledger/idemledger/internal/token"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -17,7 +18,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // DefaultReplayHeader is the default of Options.ReplayHeader, the field the
 // middleware adds, with the value "true", to every replayed response.
-const DefaultReplayHeader = "Idempotent-Replayed"
+const DefaultReplayHeader = idemclient.DefaultReplayHeader
 
 // DefaultInFlightRetryAfter is the default of Options.InFlightRetryAfter.
 const DefaultInFlightRetryAfter = time.Second
@@ -322,7 +323,7 @@ func (o Options) check() error {
 	if o.Scope == nil {
 		return errors.New("Options.Scope is required")
 	}
-	if err := checkMethods("Options.Methods", o.Methods); err != nil {
+	if err := syntax.CheckMethods("Options.Methods", o.Methods); err != nil {
 		return err
 	}
 	if o.MaxBodyBytes < 0 {
@@ -336,42 +337,11 @@ func (o Options) check() error {
 			return fmt.Errorf("Options.ReplayHeaders: %q is not a field name (RFC 9110 Section 5.1)", name)
 		}
 	}
-	if err := checkFieldName("Options.ReplayHeader", o.ReplayHeader); err != nil {
+	if err := syntax.CheckFieldName("Options.ReplayHeader", o.ReplayHeader); err != nil {
 		return err
 	}
 	if o.InFlightRetryAfter < 0 {
 		return fmt.Errorf("Options.InFlightRetryAfter: %v is negative", o.InFlightRetryAfter)
 	}
 	return nil
-}
-
-// checkMethods refuses, naming field, a method that is not a token or that
-// is a standard method in another case.
-func checkMethods(field string, methods []string) error {
-	for _, m := range methods {
-		if !token.Valid(m) {
-			return fmt.Errorf("%s: %q is not a method (a token, RFC 9110 Section 9.1)", field, m)
-		}
-		if up := strings.ToUpper(m); up != m && standardMethods[up] {
-			return fmt.Errorf("%s: %q is not %q: methods are case-sensitive (RFC 9110 Section 9.1)", field, m, up)
-		}
-	}
-	return nil
-}
-
-// checkFieldName refuses, naming field, a name that is set and is not a
-// field name.
-func checkFieldName(field, name string) error {
-	if name != "" && !token.Valid(name) {
-		return fmt.Errorf("%s: %q is not a field name (RFC 9110 Section 5.1)", field, name)
-	}
-	return nil
-}
-
-// standardMethods are the methods of RFC 9110 Section 9 and PATCH (RFC
-// 5789): written in lower case, they are a mistake.
-var standardMethods = map[string]bool{
-	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
-	http.MethodDelete: true, http.MethodConnect: true, http.MethodOptions: true,
-	http.MethodTrace: true, http.MethodPatch: true,
 }

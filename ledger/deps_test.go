@@ -7,7 +7,8 @@ import (
 )
 
 // TestLinksNoDriver: the core links no database package; a program that
-// uses one engine links only that engine's driver and migration driver.
+// uses one engine links only that engine's driver and migration driver; a
+// program that only uses the client links no database at all.
 func TestLinksNoDriver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -22,6 +23,11 @@ func TestLinksNoDriver(t *testing.T) {
 		{"github.com/idemledger/idemledger/postgres", []string{"modernc.org/sqlite", "github.com/golang-migrate/migrate/v4/database/sqlite"}},
 		{"github.com/idemledger/idemledger/pgxv5", []string{"modernc.org/sqlite", "github.com/golang-migrate/migrate/v4/database/sqlite"}},
 		{"github.com/idemledger/idemledger/schema", []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5"}},
+		// The client stands alone: no ledger, no driver, no database, no
+		// migration library.
+		{"github.com/idemledger/idemledger/idemclient", []string{"github.com/idemledger/idemledger/ledger",
+			"github.com/idemledger/idemledger/driver", "modernc.org/sqlite", "github.com/jackc/pgx/v5",
+			"github.com/golang-migrate/"}},
 	}
 	for _, tt := range tests {
 		out, err := exec.Command("go", "list", "-deps", tt.pkg).Output()

@@ -1,4 +1,4 @@
-package idemhttp
+package idemclient
 
 import (
 	"context"
@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dunglas/httpsfv"
+
 	"github.com/idemledger/idemledger/internal/retry"
+	"github.com/idemledger/idemledger/internal/syntax"
 )
 
 // Default limits of Transport.
@@ -30,7 +33,7 @@ var DefaultRetryStatuses = []int{http.StatusTooManyRequests, http.StatusServiceU
 // ErrAttemptTimeout is wrapped by the error of an attempt that
 // Transport.AttemptTimeout cut short. Such an attempt is retried like a
 // dropped connection; when it is the last, the *TransportError wraps it.
-var ErrAttemptTimeout = errors.New("idemhttp: attempt timed out")
+var ErrAttemptTimeout = errors.New("idemclient: attempt timed out")
 
 // Transport is an http.RoundTripper that gives unsafe requests an
 // idempotency key and retries them safely.
@@ -138,7 +141,7 @@ type Transport struct {
 
 // check returns the first field of t that is out of range, described.
 func (t *Transport) check() error {
-	if err := checkMethods("Transport.Methods", t.Methods); err != nil {
+	if err := syntax.CheckMethods("Transport.Methods", t.Methods); err != nil {
 		return err
 	}
 	for _, f := range []struct {
@@ -160,7 +163,7 @@ func (t *Transport) check() error {
 			return fmt.Errorf("Transport.RetryStatuses: %d is not a status code (100 to 599)", code)
 		}
 	}
-	return checkFieldName("Transport.ReplayHeader", t.ReplayHeader)
+	return syntax.CheckFieldName("Transport.ReplayHeader", t.ReplayHeader)
 }
 
 // Attempt describes one attempt of a keyed request, for
@@ -195,7 +198,7 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string {
-	return "idemhttp: transport: " + strconv.Itoa(e.Attempts) + " attempt(s): " + e.Err.Error()
+	return "idemclient: transport: " + strconv.Itoa(e.Attempts) + " attempt(s): " + e.Err.Error()
 }
 
 // Unwrap returns the cause.
@@ -210,10 +213,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t = &Transport{}
 	}
 	if req == nil {
-		return nil, errors.New("idemhttp: transport: nil request")
+		return nil, errors.New("idemclient: transport: nil request")
 	}
 	if err := t.check(); err != nil {
-		return nil, fmt.Errorf("idemhttp: transport: %w", err)
+		return nil, fmt.Errorf("idemclient: transport: %w", err)
 	}
 	base := t.Base
 	if base == nil {
@@ -242,7 +245,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if err != nil {
 			closeBody(req)
-			return nil, fmt.Errorf("idemhttp: transport: %w", err)
+			return nil, fmt.Errorf("idemclient: transport: %w", err)
 		}
 		key = k
 	}
@@ -353,10 +356,17 @@ func (b *cancelBody) Close() error {
 // sentKey is the key a caller set, as the server reads it; a field that
 // does not parse is returned as it is.
 func sentKey(h http.Header) string {
-	if k, err := ParseKey(h, KeyRules{MaxLength: 1 << 16}); err == nil {
-		return k
+	v := h.Values(HeaderName)
+	if len(v) == 1 {
+		raw := strings.Trim(v[0], " \t")
+		if item, err := httpsfv.UnmarshalItem([]string{raw}); err == nil && strings.HasPrefix(raw, `"`) {
+			if k, ok := item.Value.(string); ok {
+				return k
+			}
+		}
+		return raw
 	}
-	return strings.Join(h.Values(HeaderName), ", ")
+	return strings.Join(v, ", ")
 }
 
 func (t *Transport) protects(method string) bool {

@@ -1,4 +1,4 @@
-package idemhttp
+package idemclient
 
 import (
 	"net/http"
@@ -24,8 +24,8 @@ func TestTransportNilInputs(t *testing.T) {
 		{name: "nil transport", transport: nil, script: []int{http.StatusServiceUnavailable}, attempts: 2},
 		{name: "nil header", transport: fastTransport(), script: []int{0}, nilHeader: true, attempts: 2},
 		{name: "nil transport, nil header", transport: nil, nilHeader: true, attempts: 1},
-		{name: "nil request", transport: fastTransport(), nilReq: true, wantErr: "idemhttp: transport: nil request"},
-		{name: "nil transport, nil request", transport: nil, nilReq: true, wantErr: "idemhttp: transport: nil request"},
+		{name: "nil request", transport: fastTransport(), nilReq: true, wantErr: "idemclient: transport: nil request"},
+		{name: "nil transport, nil request", transport: nil, nilReq: true, wantErr: "idemclient: transport: nil request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

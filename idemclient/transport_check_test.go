@@ -1,4 +1,4 @@
-package idemhttp
+package idemclient
 
 import (
 	"net/http"
@@ -30,18 +30,18 @@ func TestTransportCheck(t *testing.T) {
 			AttemptTimeout: time.Second, InitialBackoff: time.Millisecond, MaxBackoff: time.Second,
 			RetryStatuses: []int{100, 599}, ReplayHeader: "X-Replayed"}, ""},
 		{"lower-case post", Transport{Methods: []string{"post"}},
-			`idemhttp: transport: Transport.Methods: "post" is not "POST": methods are case-sensitive (RFC 9110 Section 9.1)`},
+			`idemclient: transport: Transport.Methods: "post" is not "POST": methods are case-sensitive (RFC 9110 Section 9.1)`},
 		{"method with a space", Transport{Methods: []string{"PO ST"}},
-			`idemhttp: transport: Transport.Methods: "PO ST" is not a method (a token, RFC 9110 Section 9.1)`},
-		{"negative attempts", Transport{MaxAttempts: -1}, "idemhttp: transport: Transport.MaxAttempts: -1 is negative"},
-		{"negative elapsed", Transport{MaxElapsed: -time.Second}, "idemhttp: transport: Transport.MaxElapsed: -1s is negative"},
-		{"negative attempt timeout", Transport{AttemptTimeout: -1}, "idemhttp: transport: Transport.AttemptTimeout: -1ns is negative"},
-		{"negative initial backoff", Transport{InitialBackoff: -time.Millisecond}, "idemhttp: transport: Transport.InitialBackoff: -1ms is negative"},
-		{"negative max backoff", Transport{MaxBackoff: -time.Minute}, "idemhttp: transport: Transport.MaxBackoff: -1m0s is negative"},
-		{"status 600", Transport{RetryStatuses: []int{503, 600}}, "idemhttp: transport: Transport.RetryStatuses: 600 is not a status code (100 to 599)"},
-		{"status 0", Transport{RetryStatuses: []int{0}}, "idemhttp: transport: Transport.RetryStatuses: 0 is not a status code (100 to 599)"},
+			`idemclient: transport: Transport.Methods: "PO ST" is not a method (a token, RFC 9110 Section 9.1)`},
+		{"negative attempts", Transport{MaxAttempts: -1}, "idemclient: transport: Transport.MaxAttempts: -1 is negative"},
+		{"negative elapsed", Transport{MaxElapsed: -time.Second}, "idemclient: transport: Transport.MaxElapsed: -1s is negative"},
+		{"negative attempt timeout", Transport{AttemptTimeout: -1}, "idemclient: transport: Transport.AttemptTimeout: -1ns is negative"},
+		{"negative initial backoff", Transport{InitialBackoff: -time.Millisecond}, "idemclient: transport: Transport.InitialBackoff: -1ms is negative"},
+		{"negative max backoff", Transport{MaxBackoff: -time.Minute}, "idemclient: transport: Transport.MaxBackoff: -1m0s is negative"},
+		{"status 600", Transport{RetryStatuses: []int{503, 600}}, "idemclient: transport: Transport.RetryStatuses: 600 is not a status code (100 to 599)"},
+		{"status 0", Transport{RetryStatuses: []int{0}}, "idemclient: transport: Transport.RetryStatuses: 0 is not a status code (100 to 599)"},
 		{"replay header with a space", Transport{ReplayHeader: "x y"},
-			`idemhttp: transport: Transport.ReplayHeader: "x y" is not a field name (RFC 9110 Section 5.1)`},
+			`idemclient: transport: Transport.ReplayHeader: "x y" is not a field name (RFC 9110 Section 5.1)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
