@@ -117,7 +117,9 @@ type Options struct {
 	// handler then finds the earlier commit time in ClaimFrom's
 	// Claim.CommittedAt, and must look its effect up rather than make it
 	// again: Stripe's recovery point. Without Recover such retries get 410
-	// (CodeOutcomeNotStored). Middleware only.
+	// (CodeOutcomeNotStored). That 410 is not stored: the record stays as
+	// the vanished run left it, so a server that turns Recover on later
+	// runs the next retry in recovery. Middleware only.
 	Recover bool
 
 	// ReleaseOversized releases the key, instead of keeping a marker, when
