@@ -41,8 +41,6 @@ import (
 	"io"
 	"net"
 	"syscall"
-
-	"github.com/golang-migrate/migrate/v4/database"
 )
 
 // Driver is one database as the ledger sees it, with TTx the type of its
@@ -74,9 +72,6 @@ type Driver[TTx any] interface {
 	// before using them.
 	IsNilTx(tx TTx) bool
 	NilDB() bool
-	// Migration returns what package schema needs to migrate the
-	// driver's database.
-	Migration() Migration
 }
 
 // Preparer is implemented by drivers that prepare their statements ahead
@@ -91,26 +86,6 @@ type Preparer interface {
 	// Close releases the prepared statements; statements run unprepared
 	// afterwards. It never closes the database.
 	Close() error
-}
-
-// Migration is a driver's side of a golang-migrate run (package schema
-// holds the migrations and runs them).
-type Migration struct {
-	// Dir is the directory of the driver's migrations in schema.FS:
-	// "sqlite" or "postgres".
-	Dir string
-	// Name is the database driver's name given to golang-migrate.
-	Name string
-	// With builds a golang-migrate database driver over the driver's
-	// database, recording versions in table, and calls f with it.
-	// read is true for a version read, false for a run that migrates
-	// (Up, Down). A migrating run holds the engine's migration lock from
-	// start to end (golang-migrate's PostgreSQL drivers take an advisory
-	// lock themselves, its SQLite driver does not); a read sees only what
-	// finished runs committed, never a run half-way. With owns what it
-	// builds and closes it; it never closes the caller's database nor asks
-	// golang-migrate to drop anything.
-	With func(ctx context.Context, table string, read bool, f func(database.Driver) error) error
 }
 
 // Executor runs the ledger's statements on a pool or inside a
@@ -362,12 +337,3 @@ func ConnectionLost(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &netErr)
 }
-
-// ErrNoCurrentSchema is returned, wrapped, by a PostgreSQL driver's
-// migration when no schema on the connection's search_path exists, so that
-// PostgreSQL's current_schema() is NULL and there is nowhere to put the
-// ledger's table
-// (https://www.postgresql.org/docs/current/ddl-schemas.html#DDL-SCHEMAS-PATH).
-// Create the schema, or point search_path at one that exists. Package
-// schema exports it as schema.ErrNoCurrentSchema.
-var ErrNoCurrentSchema = errors.New("no schema on the search_path exists")

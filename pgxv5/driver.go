@@ -18,6 +18,7 @@ import (
 	"github.com/idemledger/idemledger/internal/pgerr"
 	"github.com/idemledger/idemledger/internal/pgmigrate"
 	"github.com/idemledger/idemledger/internal/pgxdb"
+	"github.com/idemledger/idemledger/schema"
 )
 
 // DB is what the driver needs of the database: *pgxpool.Pool and
@@ -113,7 +114,7 @@ func (d *Driver) NilDB() bool {
 // connection of the pool (stdlib.OpenDBFromPool); for a *pgx.Conn, a new
 // connection with the same configuration (a migration never runs on the
 // caller's session), closed at the end.
-func (d *Driver) Migration() idriver.Migration {
+func (d *Driver) Migration() schema.Migration {
 	m := pgmigrate.Migration(nil)
 	m.With = func(ctx context.Context, table string, read bool, f func(database.Driver) error) error {
 		var db *sql.DB

@@ -14,6 +14,7 @@ import (
 	"github.com/idemledger/idemledger/internal/pgdb"
 	"github.com/idemledger/idemledger/internal/pgerr"
 	"github.com/idemledger/idemledger/internal/pgmigrate"
+	"github.com/idemledger/idemledger/schema"
 )
 
 // Driver is the ledger's driver for a PostgreSQL database reached through
@@ -77,7 +78,7 @@ func (d *Driver) IsNilTx(tx *sql.Tx) bool { return tx == nil }
 
 // Migration returns golang-migrate's pgx/v5 driver over the pool, for
 // package schema.
-func (d *Driver) Migration() idriver.Migration {
+func (d *Driver) Migration() schema.Migration {
 	return pgmigrate.Migration(func() *sql.DB { return d.db })
 }
 

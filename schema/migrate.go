@@ -11,8 +11,6 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/golang-migrate/migrate/v4/source"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
-
-	"github.com/idemledger/idemledger/driver"
 )
 
 // FS holds the raw migrations, one directory per engine:
@@ -58,8 +56,30 @@ func sub(dir string) fs.FS {
 // Driver is what the functions of this package need of a ledger driver:
 // the *Driver of package sqlite, postgres and pgxv5 has it.
 type Driver interface {
-	Migration() driver.Migration
+	Migration() Migration
 	NilDB() bool
+}
+
+// Migration is a driver's side of a golang-migrate run: this package holds
+// the migrations and runs them; the driver says which and over what. It
+// lives here, not in package driver, so that the ledger's driver boundary
+// links no migration library.
+type Migration struct {
+	// FS holds the driver's migrations (SQLite() or Postgres()), in
+	// golang-migrate's file naming, at its root.
+	FS fs.FS
+	// Name is the database driver's name given to golang-migrate.
+	Name string
+	// With builds a golang-migrate database driver over the driver's
+	// database, recording versions in table, and calls f with it. read is
+	// true for a version read, false for a run that migrates (Up, Down). A
+	// migrating run holds the engine's migration lock from start to end
+	// (golang-migrate's PostgreSQL drivers take an advisory lock
+	// themselves, its SQLite driver does not); a read sees only what
+	// finished runs committed, never a run half-way. With owns what it
+	// builds and closes it; it never closes the caller's database nor asks
+	// golang-migrate to drop anything.
+	With func(ctx context.Context, table string, read bool, f func(database.Driver) error) error
 }
 
 // Migrate brings the idemledger tables of d's database up to the latest
@@ -100,7 +120,7 @@ func Version(ctx context.Context, d Driver) (version uint, dirty bool, err error
 // PostgreSQL when no schema on the connection's search_path exists, so that
 // there is nowhere to put the ledger's table. Create the schema, or point
 // search_path at one that exists.
-var ErrNoCurrentSchema = driver.ErrNoCurrentSchema
+var ErrNoCurrentSchema = errors.New("no schema on the search_path exists")
 
 // run builds a golang-migrate instance for d and applies op to it. fsys
 // replaces FS (tests), and then holds the migrations in a directory named
@@ -116,9 +136,9 @@ func run(ctx context.Context, d Driver, fsys fs.FS, name string, op func(*migrat
 		return fmt.Errorf("schema: %s: %w", name, err)
 	}
 	t := d.Migration()
-	dir := t.Dir
+	dir := "."
 	if fsys == nil {
-		fsys = FS
+		fsys = t.FS
 	} else {
 		dir = "m"
 	}

@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/golang-migrate/migrate/v4"
 
+	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -33,7 +34,7 @@ func TestFailedMigrationUnderLock(t *testing.T) {
 	ctx := context.Background()
 	up := (*migrate.Migrate).Up
 
-	err = run(ctx, d, fsys, "migrate", up)
+	err = schema.Run(ctx, d, fsys, "migrate", up)
 	if err == nil || !strings.Contains(err.Error(), "no such table: nowhere") {
 		t.Fatalf("run = %v, want the failed statement's error", err)
 	}
@@ -53,14 +54,14 @@ func TestFailedMigrationUnderLock(t *testing.T) {
 	if err := other.QueryRow("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name)").Scan(&tables); err != nil {
 		t.Fatal(err)
 	}
-	if want := "a " + MigrationsTable; tables != want {
+	if want := "a " + schema.MigrationsTable; tables != want {
 		t.Errorf("tables = %q, want %q (b undone)", tables, want)
 	}
-	if v, dirty, err := Version(ctx, sqlite.New(other)); v != 2 || !dirty || err != nil {
+	if v, dirty, err := schema.Version(ctx, sqlite.New(other)); v != 2 || !dirty || err != nil {
 		t.Errorf("Version = %d, %v, %v; want 2, true, nil", v, dirty, err)
 	}
 
-	err = run(ctx, d, fsys, "migrate", up)
+	err = schema.Run(ctx, d, fsys, "migrate", up)
 	var de migrate.ErrDirty
 	if !errors.As(err, &de) || de.Version != 2 {
 		t.Errorf("second run = %v, want migrate.ErrDirty for version 2", err)

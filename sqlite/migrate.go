@@ -10,14 +10,14 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
 
-	idriver "github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/borrow"
+	"github.com/idemledger/idemledger/schema"
 )
 
 // Migration returns golang-migrate's sqlite driver over the database, for
 // package schema.
-func (d *Driver) Migration() idriver.Migration {
-	return idriver.Migration{Dir: "sqlite", Name: "sqlite", With: d.migrateWith}
+func (d *Driver) Migration() schema.Migration {
+	return schema.Migration{FS: schema.SQLite(), Name: "sqlite", With: d.migrateWith}
 }
 
 // migrateWith runs f over golang-migrate's sqlite driver. A version read

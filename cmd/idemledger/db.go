@@ -28,7 +28,13 @@ import (
 // anything else an SQLite file path or file: URI.
 type store struct {
 	db  *sql.DB
-	drv driver.Driver[*sql.Tx] // sqlite.New(db) or postgres.New(db)
+	drv storeDriver // sqlite.New(db) or postgres.New(db)
+}
+
+// storeDriver is a driver the commands both run the ledger on and migrate.
+type storeDriver interface {
+	driver.Driver[*sql.Tx]
+	schema.Driver
 }
 
 // postgres reports whether the store is a PostgreSQL database.

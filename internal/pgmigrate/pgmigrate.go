@@ -13,14 +13,14 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 
-	idriver "github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/borrow"
+	"github.com/idemledger/idemledger/schema"
 )
 
 // Migration returns the driver.Migration of a PostgreSQL database reached
 // through db.
-func Migration(db func() *sql.DB) idriver.Migration {
-	return idriver.Migration{Dir: "postgres", Name: "pgx5", With: func(ctx context.Context, table string, read bool, f func(database.Driver) error) error {
+func Migration(db func() *sql.DB) schema.Migration {
+	return schema.Migration{FS: schema.Postgres(), Name: "pgx5", With: func(ctx context.Context, table string, read bool, f func(database.Driver) error) error {
 		if read {
 			f = lockedForRead(f)
 		}
@@ -82,7 +82,7 @@ func checkCurrentSchema(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	if !current.Valid {
-		return fmt.Errorf("%w (search_path: %s)", idriver.ErrNoCurrentSchema, path)
+		return fmt.Errorf("%w (search_path: %s)", schema.ErrNoCurrentSchema, path)
 	}
 	return nil
 }

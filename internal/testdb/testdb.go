@@ -30,6 +30,13 @@ const (
 // Drivers lists every driver's name, SQLite first.
 func Drivers() []string { return []string{SQLite, Postgres, PgxV5} }
 
+// Driver is a ledger driver that package schema can migrate: what every
+// driver of this module is.
+type Driver[TTx any] interface {
+	driver.Driver[TTx]
+	schema.Driver
+}
+
 // DB is a fresh, migrated database under test, reached through one driver
 // whose transactions are TTx.
 type DB[TTx any] struct {
@@ -37,7 +44,7 @@ type DB[TTx any] struct {
 	// database engine's ("sqlite", "postgres").
 	Name, Engine string
 	// Driver is the ledger's driver over the database.
-	Driver driver.Driver[TTx]
+	Driver Driver[TTx]
 	// SQL reaches the same database through database/sql, for setup and
 	// assertions; it is the driver's own pool on SQLite and postgres.
 	SQL *sql.DB
@@ -121,7 +128,7 @@ func SQLiteDB(t testing.TB, o sqlite.Options) *DB[*sql.Tx] {
 	return sqlDB(SQLite, "sqlite", sqlite.New(db), db, path)
 }
 
-func sqlDB(name, engine string, d driver.Driver[*sql.Tx], db *sql.DB, source string) *DB[*sql.Tx] {
+func sqlDB(name, engine string, d Driver[*sql.Tx], db *sql.DB, source string) *DB[*sql.Tx] {
 	return &DB[*sql.Tx]{
 		Name: name, Engine: engine, Driver: d, SQL: db, Source: source,
 		closeDB: func() { db.Close() },
