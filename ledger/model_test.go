@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
-// The model-based test drives a real ledger on SQLite and a small
+// The model-based test drives a real ledger, on every driver, and a small
 // in-memory model of the contract (the doc comments of Claim, Complete,
 // Release, Extend, Purge, Get and Record.Expired) with the same random
 // operations, on a fake clock, and compares every answer. The model is
@@ -44,6 +45,13 @@ var modelScopes = [...]string{"", "tenant-b"}
 // IDEMLEDGER_MODEL_STEPS sets the steps. A divergence fails with the seed
 // and the shortest failing sequence found by shrinking.
 func TestModel(t *testing.T) {
+	testdb.Each(t,
+		func(t *testing.T, d *testdb.DB[*sql.Tx]) { testModel(t, d) },
+		func(t *testing.T, d *testdb.DB[pgx.Tx]) { testModel(t, d) })
+}
+
+// testModel is TestModel on one driver's database.
+func testModel[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	steps := envInt(modelStepsEnv, modelStepsCI)
 	seeds := []uint64{modelFixed, rand.Uint64() % 1e9}
 	if s := os.Getenv(modelSeedEnv); s != "" {
@@ -54,9 +62,7 @@ func TestModel(t *testing.T) {
 		seeds = []uint64{seed}
 	}
 	// One database for every sequence: the ledger keeps all its state in
-	// the table, which each sequence empties first. Durability does not
-	// matter here, so commits skip the fsync.
-	db, _ := testdb.SQLiteFile(t, sqlite.Options{Synchronous: sqlite.SynchronousNormal})
+	// the table, which each sequence empties first.
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0))
@@ -65,12 +71,12 @@ func TestModel(t *testing.T) {
 				n := min(modelSeqSteps, steps-done)
 				cfg := modelConfigs[rng.IntN(len(modelConfigs))]
 				ops := genOps(rng, n)
-				if d := runModel(t, db, cfg, ops, tally); d != nil {
-					min := shrinkOps(ops, func(ops []modelOp) bool { return runModel(t, db, cfg, ops, nil) != nil })
-					d = runModel(t, db, cfg, min, nil)
+				if diff := runModel(t, d, cfg, ops, tally); diff != nil {
+					min := shrinkOps(ops, func(ops []modelOp) bool { return runModel(t, d, cfg, ops, nil) != nil })
+					diff = runModel(t, d, cfg, min, nil)
 					t.Fatalf("ledger and model diverge: seed %d, sequence %d (lease %v, TTL %v); "+
 						"shortest failing sequence (%d of %d steps):\n%s\nrepeat with %s=%d go test -run '^TestModel$' ./ledger",
-						seed, seq, cfg.lease, cfg.ttl, len(min), len(ops), d, modelSeedEnv, seed)
+						seed, seq, cfg.lease, cfg.ttl, len(min), len(ops), diff, modelSeedEnv, seed)
 				}
 				done += n
 			}
@@ -260,13 +266,13 @@ func modelOutcome(o modelOp) (given, stored ledger.Outcome) {
 //
 // tally, when not nil, counts the kinds of answers, to show what the
 // sequences reached.
-func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, ops []modelOp, tally map[string]int) error {
+func runModel[TTx any](t *testing.T, d *testdb.DB[TTx], cfg struct{ lease, ttl time.Duration }, ops []modelOp, tally map[string]int) error {
 	ctx := context.Background()
-	if _, err := db.Exec("DELETE FROM idempotency_ledger"); err != nil {
+	if _, err := d.SQL.Exec("DELETE FROM idempotency_ledger"); err != nil {
 		t.Fatal(err)
 	}
 	clk := &clock{now: t0}
-	l, err := ledger.New(sqlite.New(db), ledger.Options{Lease: cfg.lease, TTL: cfg.ttl, Now: clk.Now})
+	l, err := ledger.New(d.Driver, ledger.Options{Lease: cfg.lease, TTL: cfg.ttl, Now: clk.Now})
 	if err == nil {
 		defer l.Close()
 	}
@@ -338,7 +344,7 @@ func runModel(t *testing.T, db *sql.DB, cfg struct{ lease, ttl time.Duration }, 
 			fails := o.h%4 == 0
 			step = fmt.Sprintf("MutateOutcome(%s/%s, fp%d, %d %q %v, fn fails: %v)",
 				modelScopes[o.key/4], modelKeyName(o.key), o.fp, given.Status, given.Body, given.Header, fails)
-			got = realMutate(t, ctx, db, l, modelReq(o.key, o.fp), given, fails)
+			got = realMutate(t, ctx, d, l, modelReq(o.key, o.fp), given, fails)
 			want = m.mutate(o.key, o.fp, stored, fails)
 		case opJump:
 			d := m.jump(o)
@@ -429,11 +435,8 @@ var errModelFn = errors.New("model fn failed")
 
 // realMutate runs MutateOutcome in a transaction of its own, committed
 // when it succeeds, and answers as model.mutate does.
-func realMutate(t *testing.T, ctx context.Context, db *sql.DB, l *ledger.Ledger[*sql.Tx], req ledger.Request, out ledger.Outcome, fails bool) string {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+func realMutate[TTx any](t *testing.T, ctx context.Context, d *testdb.DB[TTx], l *ledger.Ledger[TTx], req ledger.Request, out ledger.Outcome, fails bool) string {
+	tx := d.Begin(t)
 	res, err := ledger.MutateOutcome(ctx, l, tx, req, func(context.Context) (ledger.Outcome, error) {
 		if fails {
 			return ledger.Outcome{}, errModelFn
@@ -441,14 +444,10 @@ func realMutate(t *testing.T, ctx context.Context, db *sql.DB, l *ledger.Ledger[
 		return out, nil
 	})
 	if err != nil {
-		if rerr := tx.Rollback(); rerr != nil {
-			t.Fatal(rerr)
-		}
+		d.Rollback(t, tx)
 		return claimString(nil, err)
 	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	d.Commit(t, tx)
 	if res.Replayed {
 		return fmt.Sprintf("replay fence=%d %s", res.Fence, outcomeString(res.Value))
 	}
