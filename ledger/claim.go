@@ -36,6 +36,10 @@ type Claim struct {
 	// vanished: the operation's effect happened, so look it up rather than
 	// make it again. Ledger.Commit sets it too.
 	CommittedAt time.Time
+	// claimedAt is when the claim won (Unix milliseconds), the record's
+	// created_at: with the fence and the fingerprint it tells this claim's
+	// record from a later one after a purge.
+	claimedAt int64
 	// Replay is the completed record with the same key and fingerprint,
 	// when there is one: answer with Replay.Outcome and do not run the
 	// operation again. No lease is held then.
@@ -127,7 +131,8 @@ func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Re
 			return nil, wrapOp("claim", err)
 		}
 		if won.Won {
-			c := &Claim{Request: req, Token: a.Token, Fence: won.Fence, LeaseExpiresAt: fromMillis(won.LeaseExpiresAt)}
+			c := &Claim{Request: req, Token: a.Token, Fence: won.Fence, LeaseExpiresAt: fromMillis(won.LeaseExpiresAt),
+				claimedAt: won.LeaseExpiresAt - a.LeaseMillis}
 			if won.CommittedAt != 0 {
 				c.CommittedAt = fromMillis(won.CommittedAt)
 			}

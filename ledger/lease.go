@@ -83,7 +83,7 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 		if err != nil {
 			return wrapOp("complete", err)
 		}
-		if r != nil && r.State == StateCompleted && r.Fence == c.Fence && r.Fingerprint == c.Request.Fingerprint {
+		if r != nil && r.State == "completed" && c.same(r) {
 			return nil
 		}
 	}
@@ -146,17 +146,22 @@ const persistMinBudget = time.Second
 
 // reread reads c's record after an attempt whose outcome was unknown, on
 // the pool, retrying transient faults like persist; nil when there is none.
-func (l *Ledger[TTx]) reread(ctx context.Context, c *Claim) (*Record, error) {
-	var r *Record
+func (l *Ledger[TTx]) reread(ctx context.Context, c *Claim) (*driver.Row, error) {
+	var r *driver.Row
 	_, _, err := l.persist(ctx, func(ctx context.Context) (bool, error) {
 		got, err := l.db.Get(ctx, driver.GetParams{Scope: c.Request.Scope, Key: c.Request.Key, Now: l.clock()})
-		if err != nil || got.Row == nil {
-			return false, err
-		}
-		r, err = record(got.Row)
-		return true, err
+		r = got.Row
+		return r != nil, err
 	})
 	return r, err
+}
+
+// same reports whether row is the record c claimed, and no other claim's
+// that came after it: the fence alone starts again at 1 after a purge, so
+// the fingerprint and the claim's time (created_at, set by every claim
+// that wins) must match too.
+func (c *Claim) same(row *driver.Row) bool {
+	return row.Fence == c.Fence && row.CreatedAt == c.claimedAt && string(row.Fingerprint) == string(c.Request.Fingerprint[:])
 }
 
 // completeParams is the write that stores out for c.
@@ -220,9 +225,8 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 		return wrapOp("release", err)
 	case r == nil && unsure:
 		return nil
-	case r != nil && r.State == StateInFlight && r.Fence == c.Fence && !r.CommittedAt.IsZero() &&
-		r.Fingerprint == c.Request.Fingerprint:
-		return wrapOp("release", &CommittedError{Fence: r.Fence, CommittedAt: r.CommittedAt})
+	case r != nil && r.State == "in_flight" && r.LeaseToken == c.Token && c.same(r) && r.CommittedAt != 0:
+		return wrapOp("release", &CommittedError{Fence: r.Fence, CommittedAt: fromMillis(r.CommittedAt)})
 	}
 	return ErrLeaseLost
 }

@@ -208,3 +208,38 @@ func testCompleteIgnoresCancel[TTx any](t *testing.T, b *bundle[TTx]) {
 		t.Errorf("state %v, want completed", r.State)
 	}
 }
+
+// TestReleaseOfAPurgedClaim: a claim whose record expired and was purged,
+// then claimed again by another request with the same fingerprint (the
+// fence starts again at 1) and marked committed, is told ErrLeaseLost by
+// Release, never the other claim's commit point. Found by the model test
+// (seed 539689194 on pgxv5) when Release explained a refusal from the
+// fence and fingerprint alone. On every driver.
+func TestReleaseOfAPurgedClaim(t *testing.T) {
+	eachDriver(t, testReleaseOfAPurgedClaim[*sql.Tx], testReleaseOfAPurgedClaim[pgx.Tx])
+}
+
+func testReleaseOfAPurgedClaim[TTx any](t *testing.T, b *bundle[TTx]) {
+	old, err := b.l.Claim(b.ctx, req("k", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(2 * time.Hour) // past the TTL and the lease
+	if n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{}); err != nil || n != 1 {
+		t.Fatalf("Purge: %d, %v", n, err)
+	}
+	now, err := b.l.Claim(b.ctx, req("k", "p"))
+	if err != nil || now.Fence != old.Fence {
+		t.Fatalf("new claim: %+v, %v; want the same fence %d", now, err, old.Fence)
+	}
+	if err := b.l.Commit(b.ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	err = b.l.Release(b.ctx, old)
+	if !errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrCommitted) {
+		t.Fatalf("Release of the purged claim: %v; want ErrLeaseLost", err)
+	}
+	if err := b.l.Complete(b.ctx, old, ledger.Outcome{Status: 200}); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("Complete of the purged claim: %v; want ErrLeaseLost", err)
+	}
+}

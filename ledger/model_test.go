@@ -104,6 +104,7 @@ const (
 	opStats
 	opJump
 	opMutate // MutateOutcome in a transaction of its own
+	opCommit // Ledger.Commit: the commit point, written into the record
 )
 
 // modelOp is one step. Its arguments are selectors resolved when it runs
@@ -136,6 +137,9 @@ func genOps(rng *rand.Rand, n int) []modelOp {
 			o.kind = opComplete
 			o.status = []int{200, 201, 404, 0}[rng.IntN(4)]
 			o.body, o.header = rng.IntN(3), rng.IntN(3)
+			if rng.IntN(4) == 0 {
+				o.kind = opCommit
+			}
 		case r < 56:
 			o.kind = opRelease
 		case r < 63:
@@ -195,6 +199,7 @@ type modelRec struct {
 	fence                      int64
 	leaseExp                   int64 // 0 when completed
 	created, completed, expExp int64
+	committed                  int64 // the commit mark, 0 when none
 	out                        ledger.Outcome
 }
 
@@ -218,6 +223,9 @@ func (m *model) record(key int) *ledger.Record {
 		rec.LeaseExpiresAt = ms(r.leaseExp)
 	} else {
 		rec.CompletedAt = ms(r.completed)
+	}
+	if r.committed != 0 {
+		rec.CommittedAt = ms(r.committed)
 	}
 	return rec
 }
@@ -296,7 +304,7 @@ func runModel[TTx any](t *testing.T, d *testdb.DB[TTx], cfg struct{ lease, ttl t
 				handles = append(handles, h)
 				step += fmt.Sprintf(" -> claim #%d", h.id)
 			}
-		case opComplete, opRelease, opExtend:
+		case opComplete, opRelease, opExtend, opCommit:
 			if len(handles) == 0 {
 				continue
 			}
@@ -307,6 +315,10 @@ func runModel[TTx any](t *testing.T, d *testdb.DB[TTx], cfg struct{ lease, ttl t
 				step = fmt.Sprintf("Complete(claim #%d, %d %q %v)", h.id, given.Status, given.Body, given.Header)
 				got = errString(l.Complete(ctx, h.real, given))
 				want = m.complete(h, stored)
+			case opCommit:
+				step = fmt.Sprintf("Commit(claim #%d)", h.id)
+				got = errString(l.Commit(ctx, h.real))
+				want = m.commit(h)
 			case opRelease:
 				step = fmt.Sprintf("Release(claim #%d)", h.id)
 				got = errString(l.Release(ctx, h.real))
@@ -410,7 +422,7 @@ func (m *model) jump(o modelOp) int64 {
 // when the claim succeeds (a lease or a replay), its handle.
 func (m *model) claim(key, fpi, id int) (string, *handle) {
 	r := m.recs[key]
-	if r == nil || m.expired(r) || (r.state == ledger.StateInFlight && r.leaseExp <= m.now && r.fp == fpi) {
+	if m.open(r, fpi) {
 		fence := int64(1)
 		if r != nil {
 			fence = r.fence + 1 // a takeover; after a purge the fence starts again
@@ -423,6 +435,8 @@ func (m *model) claim(key, fpi, id int) (string, *handle) {
 	switch {
 	case r.fp != fpi:
 		return "error: " + ledger.ErrKeyReused.Error(), nil
+	case r.state == ledger.StateInFlight && r.leaseExp <= m.now:
+		return "error: " + committedString(r), nil
 	case r.state == ledger.StateInFlight:
 		return fmt.Sprintf("in flight, retry after %v", time.Duration(r.leaseExp-m.now)*time.Millisecond), nil
 	}
@@ -460,7 +474,7 @@ func realMutate[TTx any](t *testing.T, ctx context.Context, d *testdb.DB[TTx], l
 // the record stands, the claim's answer.
 func (m *model) mutate(key, fpi int, out ledger.Outcome, fails bool) string {
 	r := m.recs[key]
-	if r == nil || m.expired(r) || (r.state == ledger.StateInFlight && r.leaseExp <= m.now && r.fp == fpi) {
+	if m.open(r, fpi) {
 		if fails {
 			return "error: " + errModelFn.Error()
 		}
@@ -475,10 +489,37 @@ func (m *model) mutate(key, fpi int, out ledger.Outcome, fails bool) string {
 	switch {
 	case r.fp != fpi:
 		return "error: " + ledger.ErrKeyReused.Error()
+	case r.state == ledger.StateInFlight && r.leaseExp <= m.now:
+		return "error: " + committedString(r)
 	case r.state == ledger.StateInFlight:
 		return fmt.Sprintf("in flight, retry after %v", time.Duration(r.leaseExp-m.now)*time.Millisecond)
 	}
 	return fmt.Sprintf("replay fence=%d %s", r.fence, outcomeString(r.out))
+}
+
+// open follows Claim's doc comment: a claim wins when the key has no
+// record, when it expired, or when it is in flight under a lease that ran
+// out with the same fingerprint and no commit mark.
+func (m *model) open(r *modelRec, fpi int) bool {
+	return r == nil || m.expired(r) ||
+		(r.state == ledger.StateInFlight && r.leaseExp <= m.now && r.fp == fpi && r.committed == 0)
+}
+
+// committedString is the text of the *ledger.CommittedError of r.
+func committedString(r *modelRec) string {
+	return fmt.Sprintf("%v (fence %d, at %s)", ledger.ErrCommitted, r.fence, ms(r.committed).Format(time.RFC3339Nano))
+}
+
+// commit follows Ledger.Commit's doc comment: the holder's mark, the first
+// one kept.
+func (m *model) commit(h *handle) string {
+	if !m.holds(h) {
+		return leaseLost(h)
+	}
+	if r := m.recs[h.key]; r.committed == 0 {
+		r.committed = m.now
+	}
+	return "ok"
 }
 
 // outcomeString shows an outcome as recordString does.
@@ -509,6 +550,9 @@ func (m *model) complete(h *handle, out ledger.Outcome) string {
 func (m *model) release(h *handle) string {
 	if !m.holds(h) {
 		return leaseLost(h)
+	}
+	if r := m.recs[h.key]; r.committed != 0 {
+		return "error: ledger: release: " + strings.TrimPrefix(committedString(r), "ledger: ")
 	}
 	delete(m.recs, h.key)
 	return "ok"
@@ -561,6 +605,9 @@ func (m *model) stats() string {
 		if r.state == ledger.StateInFlight && r.leaseExp <= m.now {
 			s.LeaseExpired++
 		}
+		if r.state == ledger.StateInFlight && r.committed != 0 {
+			s.Committed++
+		}
 		if c := ms(r.created); s.Oldest.IsZero() || c.Before(s.Oldest) {
 			s.Oldest = c
 		}
@@ -605,19 +652,21 @@ func recordString(r *ledger.Record) string {
 		}
 		return t.Format("15:04:05.000")
 	}
-	return fmt.Sprintf("{%q/%q fp=%x %v fence=%d lease=%s out=%d %s %#v created=%s completed=%s expires=%s}",
+	return fmt.Sprintf("{%q/%q fp=%x %v fence=%d lease=%s out=%d %s %#v created=%s completed=%s expires=%s committed=%s}",
 		r.Scope, r.Key, r.Fingerprint[:4], r.State, r.Fence, f(r.LeaseExpiresAt),
-		r.Outcome.Status, body, r.Outcome.Header, f(r.CreatedAt), f(r.CompletedAt), f(r.ExpiresAt))
+		r.Outcome.Status, body, r.Outcome.Header, f(r.CreatedAt), f(r.CompletedAt), f(r.ExpiresAt), f(r.CommittedAt))
 }
 
 // answerKind names the kind of an expected answer for the tally.
 func answerKind(o modelOp, want string) string {
-	name := [...]string{"claim", "complete", "release", "extend", "purge", "get", "stats", "jump", "mutate"}[o.kind]
+	name := [...]string{"claim", "complete", "release", "extend", "purge", "get", "stats", "jump", "mutate", "commit"}[o.kind]
 	switch {
 	case o.kind == opClaim && strings.HasPrefix(want, "lease fence=1 "):
 		return "claim:new"
 	case o.kind == opClaim && strings.HasPrefix(want, "lease"):
 		return "claim:takeover"
+	case (o.kind == opClaim || o.kind == opMutate) && strings.Contains(want, "commit point"):
+		return name + ":committed"
 	case o.kind == opClaim:
 		return "claim:" + strings.Fields(want)[0]
 	case o.kind == opMutate && want == "ran fence=1":
