@@ -27,8 +27,36 @@ const (
 	PgxV5    = "pgxv5"
 )
 
+// The registry of drivers under test: a driver is added here, with the
+// function that opens a fresh, migrated database through it, and every
+// behaviour test runs on it. sqlDrivers take *sql.Tx, pgxDrivers pgx.Tx.
+var (
+	sqlDrivers = []struct {
+		name string
+		open func(testing.TB) *DB[*sql.Tx]
+	}{
+		{SQLite, func(t testing.TB) *DB[*sql.Tx] { return SQLiteDB(t, sqlite.Options{}) }},
+		{Postgres, PostgresDB},
+	}
+	pgxDrivers = []struct {
+		name string
+		open func(testing.TB) *DB[pgx.Tx]
+	}{
+		{PgxV5, PgxDB},
+	}
+)
+
 // Drivers lists every driver's name, SQLite first.
-func Drivers() []string { return []string{SQLite, Postgres, PgxV5} }
+func Drivers() []string {
+	var names []string
+	for _, d := range sqlDrivers {
+		names = append(names, d.name)
+	}
+	for _, d := range pgxDrivers {
+		names = append(names, d.name)
+	}
+	return names
+}
 
 // Driver is a ledger driver that package schema can migrate: what every
 // driver of this module is.
@@ -106,9 +134,12 @@ func (d *DB[TTx]) Rollback(t testing.TB, tx TTx) {
 // subtests skip, naming PostgresEnv, when it is unset.
 func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*testing.T, *DB[pgx.Tx])) {
 	t.Helper()
-	t.Run(SQLite, func(t *testing.T) { sqlBody(t, SQLiteDB(t, sqlite.Options{})) })
-	t.Run(Postgres, func(t *testing.T) { sqlBody(t, PostgresDB(t)) })
-	t.Run(PgxV5, func(t *testing.T) { pgxBody(t, PgxDB(t)) })
+	for _, d := range sqlDrivers {
+		t.Run(d.name, func(t *testing.T) { sqlBody(t, d.open(t)) })
+	}
+	for _, d := range pgxDrivers {
+		t.Run(d.name, func(t *testing.T) { pgxBody(t, d.open(t)) })
+	}
 }
 
 // EachSQL runs body on the database/sql drivers only ("sqlite",
@@ -116,8 +147,9 @@ func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*te
 // faulty database/sql driver). Say why at the call.
 func EachSQL(t *testing.T, body func(*testing.T, *DB[*sql.Tx])) {
 	t.Helper()
-	t.Run(SQLite, func(t *testing.T) { body(t, SQLiteDB(t, sqlite.Options{})) })
-	t.Run(Postgres, func(t *testing.T) { body(t, PostgresDB(t)) })
+	for _, d := range sqlDrivers {
+		t.Run(d.name, func(t *testing.T) { body(t, d.open(t)) })
+	}
 }
 
 // SQLiteDB returns a fresh SQLite database through the sqlite driver,
