@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/marktest"
 )
 
 // TestInterpretError: the driver marks each SQLite result code the ledger
@@ -30,21 +31,8 @@ func TestInterpretError(t *testing.T) {
 		{"EOF", io.ErrUnexpectedEOF, []error{idriver.ErrOutcomeUnknown}},
 		{"plain", errors.New("plain"), nil},
 	}
-	all := []error{idriver.ErrBusy, idriver.ErrRetryable, idriver.ErrNotMigrated, idriver.ErrOutcomeUnknown}
 	for _, tt := range tests {
-		got := interpretError(tt.err)
-		if got.Error() != tt.err.Error() || !errors.Is(got, tt.err) {
-			t.Errorf("%s: %v lost its text or its cause", tt.name, got)
-		}
-		for _, s := range all {
-			want := false
-			for _, w := range tt.want {
-				want = want || w == s
-			}
-			if errors.Is(got, s) != want {
-				t.Errorf("%s: errors.Is(%v, %v) = %t, want %t", tt.name, got, s, !want, want)
-			}
-		}
+		marktest.CheckMarks(t, tt.name, tt.err, interpretError(tt.err), tt.want...)
 	}
 	if interpretError(nil) != nil {
 		t.Error("interpretError(nil) != nil")

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/marktest"
 )
 
 // TestInterpret: each SQLSTATE the ledger must tell apart is marked with
@@ -32,20 +33,7 @@ func TestInterpret(t *testing.T) {
 		{"reply cut", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), []error{driver.ErrOutcomeUnknown}},
 		{"plain", errors.New("plain"), nil},
 	}
-	all := []error{driver.ErrBusy, driver.ErrRetryable, driver.ErrNotMigrated, driver.ErrOutcomeUnknown}
 	for _, tt := range tests {
-		got := Interpret(tt.err)
-		if got.Error() != tt.err.Error() || !errors.Is(got, tt.err) {
-			t.Errorf("%s: %v lost its text or its cause", tt.name, got)
-		}
-		for _, s := range all {
-			want := false
-			for _, w := range tt.want {
-				want = want || w == s
-			}
-			if errors.Is(got, s) != want {
-				t.Errorf("%s: errors.Is(%v, %v) = %t, want %t", tt.name, got, s, !want, want)
-			}
-		}
+		marktest.CheckMarks(t, tt.name, tt.err, Interpret(tt.err), tt.want...)
 	}
 }
