@@ -76,9 +76,9 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 		return wrapOp("complete", err)
 	}
 	if !ok && unsure {
-		// An earlier attempt may have stored the outcome: the record then
-		// is completed under c's fence (Complete keeps the fingerprint and
-		// clears the token, and only a takeover changes the fence).
+		// An earlier attempt may have stored the outcome: the record is
+		// then c's own (see Claim.same), completed. Complete clears the
+		// token, so the fence, the fingerprint and the claim time tell.
 		r, err := l.reread(ctx, c)
 		if err != nil {
 			return wrapOp("complete", err)
