@@ -180,7 +180,7 @@ func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonBudget)
 	defer cancel()
 	p := driver.LeaseParams{Scope: a.Scope, Key: a.Key, Token: a.Token}
-	_, _, _ = l.persist(ctx, func(ctx context.Context) (bool, error) {
+	_, _, _ = l.persist(ctx, time.Now().Add(abandonBudget), func(ctx context.Context) (bool, error) {
 		return true, ex.Abandon(ctx, p)
 	})
 }

@@ -69,9 +69,8 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 	if ex != l.db {
 		return completed(ex.Complete(context.WithoutCancel(ctx), p))
 	}
-	ctx, cancel := l.withinLease(ctx, c)
-	defer cancel()
-	ok, unsure, err := l.persist(ctx, func(ctx context.Context) (bool, error) { return ex.Complete(ctx, p) })
+	ctx = context.WithoutCancel(ctx)
+	ok, unsure, err := l.persist(ctx, leaseDeadline(c), func(ctx context.Context) (bool, error) { return ex.Complete(ctx, p) })
 	if err != nil {
 		return wrapOp("complete", err)
 	}
@@ -79,7 +78,7 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 		// An earlier attempt may have stored the outcome: the record is
 		// then c's own (see Claim.same), completed. Complete clears the
 		// token, so the fence, the fingerprint and the claim time tell.
-		r, err := l.reread(ctx, c)
+		r, err := l.reread(ctx, leaseDeadline(c), c)
 		if err != nil {
 			return wrapOp("complete", err)
 		}
@@ -94,10 +93,13 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 // fault that another attempt may cure: a lost connection
 // (ErrOutcomeUnknown: on a pool the next attempt gets a fresh connection)
 // or a busy store (ErrBusy). The guard (token and fence) makes a second
-// run harmless. It stops at op's first definite answer, or when ctx ends,
-// returning the last fault. unsure reports whether an attempt's outcome
-// was unknown: a "false" after one may mean that attempt did the work.
-func (l *Ledger[TTx]) persist(ctx context.Context, op func(context.Context) (bool, error)) (ok, unsure bool, err error) {
+// run harmless. It stops at op's first definite answer, or when ctx ends
+// or deadline passes, returning the last fault. The first attempt runs on
+// ctx as it is: the deadline's context (and its timer) is made only for
+// the retries, off the hot path. unsure reports whether an attempt's
+// outcome was unknown: a "false" after one may mean that attempt did the
+// work.
+func (l *Ledger[TTx]) persist(ctx context.Context, deadline time.Time, op func(context.Context) (bool, error)) (ok, unsure bool, err error) {
 	for attempt := 1; ; attempt++ {
 		ok, err = op(ctx)
 		if err == nil {
@@ -108,6 +110,11 @@ func (l *Ledger[TTx]) persist(ctx context.Context, op func(context.Context) (boo
 			return false, unsure, err
 		}
 		unsure = unsure || errors.Is(err, ErrOutcomeUnknown)
+		if attempt == 1 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
 		if retry.Sleep(ctx, retry.Backoff(persistFirstWait, persistMaxWait, attempt)) != nil {
 			return false, unsure, err
 		}
@@ -121,17 +128,12 @@ const (
 	persistMaxWait   = time.Second
 )
 
-// withinLease returns ctx without its cancellation, ending when c's lease
-// runs out (but not sooner than persistMinBudget from now): after that
-// another request may take the key over and the guarded write would fail
-// anyway. A record that passed its commit point is not taken over, but a
-// store unreachable for a whole lease is an outage the caller must hear of.
-func (l *Ledger[TTx]) withinLease(ctx context.Context, c *Claim) (context.Context, context.CancelFunc) {
-	return context.WithDeadline(context.WithoutCancel(ctx), leaseDeadline(c))
-}
-
 // leaseDeadline is when the retries of c's lease operations stop: the end
-// of its lease, or persistMinBudget from now if that is later.
+// of its lease, or persistMinBudget from now if that is later. After it
+// another request may take the key over and the guarded write would fail
+// anyway; a record that passed its commit point is not taken over, but a
+// store unreachable for a whole lease is an outage the caller must hear
+// of.
 func leaseDeadline(c *Claim) time.Time {
 	end := c.LeaseExpiresAt
 	if floor := time.Now().Add(persistMinBudget); end.Before(floor) {
@@ -146,9 +148,9 @@ const persistMinBudget = time.Second
 
 // reread reads c's record after an attempt whose outcome was unknown, on
 // the pool, retrying transient faults like persist; nil when there is none.
-func (l *Ledger[TTx]) reread(ctx context.Context, c *Claim) (*driver.Row, error) {
+func (l *Ledger[TTx]) reread(ctx context.Context, deadline time.Time, c *Claim) (*driver.Row, error) {
 	var r *driver.Row
-	_, _, err := l.persist(ctx, func(ctx context.Context) (bool, error) {
+	_, _, err := l.persist(ctx, deadline, func(ctx context.Context) (bool, error) {
 		got, err := l.db.Get(ctx, driver.GetParams{Scope: c.Request.Scope, Key: c.Request.Key, Now: l.clock()})
 		r = got.Row
 		return r != nil, err
@@ -207,10 +209,9 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	ctx, cancel := l.withinLease(ctx, c)
-	defer cancel()
+	ctx, deadline := context.WithoutCancel(ctx), leaseDeadline(c)
 	p := c.lease()
-	ok, unsure, err := l.persist(ctx, func(ctx context.Context) (bool, error) { return l.db.Release(ctx, p) })
+	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (bool, error) { return l.db.Release(ctx, p) })
 	if err != nil {
 		return wrapOp("release", err)
 	}
@@ -219,7 +220,7 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 	}
 	// Not deleted: a commit mark, a lost lease, or (after an attempt whose
 	// outcome was unknown) a release that already happened.
-	r, err := l.reread(ctx, c)
+	r, err := l.reread(ctx, deadline, c)
 	switch {
 	case err != nil:
 		return wrapOp("release", err)
@@ -253,13 +254,12 @@ func (l *Ledger[TTx]) Commit(ctx context.Context, c *Claim) error {
 	if err := checkClaim(c); err != nil {
 		return err
 	}
-	ctx, cancel := l.withinLease(ctx, c)
-	defer cancel()
+	ctx = context.WithoutCancel(ctx)
 	p := driver.MarkParams{LeaseParams: c.lease(), Now: l.clock()}
 	// MarkCommitted is repeatable (a retry finds the lease still held and
 	// keeps the mark), so an attempt whose outcome was unknown needs no
 	// read to explain a later answer.
-	ok, _, err := l.persist(ctx, func(ctx context.Context) (bool, error) { return l.db.MarkCommitted(ctx, p) })
+	ok, _, err := l.persist(ctx, leaseDeadline(c), func(ctx context.Context) (bool, error) { return l.db.MarkCommitted(ctx, p) })
 	if err != nil {
 		return wrapOp("commit", err)
 	}
@@ -286,11 +286,9 @@ func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) error {
 	}
 	// Extend is repeatable like MarkCommitted; its retries end with the
 	// lease, past which extending it means nothing.
-	ctx, cancel := context.WithDeadline(ctx, leaseDeadline(c))
-	defer cancel()
 	p := driver.ExtendParams{LeaseParams: c.lease(), LeaseMillis: l.lease.Milliseconds(), Now: l.clock()}
 	var until int64
-	ok, _, err := l.persist(ctx, func(ctx context.Context) (ok bool, err error) {
+	ok, _, err := l.persist(ctx, leaseDeadline(c), func(ctx context.Context) (ok bool, err error) {
 		until, ok, err = l.db.Extend(ctx, p)
 		return ok, err
 	})
