@@ -149,13 +149,12 @@ func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Re
 			}
 			row, now = got.Row, got.Now
 		}
-		r, err := record(row)
-		if err != nil {
-			return nil, wrapOp("claim", err)
-		}
-		c, err := standing(req, r, now)
+		c, err := standing(req, row, now)
 		if c == nil && err == nil {
 			continue // the row changed in between; the upsert would win now
+		}
+		if err != nil && !isAnswer(err) {
+			return nil, wrapOp("claim", err)
 		}
 		return c, err
 	}
@@ -197,7 +196,7 @@ func mayHaveRun(err error) bool {
 	return errors.Is(err, ErrOutcomeUnknown)
 }
 
-// standing answers a claim of req against the key's record r, read at now
+// standing answers a claim of req against the key's record row, read at now
 // (Unix milliseconds, the engine's time at the read or after it), when r
 // stands: ErrKeyReused, an *InFlightError, or a replay Claim, in Claim's
 // order of precedence. It returns neither when r does not stand: a claim
@@ -224,23 +223,44 @@ func mayHaveRun(err error) bool {
 //
 // now is never taken before the read, so r unexpired at now was unexpired
 // at the read.
-func standing(req Request, r *Record, now int64) (*Claim, error) {
-	lease := r.LeaseExpiresAt.UnixMilli()
-	committed := !r.CommittedAt.IsZero()
-	if expired(r.State, r.ExpiresAt.UnixMilli(), lease, now) ||
-		(r.State == StateInFlight && lease <= now && r.Fingerprint == req.Fingerprint && (!committed || req.Recover)) {
+//
+// It decides on the row as stored, times in Unix milliseconds, and decodes
+// it into a Record (headers and all) only for a replay, the one answer
+// that carries it; an error from that decoding is a stored row this
+// ledger cannot read (not an answer: see isAnswer).
+func standing(req Request, row *driver.Row, now int64) (*Claim, error) {
+	inFlight := row.State == "in_flight"
+	sameFP := string(row.Fingerprint) == string(req.Fingerprint[:])
+	state := StateCompleted
+	if inFlight {
+		state = StateInFlight
+	}
+	lease := row.LeaseExpiresAt
+	if expired(state, row.ExpiresAt, lease, now) ||
+		(inFlight && lease <= now && sameFP && (row.CommittedAt == 0 || req.Recover)) {
 		return nil, nil
 	}
 	switch {
-	case r.Fingerprint != req.Fingerprint:
+	case !sameFP:
 		return nil, ErrKeyReused
-	case r.State == StateInFlight && lease <= now:
+	case inFlight && lease <= now:
 		// Passed its commit point, then its holder vanished.
-		return nil, &CommittedError{Fence: r.Fence, CommittedAt: r.CommittedAt}
-	case r.State == StateInFlight:
+		return nil, &CommittedError{Fence: row.Fence, CommittedAt: fromMillis(row.CommittedAt)}
+	case inFlight:
 		return nil, &InFlightError{RetryAfter: time.Duration(lease-now) * time.Millisecond}
 	}
+	r, err := record(row)
+	if err != nil {
+		return nil, err
+	}
 	return &Claim{Request: req, Fence: r.Fence, Replay: r}, nil
+}
+
+// isAnswer reports whether err is one of standing's answers (ErrKeyReused,
+// an *InFlightError, a *CommittedError), which Claim returns as they are,
+// rather than a failure to read the row.
+func isAnswer(err error) bool {
+	return errors.Is(err, ErrKeyReused) || errors.Is(err, ErrInFlight) || errors.Is(err, ErrCommitted)
 }
 
 // newToken returns 128 random bits in hex: a lease token nobody can guess,

@@ -30,9 +30,9 @@ func (l *Ledger[TTx]) Lookup(ctx context.Context, req Request) (*Claim, error) {
 	if got.Row == nil {
 		return nil, nil
 	}
-	r, err := record(got.Row)
-	if err != nil {
+	c, err := standing(req, got.Row, got.Now)
+	if err != nil && !isAnswer(err) {
 		return nil, wrapOp("lookup", err)
 	}
-	return standing(req, r, got.Now)
+	return c, err
 }
