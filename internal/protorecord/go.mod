@@ -9,5 +9,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/protobuf v1.36.12
 )
-
-require github.com/golang-migrate/migrate/v4 v4.20.1 // indirect
