@@ -231,11 +231,9 @@
 //
 // # Client
 //
-// [NewKey] and [GenerateKey] make random UUID keys, [SetKey] writes one as
-// an sf-string, and [Transport], an http.RoundTripper, keys every POST and
-// PATCH and retries it with the same key and body on network errors, 409
-// in flight, 429 and 503 (502 and 504 by option), never a replayed answer.
-// Its errors are *[TransportError], holding the key, so that the caller's
-// own retry keeps it. For keys derived from the request's content, see
-// hash.DeriveKey.
+// The client side lives in package idemclient, which links no ledger or
+// database: its Transport keys every POST and PATCH and retries it with
+// the same key on network errors, 409 in flight, 429 and 503, never a
+// replayed answer. [Transport], [NewKey], [GenerateKey] and [SetKey]
+// remain here as aliases of idemclient's.
 package idemhttp

@@ -1,4 +1,4 @@
-package idemhttp_test
+package idemclient_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemledger/idemledger/idemhttp"
+	"github.com/idemledger/idemledger/idemclient"
 )
 
 // A client whose requests carry a key and survive a dropped connection:
@@ -24,7 +24,7 @@ func ExampleTransport() {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
-		keys = append(keys, r.Header.Get(idemhttp.HeaderName))
+		keys = append(keys, r.Header.Get(idemclient.HeaderName))
 		bodies = append(bodies, string(b))
 		if attempts.Add(1) <= 2 {
 			conn, _, _ := http.NewResponseController(w).Hijack()
@@ -35,7 +35,7 @@ func ExampleTransport() {
 	}))
 	defer srv.Close()
 
-	client := &http.Client{Transport: &idemhttp.Transport{
+	client := &http.Client{Transport: &idemclient.Transport{
 		Base:           &http.Transport{DisableKeepAlives: true},
 		InitialBackoff: 10 * time.Millisecond,
 	}}
@@ -57,12 +57,12 @@ func ExampleTransport() {
 // Setting a key by hand: it is written as an RFC 9651 sf-string.
 func ExampleSetKey() {
 	req, _ := http.NewRequest(http.MethodPost, "https://api.example/payments", nil)
-	if err := idemhttp.SetKey(req.Header, `order-17/"retry"`); err != nil {
+	if err := idemclient.SetKey(req.Header, `order-17/"retry"`); err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(req.Header.Get("Idempotency-Key"))
-	key, _ := idemhttp.ParseKey(req.Header, idemhttp.KeyRules{Strict: true})
+	key, _ := idemclient.ParseKey(req.Header, idemclient.KeyRules{Strict: true})
 	fmt.Println(key)
 	// Output:
 	// "order-17/\"retry\""
@@ -70,7 +70,7 @@ func ExampleSetKey() {
 }
 
 func ExampleNewKey() {
-	key, err := idemhttp.NewKey()
+	key, err := idemclient.NewKey()
 	if err != nil {
 		fmt.Println("no randomness:", err)
 		return
