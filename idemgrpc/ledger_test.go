@@ -14,7 +14,6 @@ import (
 	"github.com/idemledger/idemledger/idemgrpc"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 var engines = testdb.Drivers()
@@ -46,15 +45,10 @@ func newLedger(t testing.TB, engine string, lease time.Duration) (idemgrpc.Ledge
 // unreachable.
 func newStore(t testing.TB, engine string, opts ledger.Options) (l idemgrpc.Ledger, db *sql.DB, closeStore func()) {
 	t.Helper()
-	switch engine {
-	case testdb.SQLite:
-		d := testdb.SQLiteDB(t, sqlite.Options{})
+	if d, ok := testdb.OpenSQL(t, engine); ok {
 		return ledgerOn(t, d, opts), d.SQL, d.CloseDriverDB
-	case testdb.Postgres:
-		d := testdb.PostgresDB(t)
-		return ledgerOn(t, d, opts), d.SQL, d.CloseDriverDB
-	case testdb.PgxV5:
-		d := testdb.PgxDB(t)
+	}
+	if d, ok := testdb.OpenPgx(t, engine); ok {
 		return ledgerOn(t, d, opts), d.SQL, d.CloseDriverDB
 	}
 	t.Fatalf("unknown driver %q", engine)

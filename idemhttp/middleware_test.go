@@ -24,10 +24,6 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/idemledger/idemledger/sqlite"
-
-	"github.com/idemledger/idemledger/postgres"
 )
 
 const testScope = "tenant-7"
@@ -101,20 +97,16 @@ type served struct {
 // the handler that mk makes of the ledger.
 func serveOn(t *testing.T, e string, lcfg ledger.Options, mkSQL func(*ledger.Ledger[*sql.Tx]) http.Handler, mkPgx func(*ledger.Ledger[pgx.Tx]) http.Handler) served {
 	t.Helper()
-	switch e {
-	case testdb.PgxV5:
-		d := testdb.PgxDB(t)
+	if d, ok := testdb.OpenPgx(t, e); ok {
 		l := newLedger(t, d.Driver, lcfg)
 		return served{l: l, db: d.SQL, handler: mkPgx(l), close: d.CloseDriverDB}
-	case testdb.Postgres:
-		d := testdb.PostgresDB(t)
-		l := newLedger(t, d.Driver, lcfg)
-		return served{l: l, db: d.SQL, handler: mkSQL(l), close: d.CloseDriverDB}
-	default:
-		d := testdb.SQLiteDB(t, sqlite.Options{})
-		l := newLedger(t, d.Driver, lcfg)
-		return served{l: l, db: d.SQL, handler: mkSQL(l), close: d.CloseDriverDB}
 	}
+	d, ok := testdb.OpenSQL(t, e)
+	if !ok {
+		t.Fatalf("no driver %s", e)
+	}
+	l := newLedger(t, d.Driver, lcfg)
+	return served{l: l, db: d.SQL, handler: mkSQL(l), close: d.CloseDriverDB}
 }
 
 func newLedger[TTx any](t *testing.T, d driver.Driver[TTx], cfg ledger.Options) *ledger.Ledger[TTx] {
@@ -1154,11 +1146,8 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 // write through a *sql.Tx.
 func openSQL(t *testing.T, e string) *sql.DB {
 	t.Helper()
-	switch e {
-	case testdb.SQLite:
-		return testdb.SQLitePool(t)
-	case testdb.Postgres:
-		return testdb.PostgresDB(t).SQL
+	if d, ok := testdb.OpenSQL(t, e); ok {
+		return d.SQL
 	}
 	t.Skip("this test's handlers write through a *sql.Tx: database/sql drivers only")
 	return nil
@@ -1166,8 +1155,5 @@ func openSQL(t *testing.T, e string) *sql.DB {
 
 // sqlDriver is the database/sql driver of e over db.
 func sqlDriver(e string, db *sql.DB) driver.Driver[*sql.Tx] {
-	if e == testdb.Postgres {
-		return postgres.New(db)
-	}
-	return sqlite.New(db)
+	return testdb.WrapSQL(e, db, "").Driver
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 // t0 is the fake clock's start: 2026-01-02T03:04:05.678Z.
@@ -134,14 +133,5 @@ func (b *bundle[TTx]) get(t testing.TB, key string) *ledger.Record {
 // needs one of its own.
 func freshLike[TTx any](t *testing.T, d *testdb.DB[TTx]) *testdb.DB[TTx] {
 	t.Helper()
-	var fresh any
-	switch d.Name {
-	case testdb.SQLite:
-		fresh = testdb.SQLiteDB(t, sqlite.Options{})
-	case testdb.Postgres:
-		fresh = testdb.PostgresDB(t)
-	default:
-		fresh = testdb.PgxDB(t)
-	}
-	return fresh.(*testdb.DB[TTx])
+	return testdb.FreshLike(t, d)
 }

@@ -34,9 +34,17 @@ var (
 	sqlDrivers = []struct {
 		name string
 		open func(testing.TB) *DB[*sql.Tx]
+		// wrap is the driver over a pool the test opened itself.
+		wrap func(db *sql.DB, source string) *DB[*sql.Tx]
 	}{
-		{SQLite, func(t testing.TB) *DB[*sql.Tx] { return SQLiteDB(t, sqlite.Options{}) }},
-		{Postgres, PostgresDB},
+		{SQLite, func(t testing.TB) *DB[*sql.Tx] { return SQLiteDB(t, sqlite.Options{}) },
+			func(db *sql.DB, source string) *DB[*sql.Tx] {
+				return sqlDB(SQLite, "sqlite", sqlite.New(db), db, source)
+			}},
+		{Postgres, PostgresDB,
+			func(db *sql.DB, source string) *DB[*sql.Tx] {
+				return sqlDB(Postgres, "postgres", postgres.New(db), db, source)
+			}},
 	}
 	pgxDrivers = []struct {
 		name string
@@ -227,8 +235,46 @@ func SQLitePool(t testing.TB) *sql.DB {
 // named name (SQLite or Postgres), for tests that open a database of their
 // own (another process's view of a file, a pool of another size).
 func WrapSQL(name string, db *sql.DB, source string) *DB[*sql.Tx] {
-	if name == Postgres {
-		return sqlDB(Postgres, "postgres", postgres.New(db), db, source)
+	for _, d := range sqlDrivers {
+		if d.name == name {
+			return d.wrap(db, source)
+		}
 	}
-	return sqlDB(SQLite, "sqlite", sqlite.New(db), db, source)
+	panic("testdb: no database/sql driver " + name)
+}
+
+// OpenSQL returns a fresh database of the database/sql driver named name,
+// and false for a driver of another transaction type.
+func OpenSQL(t testing.TB, name string) (*DB[*sql.Tx], bool) {
+	for _, d := range sqlDrivers {
+		if d.name == name {
+			return d.open(t), true
+		}
+	}
+	return nil, false
+}
+
+// OpenPgx returns a fresh database of the pgx driver named name, and false
+// for a driver of another transaction type.
+func OpenPgx(t testing.TB, name string) (*DB[pgx.Tx], bool) {
+	for _, d := range pgxDrivers {
+		if d.name == name {
+			return d.open(t), true
+		}
+	}
+	return nil, false
+}
+
+// FreshLike returns a fresh database of d's driver, for a test that needs
+// a second one.
+func FreshLike[TTx any](t testing.TB, d *DB[TTx]) *DB[TTx] {
+	t.Helper()
+	if fresh, ok := OpenSQL(t, d.Name); ok {
+		return any(fresh).(*DB[TTx])
+	}
+	if fresh, ok := OpenPgx(t, d.Name); ok {
+		return any(fresh).(*DB[TTx])
+	}
+	t.Fatalf("testdb: no driver %s", d.Name)
+	return nil
 }

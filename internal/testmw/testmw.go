@@ -13,7 +13,6 @@ import (
 	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 // Each runs f once per driver of testdb.Drivers, as subtests named after
@@ -36,13 +35,11 @@ type Store struct {
 // Store. Any failure ends the test.
 func Middleware(t testing.TB, driver string, opts idemhttp.Options) (func(http.Handler) http.Handler, Store) {
 	t.Helper()
-	switch driver {
-	case testdb.SQLite:
-		return on(t, testdb.SQLiteDB(t, sqlite.Options{}), opts)
-	case testdb.Postgres:
-		return on(t, testdb.PostgresDB(t), opts)
-	case testdb.PgxV5:
-		return on(t, testdb.PgxDB(t), opts)
+	if d, ok := testdb.OpenSQL(t, driver); ok {
+		return on(t, d, opts)
+	}
+	if d, ok := testdb.OpenPgx(t, driver); ok {
+		return on(t, d, opts)
 	}
 	t.Fatalf("testmw: unknown driver %q", driver)
 	return nil, Store{}
