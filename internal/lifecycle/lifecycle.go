@@ -65,9 +65,6 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 // for a run that recovers it (ledger.Request.Recover); zero otherwise.
 func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
 
-// Fence is the claim's fence.
-func (r *Run) Fence() int64 { return r.claim.Fence }
-
 // Commit marks the commit point: from now on the run's end is stored
 // whatever it is. The mark is written into the record once, before the
 // first call returns (every call returns after that write); a failure to
