@@ -59,9 +59,6 @@ type Driver[TTx any] interface {
 	Begin(ctx context.Context) (TTx, error)
 	Commit(ctx context.Context, tx TTx) error
 	Rollback(ctx context.Context, tx TTx) error
-	// Engine names the database engine: "sqlite" or "postgres". Two
-	// drivers of the same engine share the schema and the records.
-	Engine() string
 	// BeginLocks reports whether Begin takes the database's write lock at
 	// once (SQLite's immediate transactions), so that every transaction
 	// waits for every other: a caller answers what it can from a plain
@@ -230,6 +227,8 @@ type Row struct {
 	ExpiresAt      int64
 	// CommittedAt is the commit mark, 0 when none.
 	CommittedAt int64
+	// Kind is the stored outcome's kind, "" when NULL.
+	Kind string
 }
 
 // LeaseParams identifies a held lease: the row, its token, its fence.
@@ -246,6 +245,7 @@ type CompleteParams struct {
 	Status    int64
 	Headers   []byte // nil stores NULL
 	Body      []byte
+	Kind      string // "" stores NULL
 	TTLMillis int64
 	Now       int64
 }

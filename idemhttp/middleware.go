@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemledger/idemledger/internal/lifecycle"
@@ -124,7 +125,7 @@ func (m *middleware[TTx]) outcome(cw *capture, committed bool) (out ledger.Outco
 	case !cfg.shouldStore(cw.status):
 		why = reasonStatus
 	default:
-		return ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}, "", true
+		return ledger.Outcome{Kind: KindResponse, Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}, "", true
 	}
 	switch {
 	case why == reasonHijack || why == reasonOversized:
@@ -135,7 +136,7 @@ func (m *middleware[TTx]) outcome(cw *capture, committed bool) (out ledger.Outco
 			return notStoredMarker(cw.status, why), why, true
 		}
 	case committed:
-		return ledger.Outcome{Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}, why, true
+		return ledger.Outcome{Kind: KindResponse, Status: cw.status, Header: cw.outcomeHeader(), Body: cw.body}, why, true
 	}
 	return ledger.Outcome{}, why, false
 }
@@ -279,7 +280,7 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 		// The first run passed its commit point and vanished: its effect
 		// was made and its answer is lost, as for a marker.
 		cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: http.StatusGone})
-		cfg.refuseNotStored(w, r, notStoredMarker(0, reasonCommitted))
+		cfg.refuseNotStored(w, r, 0, reasonCommitted)
 		return true
 	case errors.Is(err, ledger.ErrKeyReused):
 		cfg.emit(p, ledger.Event{Kind: ledger.EventKeyReused, Status: http.StatusUnprocessableEntity})
@@ -323,19 +324,25 @@ func (cfg *config) refuseUnavailable(w http.ResponseWriter, r *http.Request, err
 }
 
 // replay writes a stored outcome, and reports it replayed: its header
-// lines exactly as stored, the replay marker, its status and its body. An
-// outcome with no HTTP status (ledger.Mutate stores 0) cannot be answered:
+// lines exactly as stored, the replay marker, its status and its body. A
+// marker of an answer that was not kept is answered with refuseNotStored.
+// An outcome of another kind, or with no HTTP status, cannot be answered:
 // it is refused with 500 (reported replayed with that status), since
-// net/http would panic on the status. A marker of an answer that was not
-// kept is answered with refuseNotStored.
+// net/http would panic on the status. An outcome without a kind (completed
+// before schema version 3, or by a caller of lease mode that named none) is
+// read as a response, or as a marker when it carries the old marker header.
 func (cfg *config) replay(w http.ResponseWriter, p *prepared, out ledger.Outcome) {
 	r := p.r
-	if isNotStoredMarker(out) {
+	notStored, why := out.Kind == KindNotStored, reason(out.Body)
+	if v, ok := out.Header[legacyNotStoredHeader]; ok && out.Kind == "" {
+		notStored, why = true, reason(strings.Join(v, ""))
+	}
+	if notStored {
 		cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: http.StatusGone})
-		cfg.refuseNotStored(w, r, out)
+		cfg.refuseNotStored(w, r, out.Status, why)
 		return
 	}
-	if out.Status < 100 || out.Status > 999 {
+	if (out.Kind != KindResponse && out.Kind != "") || out.Status < 100 || out.Status > 999 {
 		cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: http.StatusInternalServerError})
 		cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeStoredOutcome,
 			Detail: "the answer stored for this idempotency key cannot be replayed over HTTP"})

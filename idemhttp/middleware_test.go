@@ -720,8 +720,9 @@ func TestOverLimitResponseSentWhole(t *testing.T) {
 		if a := b.do(t, "POST", "/", "", "k"); a.status != 200 || a.body != body {
 			t.Fatalf("got %d, %d bytes", a.status, len(a.body))
 		}
-		if rec := b.record(t, "k"); rec == nil || rec.Outcome.Status != 200 || len(rec.Outcome.Body) != 0 || !isNotStoredMarker(rec.Outcome) {
-			t.Fatalf("over-long response: record %+v, want a marker of status 200", rec)
+		if rec := b.record(t, "k"); rec == nil || rec.Outcome.Kind != "http.not_stored" || rec.Outcome.Status != 200 ||
+			string(rec.Outcome.Body) != "oversized" || rec.Outcome.Header != nil {
+			t.Fatalf("over-long response: record %+v, want a marker of status 200, kind http.not_stored, reason oversized", rec)
 		}
 	})
 }

@@ -7,32 +7,42 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// notStoredHeader marks a stored Outcome that holds no answer, only the
-// fact that the operation completed: its value is the reason (see
-// reason), its Status the handler's. It is in neverStored, so no handler
-// can store it by accident, and it is never replayed as a header.
-const notStoredHeader = "Idemhttp-Not-Stored"
+// The kinds of the outcomes idemhttp stores (ledger.Outcome.Kind).
+// Middleware and TxHandler write and read both, so a key may move between
+// them; a record of any other kind under the same scope and key (Mutate's,
+// gRPC's) is refused with CodeStoredOutcome, never replayed.
+const (
+	// KindResponse is an HTTP response: Status, Header and Body as the
+	// handler sent them, less the fields that are never stored.
+	KindResponse = "http"
+	// KindNotStored is an operation that completed but whose answer was
+	// not kept (too long, sent over a hijacked connection, or lost after
+	// its commit point): Status is the handler's when it had one, and Body
+	// the reason, one of the event reasons "oversized", "hijack", "panic"
+	// or "committed". Retries get CodeOutcomeNotStored instead of running
+	// the handler again.
+	KindNotStored = "http.not_stored"
+)
+
+// legacyNotStoredHeader is how records completed before schema version 3,
+// which have no kind, mark an answer that was not kept: the header's value
+// is the reason. It is read from records without a kind only.
+const legacyNotStoredHeader = "Idemhttp-Not-Stored"
 
 // notStoredMarker is the Outcome kept for a completed operation whose
-// answer could not be kept (too long, or sent over a hijacked connection):
-// retries get CodeOutcomeNotStored instead of running the handler again.
+// answer could not be kept.
 func notStoredMarker(status int, why reason) ledger.Outcome {
-	return ledger.Outcome{Status: status, Header: http.Header{notStoredHeader: {string(why)}}}
-}
-
-func isNotStoredMarker(out ledger.Outcome) bool {
-	_, ok := out.Header[notStoredHeader]
-	return ok
+	return ledger.Outcome{Kind: KindNotStored, Status: status, Body: []byte(why)}
 }
 
 // refuseNotStored answers a retry whose record is a marker: 410 Gone
 // (CodeOutcomeNotStored), with the replay header, since it is the stored
-// outcome of the key. See CodeOutcomeNotStored for why 410.
-func (cfg *config) refuseNotStored(w http.ResponseWriter, r *http.Request, out ledger.Outcome) {
-	why := reason(out.Header.Get(notStoredHeader))
+// outcome of the key. See CodeOutcomeNotStored for why 410. status is the
+// handler's, or 0.
+func (cfg *config) refuseNotStored(w http.ResponseWriter, r *http.Request, status int, why reason) {
 	detail := "the request with this idempotency key completed"
-	if out.Status >= 100 && out.Status <= 999 {
-		detail += " with status " + strconv.Itoa(out.Status)
+	if status >= 100 && status <= 999 {
+		detail += " with status " + strconv.Itoa(status)
 	}
 	switch why {
 	case reasonOversized:
@@ -57,5 +67,5 @@ func (cfg *config) failure(r *http.Request) ledger.Outcome {
 	if buf.tooLarge() {
 		return notStoredMarker(http.StatusInternalServerError, reasonPanic)
 	}
-	return ledger.Outcome{Status: buf.status, Header: buf.outcomeHeader(cfg.allow), Body: buf.body}
+	return ledger.Outcome{Kind: KindResponse, Status: buf.status, Header: buf.outcomeHeader(cfg.allow), Body: buf.body}
 }

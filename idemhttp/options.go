@@ -49,7 +49,6 @@ var neverStored = map[string]bool{
 	"Connection": true, "Keep-Alive": true,
 	"Proxy-Connection": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Trailer": true, "Te": true, "Content-Length": true,
-	notStoredHeader: true, // the middleware's own marker (notstored.go)
 }
 
 // FailurePolicy says what the middleware does when the ledger cannot be

@@ -111,7 +111,7 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if first.tooLarge() || !cfg.shouldStore(first.status) {
 			return ledger.Outcome{}, &errNotStored{first}
 		}
-		return ledger.Outcome{Status: first.status, Header: first.outcomeHeader(cfg.allow), Body: first.body}, nil
+		return ledger.Outcome{Kind: KindResponse, Status: first.status, Header: first.outcomeHeader(cfg.allow), Body: first.body}, nil
 	})
 	finished = true
 	var notStored *errNotStored

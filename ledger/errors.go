@@ -109,6 +109,20 @@ func (e *InFlightError) Is(target error) bool {
 	return target == ErrInFlight
 }
 
+// KindError is returned by a reader of a stored outcome (Mutate's replay,
+// idemhttp's, idemgrpc's) that finds an outcome of another kind than the
+// one it writes: the key was first used by another entry point (a Mutate
+// call and an HTTP route sharing scope and key, say). Nothing is run.
+type KindError struct {
+	// Kind is the stored outcome's kind ("" for none); Want the reader's.
+	Kind, Want string
+}
+
+// Error names both kinds; it never contains the key or the scope.
+func (e *KindError) Error() string {
+	return fmt.Sprintf("stored outcome is of kind %q, not %q: the key was used by another kind of operation", e.Kind, e.Want)
+}
+
 func invalidRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
 }

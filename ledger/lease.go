@@ -176,7 +176,7 @@ func (l *Ledger[TTx]) completeParams(c *Claim, out Outcome) (driver.CompletePara
 		return driver.CompleteParams{}, wrapOp("complete", err)
 	}
 	return driver.CompleteParams{
-		LeaseParams: c.lease(), Status: int64(out.Status), Headers: headers, Body: out.Body,
+		LeaseParams: c.lease(), Kind: out.Kind, Status: int64(out.Status), Headers: headers, Body: out.Body,
 		TTLMillis: l.ttl.Milliseconds(), Now: l.clock(),
 	}, nil
 }
@@ -308,6 +308,14 @@ func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) error {
 // be stored with U+FFFD in it, where two such names could become one.
 // Values are kept whatever their bytes (see headerJSON).
 func checkOutcome(out Outcome) error {
+	if len(out.Kind) > MaxKindLength {
+		return invalidRequest("outcome kind is %d bytes, longer than %d", len(out.Kind), MaxKindLength)
+	}
+	for i := 0; i < len(out.Kind); i++ {
+		if c := out.Kind[i]; c <= ' ' || c >= 0x7f {
+			return invalidRequest("outcome kind %q holds byte %#02x at offset %d; want printable ASCII without spaces", out.Kind, c, i)
+		}
+	}
 	for name := range out.Header {
 		if !utf8.ValidString(name) {
 			return invalidRequest("header name %q is not valid UTF-8", name)

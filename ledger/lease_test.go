@@ -21,6 +21,7 @@ func testCompleteStoresOutcome[TTx any](t *testing.T, b *bundle[TTx]) {
 	c := b.claim(t, req("k", "p"))
 	b.clock.Advance(1500 * time.Millisecond)
 	out := ledger.Outcome{
+		Kind:   "http",
 		Status: 201,
 		Header: http.Header{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
 		Body:   []byte(`{"id":7}`),

@@ -91,7 +91,7 @@ type codec[T any] interface {
 	decode(out Outcome) (T, error)
 }
 
-// jsonCodec is Mutate's: the value as JSON in the body, status 0.
+// jsonCodec is Mutate's: the value as JSON in the body, of KindValue.
 type jsonCodec[T any] struct{}
 
 func (jsonCodec[T]) encode(v T) (Outcome, error) {
@@ -107,11 +107,16 @@ func (jsonCodec[T]) encode(v T) (Outcome, error) {
 	if err := json.Unmarshal(body, &back); err != nil {
 		return Outcome{}, fmt.Errorf("ledger: mutate: value of type %T does not decode from its own JSON: %w", v, err)
 	}
-	return Outcome{Body: body}, nil
+	return Outcome{Kind: KindValue, Body: body}, nil
 }
 
 func (jsonCodec[T]) decode(out Outcome) (T, error) {
 	var v T
+	// A record without a kind was completed before schema version 3,
+	// when Mutate's values were told by nothing but their status 0.
+	if out.Kind != KindValue && (out.Kind != "" || out.Status != 0) {
+		return v, fmt.Errorf("ledger: mutate: %w", &KindError{Kind: out.Kind, Want: KindValue})
+	}
 	if err := json.Unmarshal(out.Body, &v); err != nil {
 		return v, fmt.Errorf("ledger: mutate: decode stored value: %w", err)
 	}

@@ -61,7 +61,7 @@ func testMutateFirstAndReplay[TTx any](t *testing.T, b *bundle[TTx]) {
 		t.Errorf("first = %+v", first)
 	}
 	r := b.get(t, "k")
-	if r.State != ledger.StateCompleted || r.Outcome.Status != 0 || r.Outcome.Header != nil || string(r.Outcome.Body) != `{"id":1,"item":"book"}` {
+	if r.State != ledger.StateCompleted || r.Outcome.Kind != "value" || r.Outcome.Status != 0 || r.Outcome.Header != nil || string(r.Outcome.Body) != `{"id":1,"item":"book"}` {
 		t.Errorf("stored %v %+v", r.State, r.Outcome)
 	}
 	b.inTx(t, func(tx TTx) {
@@ -380,7 +380,7 @@ func TestMutateUndecodableReplay(t *testing.T) {
 
 func testMutateUndecodableReplay[TTx any](t *testing.T, b *bundle[TTx]) {
 	c := b.claim(t, req("k", "p"))
-	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200, Body: []byte("not json")}); err != nil {
+	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Kind: ledger.KindValue, Body: []byte("not json")}); err != nil {
 		t.Fatal(err)
 	}
 	b.inTx(t, func(tx TTx) {

@@ -149,10 +149,6 @@ func (l *Ledger[TTx]) Lease() time.Duration { return l.lease }
 // (see Options.MaxKeyLength).
 func (l *Ledger[TTx]) MaxKeyLength() int { return l.maxKey }
 
-// Engine returns the database engine of the ledger's driver: "sqlite" or
-// "postgres".
-func (l *Ledger[TTx]) Engine() string { return l.d.Engine() }
-
 // Driver returns the driver the ledger was built with.
 func (l *Ledger[TTx]) Driver() driver.Driver[TTx] { return l.d }
 

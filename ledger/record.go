@@ -34,7 +34,16 @@ func (s State) String() string {
 
 // Outcome is the result stored by Complete and returned on replay.
 type Outcome struct {
-	// Status is a status code, such as an HTTP status. Mutate stores 0.
+	// Kind names what the outcome is, so that its reader knows how to
+	// read Status, Header and Body without guessing from them: KindValue
+	// for Mutate's, "http" and "http.not_stored" for idemhttp's, "grpc"
+	// for idemgrpc's and idemconnect's. The writer chooses it; at most
+	// MaxKindLength bytes of printable ASCII. An empty Kind is stored as
+	// none and read back as "": records completed before schema version 3
+	// have none.
+	Kind string
+	// Status is a status code, such as an HTTP status; KindValue leaves
+	// it 0.
 	Status int
 	// Header holds the replayable header lines; for each name the order of
 	// the values is kept, and each value byte for byte, valid UTF-8 or
@@ -48,6 +57,13 @@ type Outcome struct {
 	// here. A nil or empty Body is read back as nil.
 	Body []byte
 }
+
+// KindValue is the Kind of the outcomes Mutate stores: the callback's value
+// as JSON in Body, Status 0, no Header.
+const KindValue = "value"
+
+// MaxKindLength is the longest Outcome.Kind, in bytes.
+const MaxKindLength = 64
 
 // Record is a row of the ledger as stored, returned by Get and, on replay,
 // inside a Claim. Times are UTC with millisecond resolution.

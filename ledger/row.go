@@ -29,6 +29,7 @@ func record(row *driver.Row) (*Record, error) {
 	case "completed":
 		r.State = StateCompleted
 		r.CompletedAt = fromMillis(row.CompletedAt)
+		r.Outcome.Kind = row.Kind
 		r.Outcome.Status = int(row.Status)
 		if len(row.Body) > 0 {
 			r.Outcome.Body = row.Body

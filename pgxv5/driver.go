@@ -82,9 +82,6 @@ func (d *Driver) Rollback(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// Engine returns "postgres".
-func (d *Driver) Engine() string { return "postgres" }
-
 // BeginLocks reports false: a PostgreSQL transaction locks rows as it
 // writes them.
 func (d *Driver) BeginLocks() bool { return false }
@@ -201,7 +198,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt, Fence: r.Fence,
 		Status: r.Status, Headers: r.Headers, Body: r.Body,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt,
-		CommittedAt: r.CommittedAt,
+		CommittedAt: r.CommittedAt, Kind: r.Kind,
 	}}, nil
 }
 
@@ -213,13 +210,8 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 	if err != nil {
 		return idriver.GetResult{}, txDone(err)
 	}
-	return idriver.GetResult{Now: g.Now, Row: &idriver.Row{
-		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
-		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
-		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
-		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-		CommittedAt: g.CommittedAt.Int64,
-	}}, nil
+	r := row(g.IdempotencyLedger)
+	return idriver.GetResult{Now: g.Now, Row: &r}, nil
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
@@ -227,6 +219,7 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		Status:     pgtype.Int8{Int64: p.Status, Valid: true},
 		Headers:    p.Headers,
 		Body:       p.Body,
+		Kind:       pgtype.Text{String: p.Kind, Valid: p.Kind != ""},
 		TtlMillis:  p.TTLMillis,
 		Scope:      p.Scope,
 		Key:        p.Key,
@@ -340,13 +333,19 @@ func (e executor) ListInFlight(ctx context.Context, limit int) ([]idriver.Row, e
 func rows(got []pgxdb.IdempotencyLedger) []idriver.Row {
 	out := make([]idriver.Row, len(got))
 	for i, g := range got {
-		out[i] = idriver.Row{
-			Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
-			LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
-			Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
-			CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-			CommittedAt: g.CommittedAt.Int64,
-		}
+		out[i] = row(g)
 	}
 	return out
+}
+
+// row is the driver's one mapping of a stored row; NULLs read as zero
+// values (driver.Row).
+func row(g pgxdb.IdempotencyLedger) idriver.Row {
+	return idriver.Row{
+		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
+		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
+		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
+	}
 }

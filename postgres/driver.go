@@ -63,9 +63,6 @@ func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// Engine returns "postgres".
-func (d *Driver) Engine() string { return "postgres" }
-
 // BeginLocks reports false: a PostgreSQL transaction locks rows as it
 // writes them.
 func (d *Driver) BeginLocks() bool { return false }
@@ -130,7 +127,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt, Fence: r.Fence,
 		Status: r.Status, Headers: r.Headers, Body: r.Body,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt,
-		CommittedAt: r.CommittedAt,
+		CommittedAt: r.CommittedAt, Kind: r.Kind,
 	}}, nil
 }
 
@@ -144,13 +141,8 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 	if err != nil {
 		return idriver.GetResult{}, err
 	}
-	return idriver.GetResult{Now: g.Now, Row: &idriver.Row{
-		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
-		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
-		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
-		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-		CommittedAt: g.CommittedAt.Int64,
-	}}, nil
+	r := row(g.IdempotencyLedger)
+	return idriver.GetResult{Now: g.Now, Row: &r}, nil
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
@@ -158,6 +150,7 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
 		Headers:    p.Headers,
 		Body:       p.Body,
+		Kind:       sql.NullString{String: p.Kind, Valid: p.Kind != ""},
 		TtlMillis:  p.TTLMillis,
 		Scope:      p.Scope,
 		Key:        p.Key,
@@ -270,13 +263,19 @@ func (e executor) ListInFlight(ctx context.Context, limit int) ([]idriver.Row, e
 func rows(got []pgdb.IdempotencyLedger) []idriver.Row {
 	out := make([]idriver.Row, len(got))
 	for i, g := range got {
-		out[i] = idriver.Row{
-			Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
-			LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
-			Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
-			CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-			CommittedAt: g.CommittedAt.Int64,
-		}
+		out[i] = row(g)
 	}
 	return out
+}
+
+// row is the driver's one mapping of a stored row; NULLs read as zero
+// values (driver.Row).
+func row(g pgdb.IdempotencyLedger) idriver.Row {
+	return idriver.Row{
+		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State,
+		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
+		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
+	}
 }

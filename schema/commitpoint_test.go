@@ -55,13 +55,20 @@ func testCommitPointMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	l.Close()
 
 	// Back to version 1 by hand, as a database migrated by the previous
-	// release would be, less the mark.
-	down, err := fs.ReadFile(schema.FS, d.Engine+"/000002_commit_point.down.sql")
+	// release would be, less the mark: the down migrations above version 1,
+	// newest first.
+	downs, err := fs.Glob(schema.FS, d.Engine+"/*.down.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.SQL.ExecContext(ctx, string(down)); err != nil {
-		t.Fatal(err)
+	for i := len(downs) - 1; i >= 1; i-- {
+		down, err := fs.ReadFile(schema.FS, downs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.SQL.ExecContext(ctx, string(down)); err != nil {
+			t.Fatalf("%s: %v", downs[i], err)
+		}
 	}
 	if _, err := d.SQL.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 1"); err != nil {
 		t.Fatal(err)

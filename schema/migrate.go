@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
@@ -13,18 +14,18 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 )
 
-// FS holds the raw migrations, one directory per engine:
-// sqlite/000001_idempotency_ledger.up.sql and its .down.sql, the same names
-// under postgres/, and the ones that follow, in golang-migrate's file
-// naming.
+// FS holds the raw migrations, one directory per engine, named after it
+// (sqlite/, postgres/, ...): 000001_idempotency_ledger.up.sql and its
+// .down.sql, and the ones that follow, in golang-migrate's file naming. A
+// driver of a new engine has its directory here and nothing else to add.
 //
-//go:embed sqlite/*.sql postgres/*.sql
+//go:embed */*.sql
 var FS embed.FS
 
 // Latest is the newest migration version in FS, for SQLite and PostgreSQL
 // alike. A database at a higher version was migrated by a newer release of
 // idemledger.
-const Latest uint = 2
+const Latest uint = 3
 
 // ErrNewerSchema is returned, wrapped, by Migrate and Down when the database is at a version higher than any
 // migration this package ships (Latest): a newer release of idemledger
@@ -36,21 +37,18 @@ var ErrNewerSchema = errors.New("database schema is newer than this idemledger")
 // (schema_migrations), so the application's own migrations keep theirs.
 const MigrationsTable = "idemledger_schema_migrations"
 
-// SQLite returns the SQLite migrations as an fs.FS rooted at their
-// directory, as golang-migrate's iofs source (or another tool) reads them.
-func SQLite() fs.FS { return sub("sqlite") }
-
-// Postgres returns the PostgreSQL migrations as an fs.FS rooted at their
-// directory, as golang-migrate's iofs source (or another tool) reads them.
-func Postgres() fs.FS { return sub("postgres") }
-
-func sub(dir string) fs.FS {
-	s, err := fs.Sub(FS, dir)
-	if err != nil {
-		// fs.Sub fails only for an invalid path name, and dir is valid.
-		panic(err)
+// Files returns the migrations of one engine, the directory of FS named
+// engine, as an fs.FS rooted there, as golang-migrate's iofs source (or
+// another tool) reads them: Files("sqlite"), Files("postgres"). It returns
+// an error wrapping fs.ErrNotExist for an engine without migrations.
+func Files(engine string) (fs.FS, error) {
+	if !fs.ValidPath(engine) || strings.Contains(engine, "/") || engine == "." {
+		return nil, fmt.Errorf("schema: no migrations for engine %q: %w", engine, fs.ErrNotExist)
 	}
-	return s
+	if _, err := fs.Stat(FS, engine); err != nil {
+		return nil, fmt.Errorf("schema: no migrations for engine %q: %w", engine, fs.ErrNotExist)
+	}
+	return fs.Sub(FS, engine)
 }
 
 // Driver is what the functions of this package need of a ledger driver:
@@ -65,9 +63,8 @@ type Driver interface {
 // lives here, not in package driver, so that the ledger's driver boundary
 // links no migration library.
 type Migration struct {
-	// FS holds the driver's migrations (SQLite() or Postgres()), in
-	// golang-migrate's file naming, at its root.
-	FS fs.FS
+	// Engine names the driver's directory of FS (see Files).
+	Engine string
 	// Name is the database driver's name given to golang-migrate.
 	Name string
 	// With builds a golang-migrate database driver over the driver's
@@ -138,7 +135,10 @@ func run(ctx context.Context, d Driver, fsys fs.FS, name string, op func(*migrat
 	t := d.Migration()
 	dir := "."
 	if fsys == nil {
-		fsys = t.FS
+		var err error
+		if fsys, err = Files(t.Engine); err != nil {
+			return fmt.Errorf("schema: %s: %w", name, err)
+		}
 	} else {
 		dir = "m"
 	}

@@ -3,6 +3,8 @@ package schema_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -148,9 +150,24 @@ func TestMigrateCancelled(t *testing.T) {
 	}
 }
 
+// TestFilesRefuses: Files names an engine's directory, nothing else.
+func TestFilesRefuses(t *testing.T) {
+	for _, engine := range []string{"oracle", "", ".", "..", "sqlite/000001_idempotency_ledger.up.sql", "/sqlite"} {
+		fsys, err := schema.Files(engine)
+		want := fmt.Sprintf("schema: no migrations for engine %q: file does not exist", engine)
+		if fsys != nil || !errors.Is(err, fs.ErrNotExist) || err.Error() != want {
+			t.Errorf("Files(%q) = %v, %v; want %s", engine, fsys, err, want)
+		}
+	}
+}
+
 func TestFS(t *testing.T) {
 	var got []string
-	err := fs.WalkDir(schema.SQLite(), ".", func(p string, d fs.DirEntry, err error) error {
+	sqliteFiles, err := schema.Files("sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fs.WalkDir(sqliteFiles, ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			got = append(got, p)
 		}
@@ -162,6 +179,7 @@ func TestFS(t *testing.T) {
 	want := []string{
 		"000001_idempotency_ledger.down.sql", "000001_idempotency_ledger.up.sql",
 		"000002_commit_point.down.sql", "000002_commit_point.up.sql",
+		"000003_outcome_kind.down.sql", "000003_outcome_kind.up.sql",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)

@@ -17,9 +17,18 @@ import (
 )
 
 // TestLatest: Latest is the highest version among the migrations of each
-// engine.
+// engine, every directory of FS.
 func TestLatest(t *testing.T) {
-	for name, fsys := range map[string]fs.FS{"sqlite": schema.SQLite(), "postgres": schema.Postgres()} {
+	engines, err := fs.ReadDir(schema.FS, ".")
+	if err != nil || len(engines) < 2 {
+		t.Fatalf("engines in FS: %v, %v", engines, err)
+	}
+	for _, e := range engines {
+		name := e.Name()
+		fsys, err := schema.Files(name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		files, err := fs.Glob(fsys, "*.up.sql")
 		if err != nil {
 			t.Fatal(err)

@@ -129,9 +129,6 @@ func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
 // the database's write lock at BEGIN.
 func (d *Driver) BeginLocks() bool { return true }
 
-// Engine returns "sqlite".
-func (d *Driver) Engine() string { return "sqlite" }
-
 // NilDB reports whether the driver has no *sql.DB.
 func (d *Driver) NilDB() bool { return d == nil || d.db == nil }
 
@@ -289,7 +286,7 @@ func row(g sqlitedb.IdempotencyLedger) *idriver.Row {
 		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
 		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
 		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-		CommittedAt: g.CommittedAt.Int64,
+		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
 	}
 }
 
@@ -313,6 +310,7 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
 		Headers:    p.Headers,
 		Body:       p.Body,
+		Kind:       sql.NullString{String: p.Kind, Valid: p.Kind != ""},
 		Now:        sql.NullInt64{Int64: now, Valid: true},
 		ExpiresAt:  now + p.TTLMillis,
 		Scope:      p.Scope,

@@ -17,7 +17,7 @@ import (
 // Migration returns golang-migrate's sqlite driver over the database, for
 // package schema.
 func (d *Driver) Migration() schema.Migration {
-	return schema.Migration{FS: schema.SQLite(), Name: "sqlite", With: d.migrateWith}
+	return schema.Migration{Engine: "sqlite", Name: "sqlite", With: d.migrateWith}
 }
 
 // migrateWith runs f over golang-migrate's sqlite driver. A version read

@@ -293,6 +293,9 @@ func printRecord(e *env, r *ledger.Record) error {
 	} else {
 		fmt.Fprintf(tw, "completed\t%s\n", formatTime(r.CompletedAt))
 		fmt.Fprintf(tw, "expires\t%s\n", formatTime(r.ExpiresAt))
+		if r.Outcome.Kind != "" {
+			fmt.Fprintf(tw, "kind\t%s\n", r.Outcome.Kind)
+		}
 		fmt.Fprintf(tw, "status\t%d\n", r.Outcome.Status)
 		for _, name := range sortedKeys(r.Outcome.Header) {
 			for _, v := range r.Outcome.Header[name] {

@@ -29,6 +29,9 @@ import (
 type store struct {
 	db  *sql.DB
 	drv storeDriver // sqlite.New(db) or postgres.New(db)
+	// pg is set for a PostgreSQL database, whose catalog the command
+	// reads with its own queries.
+	pg bool
 }
 
 // storeDriver is a driver the commands both run the ledger on and migrate.
@@ -36,9 +39,6 @@ type storeDriver interface {
 	driver.Driver[*sql.Tx]
 	schema.Driver
 }
-
-// postgres reports whether the store is a PostgreSQL database.
-func (s *store) postgres() bool { return s.drv.Engine() == "postgres" }
 
 func (s *store) Close() error { return s.db.Close() }
 
@@ -159,7 +159,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	var err error
 	if isPostgres(dsn) {
 		if s.db, err = sql.Open("pgx", pgxURL(dsn)); err == nil {
-			s.drv = postgres.New(s.db)
+			s.drv, s.pg = postgres.New(s.db), true
 			err = s.db.PingContext(ctx)
 		}
 	} else {
@@ -210,7 +210,7 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 // checkLedger refuses a database without the ledger's table (SQLite's was
 // looked for before the file was opened) or migrated by a newer release.
 func (s *store) checkLedger(ctx context.Context, dsn string) error {
-	if s.postgres() {
+	if s.pg {
 		// Any schema on the search_path will do: queries find it there.
 		var tables int
 		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'idempotency_ledger' AND schemaname = ANY (current_schemas(false))`).Scan(&tables)
@@ -367,7 +367,7 @@ func (s *store) checkEmpty(ctx context.Context) error {
 // PostgreSQL's current schema, where the migrations put their tables.
 func (s *store) hasTable(ctx context.Context, name string) (bool, error) {
 	query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`
-	if s.postgres() {
+	if s.pg {
 		query = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = current_schema()`
 	}
 	var tables int

@@ -28,20 +28,22 @@ type statsJSON struct {
 }
 
 type recordJSON struct {
-	Scope          string           `json:"scope"`
-	Key            string           `json:"key"`
-	State          string           `json:"state"`
-	Fingerprint    string           `json:"fingerprint"`
-	Fence          int64            `json:"fence"`
-	CreatedAt      *string          `json:"created_at"`
-	LeaseExpiresAt *string          `json:"lease_expires_at"`
-	CompletedAt    *string          `json:"completed_at"`
-	ExpiresAt      *string          `json:"expires_at"`
-	CommittedAt    *string          `json:"committed_at"`
-	Status         *int             `json:"status"`
-	Header         map[string][]any `json:"header,omitempty"`
-	Body           *string          `json:"body,omitempty"`
-	BodyBase64     *string          `json:"body_base64,omitempty"`
+	Scope          string  `json:"scope"`
+	Key            string  `json:"key"`
+	State          string  `json:"state"`
+	Fingerprint    string  `json:"fingerprint"`
+	Fence          int64   `json:"fence"`
+	CreatedAt      *string `json:"created_at"`
+	LeaseExpiresAt *string `json:"lease_expires_at"`
+	CompletedAt    *string `json:"completed_at"`
+	ExpiresAt      *string `json:"expires_at"`
+	CommittedAt    *string `json:"committed_at"`
+	// Kind is the outcome's kind; omitted for none.
+	Kind       string           `json:"kind,omitempty"`
+	Status     *int             `json:"status"`
+	Header     map[string][]any `json:"header,omitempty"`
+	Body       *string          `json:"body,omitempty"`
+	BodyBase64 *string          `json:"body_base64,omitempty"`
 }
 
 func jsonTime(t time.Time) *string {
@@ -64,7 +66,7 @@ func newRecordJSON(r *ledger.Record) recordJSON {
 		return j
 	}
 	status := r.Outcome.Status
-	j.Status = &status
+	j.Kind, j.Status = r.Outcome.Kind, &status
 	if len(r.Outcome.Header) > 0 {
 		j.Header = make(map[string][]any, len(r.Outcome.Header))
 		for name, vs := range r.Outcome.Header {

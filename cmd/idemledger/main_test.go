@@ -107,7 +107,7 @@ func TestDemo(t *testing.T) {
 	// second run on the same file keeps to its own records.
 	v := idemledger(t, "", "migrate", "-db", db, "version")
 	v.want(t, 0)
-	if v.stdout != "version 2\n" {
+	if v.stdout != fmt.Sprintf("version %d\n", schema.Latest) {
 		t.Errorf("migrate version after demo = %q", v.stdout)
 	}
 	idemledger(t, "", "demo", "-db", "file:"+db, "-n", "4", "-ttl", "1s").want(t, 0)
@@ -496,7 +496,7 @@ func testAdmin(t *testing.T, e string) {
 	}
 	r := idemledger(t, "", "migrate", "-db", path)
 	r.want(t, 0)
-	if r.stdout != "version 2\n" {
+	if r.stdout != fmt.Sprintf("version %d\n", schema.Latest) {
 		t.Fatalf("migrate up = %q", r.stdout)
 	}
 
@@ -606,24 +606,24 @@ func testAdmin(t *testing.T, e string) {
 	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 7"); err != nil {
 		t.Fatal(err)
 	}
-	if v := idemledger(t, "", "migrate", "-db", path, "version"); v.stdout != "version 7 (newer than this idemledger, which knows versions up to 2)\n" {
+	if v := idemledger(t, "", "migrate", "-db", path, "version"); v.stdout != fmt.Sprintf("version 7 (newer than this idemledger, which knows versions up to %d)\n", schema.Latest) {
 		t.Errorf("migrate version of a newer schema = %q, %q", v.stdout, v.stderr)
 	}
 	for _, action := range []string{"up", "down"} {
 		r := idemledger(t, "", "migrate", "-db", path, "-force", action)
 		r.want(t, 1)
-		if !strings.Contains(r.stderr, "database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to 2") {
+		if !strings.Contains(r.stderr, fmt.Sprintf("database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to %d", schema.Latest)) {
 			t.Errorf("migrate %s of a newer schema: %q", action, r.stderr)
 		}
 	}
 	for _, args := range [][]string{{"stats"}, {"purge"}, {"inspect", "-key", "k"}} {
 		r := idemledger(t, "", append(append([]string(nil), args...), "-db", path)...)
 		r.want(t, 1)
-		if !strings.Contains(r.stderr, "is at schema version 7, newer than this idemledger knows (2): use the idemledger release that migrated it") {
+		if !strings.Contains(r.stderr, fmt.Sprintf("is at schema version 7, newer than this idemledger knows (%d): use the idemledger release that migrated it", schema.Latest)) {
 			t.Errorf("%s on a newer schema: %q", args[0], r.stderr)
 		}
 	}
-	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 2"); err != nil {
+	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = "+strconv.Itoa(int(schema.Latest))); err != nil {
 		t.Fatal(err)
 	}
 

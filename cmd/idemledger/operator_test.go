@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -302,7 +304,7 @@ func series(e string, n int) string {
 func TestVersion(t *testing.T) {
 	r := idemledger(t, "", "version")
 	r.want(t, 0)
-	if !regexp.MustCompile(`^idemledger \S+ go1\.\d+\S*( [0-9a-f]{40} \S+( \+dirty)?)?\nschema 2\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`^idemledger \S+ go1\.\d+\S*( [0-9a-f]{40} \S+( \+dirty)?)?\nschema ` + strconv.Itoa(int(schema.Latest)) + `\n$`).MatchString(r.stdout) {
 		t.Errorf("version = %q", r.stdout)
 	}
 	r = idemledger(t, "", "version", "extra")

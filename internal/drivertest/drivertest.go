@@ -97,15 +97,21 @@ func rowRoundTrip[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	}
 	headers := []byte("{\"Content-Type\":[\"text/plain\"],\"X-\xff\":[\"\\u0000\"]}")
 	body := []byte{0, 1, 2, 0xff}
-	ok := must(ex.Complete(ctx, driver.CompleteParams{LeaseParams: lease, Status: 201, Headers: headers, Body: body, TTLMillis: 20_000, Now: t0 + 10}))(t)
+	ok := must(ex.Complete(ctx, driver.CompleteParams{LeaseParams: lease, Kind: "http", Status: 201, Headers: headers, Body: body, TTLMillis: 20_000, Now: t0 + 10}))(t)
 	if !ok {
 		t.Fatal("Complete of the held lease: not held")
 	}
 	got := must(ex.Get(ctx, driver.GetParams{Scope: "s", Key: "k", Now: t0 + 11}))(t)
 	want = driver.Row{Scope: "s", Key: "k", Fingerprint: fp, State: "completed", Fence: 1, Status: 201,
-		Headers: headers, Body: body, CreatedAt: t0, CompletedAt: t0 + 10, ExpiresAt: t0 + 20_010, CommittedAt: t0 + 5}
+		Headers: headers, Body: body, CreatedAt: t0, CompletedAt: t0 + 10, ExpiresAt: t0 + 20_010, CommittedAt: t0 + 5, Kind: "http"}
 	if got.Row == nil || !rowEqual(*got.Row, want) || got.Now != t0+11 {
 		t.Fatalf("Get: %+v at %d; want %+v at %d", got.Row, got.Now, want, t0+11)
+	}
+	// A claim that loses to the completed row returns it whole, as Get
+	// reads it, with the clock at or after the read.
+	lost := must(ex.Claim(ctx, claimParams("k", "tok-lost", t0+12)))(t)
+	if lost.Won || (lost.Row != nil && (!rowEqual(*lost.Row, want) || lost.Now != t0+12)) {
+		t.Fatalf("claim of the completed row: %+v (row %+v); want it lost, with the row %+v at %d", lost, lost.Row, want, t0+12)
 	}
 	found := must(ex.FindKey(ctx, "k", 10))(t)
 	if len(found) != 1 || !rowEqual(found[0], want) {
@@ -114,11 +120,12 @@ func rowRoundTrip[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	if miss := must(ex.Get(ctx, driver.GetParams{Scope: "other", Key: "k", Now: t0}))(t); miss.Row != nil {
 		t.Fatalf("Get of another scope: %+v; want no row", miss.Row)
 	}
-	// A nil Headers is stored as NULL and read back as nil.
+	// A nil Headers is stored as NULL and read back as nil, an empty Kind
+	// as NULL and read back as "".
 	must(ex.Claim(ctx, claimParams("n", "tok-n", t0)))(t)
 	must(ex.Complete(ctx, driver.CompleteParams{LeaseParams: driver.LeaseParams{Scope: "s", Key: "n", Token: "tok-n", Fence: 1}, Status: 200, TTLMillis: 1, Now: t0}))(t)
-	if g := must(ex.Get(ctx, driver.GetParams{Scope: "s", Key: "n", Now: t0}))(t); g.Row.Headers != nil || len(g.Row.Body) != 0 {
-		t.Fatalf("nil headers and body: %+v", g.Row)
+	if g := must(ex.Get(ctx, driver.GetParams{Scope: "s", Key: "n", Now: t0}))(t); g.Row.Headers != nil || len(g.Row.Body) != 0 || g.Row.Kind != "" {
+		t.Fatalf("nil headers and body, no kind: %+v", g.Row)
 	}
 }
 
@@ -126,7 +133,8 @@ func rowEqual(a, b driver.Row) bool {
 	return a.Scope == b.Scope && a.Key == b.Key && bytes.Equal(a.Fingerprint, b.Fingerprint) && a.State == b.State &&
 		a.LeaseToken == b.LeaseToken && a.LeaseExpiresAt == b.LeaseExpiresAt && a.Fence == b.Fence &&
 		a.Status == b.Status && bytes.Equal(a.Headers, b.Headers) && bytes.Equal(a.Body, b.Body) &&
-		a.CreatedAt == b.CreatedAt && a.CompletedAt == b.CompletedAt && a.ExpiresAt == b.ExpiresAt && a.CommittedAt == b.CommittedAt
+		a.CreatedAt == b.CreatedAt && a.CompletedAt == b.CompletedAt && a.ExpiresAt == b.ExpiresAt && a.CommittedAt == b.CommittedAt &&
+		a.Kind == b.Kind
 }
 
 // leaseGuards: Complete, Release, Extend and MarkCommitted act only for the

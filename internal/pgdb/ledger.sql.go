@@ -43,7 +43,7 @@ WITH clock AS (
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
 ), cur AS (
     SELECT c.scope, c.key, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
-           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at,
+           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
            COALESCE((
                 c.expires_at <= clock.now
                 AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
@@ -74,6 +74,7 @@ WITH clock AS (
         status           = NULL,
         headers          = NULL,
         body             = NULL,
+        kind             = NULL,
         created_at       = excluded.created_at,
         completed_at     = NULL,
         expires_at       = excluded.expires_at,
@@ -111,7 +112,8 @@ SELECT clock.now::bigint AS now,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.committed_at, 0)::bigint AS committed_at
+       COALESCE(r.committed_at, 0)::bigint AS committed_at,
+       COALESCE(r.kind, '')::text AS kind
 FROM clock
 LEFT JOIN won AS w ON true
 LEFT JOIN cur AS r ON true
@@ -146,6 +148,7 @@ type ClaimRow struct {
 	CompletedAt       int64
 	ExpiresAt         int64
 	CommittedAt       int64
+	Kind              string
 }
 
 // One statement that reads the key's row first (cur) and writes only when
@@ -206,6 +209,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.CommittedAt,
+		&i.Kind,
 	)
 	return i, err
 }
@@ -218,20 +222,22 @@ SET state            = 'completed',
     status           = $1,
     headers          = $2,
     body             = $3,
+    kind             = $4,
     completed_at     = clock.now,
-    expires_at       = clock.now + $4::bigint
+    expires_at       = clock.now + $5::bigint
 FROM (
-    SELECT COALESCE($9::bigint,
+    SELECT COALESCE($10::bigint,
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
 ) AS clock
-WHERE l.scope = $5 AND l.key = $6
-  AND l.state = 'in_flight' AND l.lease_token = $7 AND l.fence = $8
+WHERE l.scope = $6 AND l.key = $7
+  AND l.state = 'in_flight' AND l.lease_token = $8 AND l.fence = $9
 `
 
 type CompleteParams struct {
 	Status     sql.NullInt64
 	Headers    []byte
 	Body       []byte
+	Kind       sql.NullString
 	TtlMillis  int64
 	Scope      string
 	Key        string
@@ -247,6 +253,7 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		arg.Status,
 		arg.Headers,
 		arg.Body,
+		arg.Kind,
 		arg.TtlMillis,
 		arg.Scope,
 		arg.Key,
@@ -299,7 +306,7 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (sql.NullInt64, 
 
 const findKey = `-- name: FindKey :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE key = $1
 ORDER BY scope
@@ -338,6 +345,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.CommittedAt,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -353,8 +361,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 }
 
 const get = `-- name: Get :one
-SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at,
+SELECT idempotency_ledger.scope, idempotency_ledger.key, idempotency_ledger.fingerprint, idempotency_ledger.state, idempotency_ledger.lease_token, idempotency_ledger.lease_expires_at, idempotency_ledger.fence, idempotency_ledger.status, idempotency_ledger.headers, idempotency_ledger.body, idempotency_ledger.created_at, idempotency_ledger.completed_at, idempotency_ledger.expires_at, idempotency_ledger.committed_at, idempotency_ledger.kind,
        COALESCE($1::bigint,
                 floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)::bigint AS now
 FROM idempotency_ledger
@@ -368,21 +375,8 @@ type GetParams struct {
 }
 
 type GetRow struct {
-	Scope          string
-	Key            string
-	Fingerprint    []byte
-	State          string
-	LeaseToken     sql.NullString
-	LeaseExpiresAt sql.NullInt64
-	Fence          int64
-	Status         sql.NullInt64
-	Headers        []byte
-	Body           []byte
-	CreatedAt      int64
-	CompletedAt    sql.NullInt64
-	ExpiresAt      int64
-	CommittedAt    sql.NullInt64
-	Now            int64
+	IdempotencyLedger IdempotencyLedger
+	Now               int64
 }
 
 // The row, and the clock at the read ("now"), by which a lost claim is
@@ -391,20 +385,21 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 	row := q.db.QueryRowContext(ctx, get, arg.Now, arg.Scope, arg.Key)
 	var i GetRow
 	err := row.Scan(
-		&i.Scope,
-		&i.Key,
-		&i.Fingerprint,
-		&i.State,
-		&i.LeaseToken,
-		&i.LeaseExpiresAt,
-		&i.Fence,
-		&i.Status,
-		&i.Headers,
-		&i.Body,
-		&i.CreatedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.CommittedAt,
+		&i.IdempotencyLedger.Scope,
+		&i.IdempotencyLedger.Key,
+		&i.IdempotencyLedger.Fingerprint,
+		&i.IdempotencyLedger.State,
+		&i.IdempotencyLedger.LeaseToken,
+		&i.IdempotencyLedger.LeaseExpiresAt,
+		&i.IdempotencyLedger.Fence,
+		&i.IdempotencyLedger.Status,
+		&i.IdempotencyLedger.Headers,
+		&i.IdempotencyLedger.Body,
+		&i.IdempotencyLedger.CreatedAt,
+		&i.IdempotencyLedger.CompletedAt,
+		&i.IdempotencyLedger.ExpiresAt,
+		&i.IdempotencyLedger.CommittedAt,
+		&i.IdempotencyLedger.Kind,
 		&i.Now,
 	)
 	return i, err
@@ -412,7 +407,7 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 
 const listInFlight = `-- name: ListInFlight :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
@@ -445,6 +440,7 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.CommittedAt,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}

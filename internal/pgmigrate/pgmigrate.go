@@ -20,7 +20,7 @@ import (
 // Migration returns the driver.Migration of a PostgreSQL database reached
 // through db.
 func Migration(db func() *sql.DB) schema.Migration {
-	return schema.Migration{FS: schema.Postgres(), Name: "pgx5", With: func(ctx context.Context, table string, read bool, f func(database.Driver) error) error {
+	return schema.Migration{Engine: "postgres", Name: "pgx5", With: func(ctx context.Context, table string, read bool, f func(database.Driver) error) error {
 		if read {
 			f = lockedForRead(f)
 		}

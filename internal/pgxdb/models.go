@@ -23,4 +23,5 @@ type IdempotencyLedger struct {
 	CompletedAt    pgtype.Int8
 	ExpiresAt      int64
 	CommittedAt    pgtype.Int8
+	Kind           pgtype.Text
 }

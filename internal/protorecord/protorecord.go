@@ -12,7 +12,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/http"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
@@ -63,14 +62,19 @@ func Fingerprint(procedure string, req any) (hash.Digest, error) {
 	return hash.Bytes(buf), nil
 }
 
-// outcomeHeader marks the records of this layout, with its version: a
-// ledger.Outcome whose Status is the gRPC code (0 for OK) and whose Body
-// is, for OK, a google.protobuf.Any holding the response and otherwise a
-// google.rpc.Status, both in deterministic encoding. The name is
-// idemgrpc's, which wrote the first such records.
-const outcomeHeader = "Idemgrpc-Outcome"
+// Kind is the ledger.Outcome.Kind of the records of this layout: Status
+// is the gRPC code (0 for OK), and Body is, for OK, a google.protobuf.Any
+// holding the response and otherwise a google.rpc.Status, both in
+// deterministic encoding. A later layout gets another kind.
+const Kind = "grpc"
 
-const outcomeVersion = "1"
+// legacyHeader marks the records of this layout completed before schema
+// version 3, which have no kind: a header with the value legacyVersion. The
+// name is idemgrpc's, which wrote the first such records.
+const (
+	legacyHeader  = "Idemgrpc-Outcome"
+	legacyVersion = "1"
+)
 
 // typeURLPrefix is the usual prefix of a google.protobuf.Any type URL.
 const typeURLPrefix = "type.googleapis.com/"
@@ -86,7 +90,7 @@ func EncodeResponse(resp any) (ledger.Outcome, error) {
 		name := string(m.ProtoReflect().Descriptor().FullName())
 		var body []byte
 		if body, err = deterministic.Marshal(&anypb.Any{TypeUrl: typeURLPrefix + name, Value: value}); err == nil {
-			return ledger.Outcome{Status: 0, Header: mark(), Body: body}, nil
+			return ledger.Outcome{Kind: Kind, Body: body}, nil
 		}
 	}
 	return ledger.Outcome{}, fmt.Errorf("encoding the outcome: %w", err)
@@ -98,17 +102,19 @@ func EncodeStatus(st *spb.Status) (ledger.Outcome, error) {
 	if err != nil {
 		return ledger.Outcome{}, fmt.Errorf("encoding the outcome: %w", err)
 	}
-	return ledger.Outcome{Status: int(st.Code), Header: mark(), Body: body}, nil
+	return ledger.Outcome{Kind: Kind, Status: int(st.Code), Body: body}, nil
 }
-
-func mark() http.Header { return http.Header{outcomeHeader: {outcomeVersion}} }
 
 // Decode reads a record back: the response (made from the type types finds
 // for its type URL), or the status of a failed call. Errors wrap
 // ErrStoredOutcome.
 func Decode(out ledger.Outcome, types protoregistry.MessageTypeResolver) (proto.Message, *spb.Status, error) {
-	if v := out.Header.Values(outcomeHeader); len(v) != 1 || v[0] != outcomeVersion {
-		return nil, nil, fmt.Errorf("%w: no %s mark", ErrStoredOutcome, outcomeHeader)
+	if out.Kind == "" {
+		if v := out.Header.Values(legacyHeader); len(v) != 1 || v[0] != legacyVersion {
+			return nil, nil, fmt.Errorf("%w: %w", ErrStoredOutcome, &ledger.KindError{Want: Kind})
+		}
+	} else if out.Kind != Kind {
+		return nil, nil, fmt.Errorf("%w: %w", ErrStoredOutcome, &ledger.KindError{Kind: out.Kind, Want: Kind})
 	}
 	if out.Status == 0 {
 		var a anypb.Any

@@ -95,6 +95,7 @@ SET fingerprint      = ?1,
     status           = NULL,
     headers          = NULL,
     body             = NULL,
+    kind             = NULL,
     created_at       = ?4,
     completed_at     = NULL,
     expires_at       = ?5,
@@ -161,16 +162,18 @@ SET state            = 'completed',
     status           = ?1,
     headers          = ?2,
     body             = ?3,
-    completed_at     = ?4,
-    expires_at       = ?5
-WHERE scope = ?6 AND key = ?7
-  AND state = 'in_flight' AND lease_token = ?8 AND fence = ?9
+    kind             = ?4,
+    completed_at     = ?5,
+    expires_at       = ?6
+WHERE scope = ?7 AND key = ?8
+  AND state = 'in_flight' AND lease_token = ?9 AND fence = ?10
 `
 
 type CompleteParams struct {
 	Status     sql.NullInt64
 	Headers    []byte
 	Body       []byte
+	Kind       sql.NullString
 	Now        sql.NullInt64
 	ExpiresAt  int64
 	Scope      string
@@ -186,6 +189,7 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		arg.Status,
 		arg.Headers,
 		arg.Body,
+		arg.Kind,
 		arg.Now,
 		arg.ExpiresAt,
 		arg.Scope,
@@ -230,7 +234,7 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (int64, error) {
 
 const findKey = `-- name: FindKey :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE key = ?1
 ORDER BY scope
@@ -269,6 +273,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.CommittedAt,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -285,7 +290,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 
 const get = `-- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE scope = ?1 AND key = ?2
 `
@@ -313,13 +318,14 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (IdempotencyLedger, er
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.CommittedAt,
+		&i.Kind,
 	)
 	return i, err
 }
 
 const listInFlight = `-- name: ListInFlight :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
@@ -352,6 +358,7 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 			&i.CompletedAt,
 			&i.ExpiresAt,
 			&i.CommittedAt,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}

@@ -23,4 +23,5 @@ type IdempotencyLedger struct {
 	CompletedAt    sql.NullInt64
 	ExpiresAt      int64
 	CommittedAt    sql.NullInt64
+	Kind           sql.NullString
 }

@@ -42,7 +42,7 @@ WITH clock AS (
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
 ), cur AS (
     SELECT c.scope, c.key, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
-           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at,
+           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
            COALESCE((
                 c.expires_at <= clock.now
                 AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
@@ -73,6 +73,7 @@ WITH clock AS (
         status           = NULL,
         headers          = NULL,
         body             = NULL,
+        kind             = NULL,
         created_at       = excluded.created_at,
         completed_at     = NULL,
         expires_at       = excluded.expires_at,
@@ -114,7 +115,8 @@ SELECT clock.now::bigint AS now,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.committed_at, 0)::bigint AS committed_at
+       COALESCE(r.committed_at, 0)::bigint AS committed_at,
+       COALESCE(r.kind, '')::text AS kind
 FROM clock
 LEFT JOIN won AS w ON true
 LEFT JOIN cur AS r ON true;
@@ -122,8 +124,7 @@ LEFT JOIN cur AS r ON true;
 -- name: Get :one
 -- The row, and the clock at the read ("now"), by which a lost claim is
 -- explained (in flight for how long, or expired in between).
-SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at,
+SELECT sqlc.embed(idempotency_ledger),
        COALESCE(sqlc.narg(now)::bigint,
                 floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)::bigint AS now
 FROM idempotency_ledger
@@ -139,6 +140,7 @@ SET state            = 'completed',
     status           = @status,
     headers          = @headers,
     body             = @body,
+    kind             = sqlc.narg(kind),
     completed_at     = clock.now,
     expires_at       = clock.now + @ttl_millis::bigint
 FROM (
@@ -233,7 +235,7 @@ FROM idempotency_ledger;
 -- (Ledger.Find). The primary key begins with the scope, so this reads the
 -- whole table: it is not for a request's path.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE key = @key
 ORDER BY scope
@@ -243,7 +245,7 @@ LIMIT @max_rows::bigint;
 -- The records in flight, oldest claim first, for operators
 -- (Ledger.InFlight); expired ones included. Reads the whole table.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key

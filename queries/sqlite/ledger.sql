@@ -32,6 +32,7 @@ SET fingerprint      = @fingerprint,
     status           = NULL,
     headers          = NULL,
     body             = NULL,
+    kind             = NULL,
     created_at       = @now,
     completed_at     = NULL,
     expires_at       = @expires_at,
@@ -56,7 +57,7 @@ RETURNING fence, committed_at;
 
 -- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE scope = @scope AND key = @key;
 
@@ -70,6 +71,7 @@ SET state            = 'completed',
     status           = @status,
     headers          = @headers,
     body             = @body,
+    kind             = sqlc.narg(kind),
     completed_at     = @now,
     expires_at       = @expires_at
 WHERE scope = @scope AND key = @key
@@ -144,7 +146,7 @@ FROM idempotency_ledger;
 -- (Ledger.Find). The primary key begins with the scope, so this reads the
 -- whole table: it is not for a request's path.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE key = @key
 ORDER BY scope
@@ -154,7 +156,7 @@ LIMIT @max_rows;
 -- The records in flight, oldest claim first, for operators
 -- (Ledger.InFlight); expired ones included. Reads the whole table.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key

@@ -1,0 +1,8 @@
+-- What a stored outcome is (issue 21): "value" for Mutate's JSON value,
+-- "http" for an HTTP response, "http.not_stored" for an HTTP operation whose
+-- answer was not kept, "grpc" for idemgrpc's and idemconnect's layout; the
+-- writer names it (ledger.Outcome.Kind). NULL while in flight, for outcomes
+-- stored without a kind, and for every record completed before this
+-- migration: their readers still recognise them by the marks those records
+-- carry. Adding a nullable column without a default only edits the schema.
+ALTER TABLE idempotency_ledger ADD COLUMN kind TEXT;
