@@ -181,6 +181,23 @@ type ClaimParams struct {
 	Now int64
 }
 
+// MayTakeOver reports whether a claim p at the engine's time now may take
+// the stored row r over, the rule of ClaimParams: r has expired, or it is
+// in flight with a lease that ran out, p's fingerprint, and no commit mark
+// unless p recovers. Drivers whose claim decides in Go (between a read and
+// a write, the row locked) use it; the others write it in SQL.
+func MayTakeOver(r *Row, p ClaimParams, now int64) bool {
+	return Expired(r, now) || (r.State == "in_flight" && r.LeaseExpiresAt <= now &&
+		string(r.Fingerprint) == string(p.Fingerprint) && (r.CommittedAt == 0 || p.Recover))
+}
+
+// Expired reports whether r has expired at now: its ExpiresAt passed and,
+// in flight, its lease ran out too. A takeover of an expired row clears the
+// commit mark; any other takeover (a recovery) keeps it.
+func Expired(r *Row, now int64) bool {
+	return r.ExpiresAt <= now && (r.State == "completed" || r.LeaseExpiresAt <= now)
+}
+
 // ClaimResult is a claim's answer. When Won is false, Row may hold the row
 // as read, with Now the engine's time taken at or after that read (never
 // before it: a row unexpired at Now was unexpired when read), so that the

@@ -181,7 +181,7 @@ func TestTxHandlerUnderMiddleware(t *testing.T) {
 		// The middleware's completion is lost: its record is back in
 		// flight, and its lease runs out.
 		if _, err := b.db.Exec(testdb.Rebind(e, `UPDATE idempotency_ledger SET state = 'in_flight', lease_token = 'gone',
-			lease_expires_at = ?, status = NULL, headers = NULL, body = NULL, completed_at = NULL WHERE key = ?`),
+			lease_expires_at = ?, status = NULL, headers = NULL, body = NULL, completed_at = NULL WHERE "key" = ?`),
 			t0.UnixMilli(), "k"); err != nil {
 			t.Fatal(err)
 		}

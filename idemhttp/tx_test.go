@@ -1,6 +1,7 @@
 package idemhttp
 
 import (
+	"context"
 	"database/sql"
 	"io"
 	"log"
@@ -34,7 +35,7 @@ func txSetup(t *testing.T, e string, opts Options, fn TxFunc[*sql.Tx]) *bundle {
 	}
 	counted := func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 		b.calls.Add(1)
-		fn(w, r, tx)
+		fn(w, r.WithContext(context.WithValue(r.Context(), engineKey{}, e)), tx)
 	}
 	b.srv = httptest.NewUnstartedServer(TxHandler(l, opts, counted))
 	b.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -47,6 +48,7 @@ func txSetup(t *testing.T, e string, opts Options, fn TxFunc[*sql.Tx]) *bundle {
 var ordersTable = map[string]string{
 	testdb.SQLite:   `CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`,
 	testdb.Postgres: `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount bigint NOT NULL)`,
+	testdb.MySQL:    `CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, amount BIGINT NOT NULL)`,
 }
 
 func (b *bundle) orders(t *testing.T) int {
@@ -58,13 +60,17 @@ func (b *bundle) orders(t *testing.T) int {
 	return n
 }
 
+// engineKey is the context key of the driver's name, for createOrder.
+type engineKey struct{}
+
 // createOrder inserts an order with the amount in the body and answers
 // 201, or the status named by the query's "status" after inserting.
 func createOrder(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 	in, _ := io.ReadAll(r.Body)
-	// $1 is a parameter for SQLite too.
+	// txSetup names the driver in the context.
+	e, _ := r.Context().Value(engineKey{}).(string)
 	var id int64
-	err := tx.QueryRowContext(r.Context(), `INSERT INTO orders (amount) VALUES ($1) RETURNING id`, string(in)).Scan(&id)
+	err := tx.QueryRowContext(r.Context(), testdb.Rebind(e, `INSERT INTO orders (amount) VALUES (?) RETURNING id`), string(in)).Scan(&id)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

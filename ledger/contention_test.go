@@ -163,18 +163,17 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 }
 
 func acrossProcesses(t *testing.T, name string) {
-	var (
-		db     *sql.DB
-		path   string // what the workers open
-		engine = "sqlite"
-	)
-	if name != testdb.SQLite {
-		db, path = testdb.PostgresDSN(t)
-		engine = "postgres"
-	} else {
-		db, path = testdb.SQLiteFile(t, sqlite.Options{})
+	// The pgxv5 workers reach the schema of a database/sql one.
+	sqlName := name
+	if name == testdb.PgxV5 {
+		sqlName = testdb.Postgres
 	}
-	if _, err := db.Exec(ordersTable[engine]); err != nil {
+	d, ok := testdb.OpenSQL(t, sqlName)
+	if !ok {
+		t.Fatalf("no database/sql driver %s", sqlName)
+	}
+	db, path := d.SQL, d.Source // path is what the workers open
+	if _, err := db.Exec(ordersTable(d)); err != nil {
 		t.Fatal(err)
 	}
 	// All workers start at the same wall-clock instant, after their
@@ -224,7 +223,11 @@ func TestWorkerProcess(t *testing.T) {
 	if name != testdb.SQLite {
 		// A pool per process, as each replica of a service has; the
 		// server's row locks queue the duplicates.
-		db, err = sql.Open("pgx", path)
+		driverName := "pgx"
+		if name == testdb.MySQL {
+			driverName = "mysql"
+		}
+		db, err = sql.Open(driverName, path)
 		if err == nil {
 			db.SetMaxOpenConns(perProcess)
 		}

@@ -66,6 +66,8 @@ type cutRig[TTx any] struct {
 	cuts   []cut
 	fired  func() bool
 	disarm func()
+	// commit is the marker of the client's COMMIT.
+	commit string
 	// perStatement is true on SQLite, where a cut names a statement by
 	// its rank in the operation, so the test tries every rank.
 	perStatement bool
@@ -76,7 +78,7 @@ func newCutRig[TTx any](t *testing.T, d *testdb.DB[TTx]) *cutRig[TTx] {
 	clk := &clock{now: t0}
 	opts := ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: clk.Now}
 	f := testdb.NewFaulty(t, d, 0)
-	rig := &cutRig[TTx]{d: d, drv: f.Driver, clock: clk, fired: f.Fired, disarm: f.Disarm}
+	rig := &cutRig[TTx]{d: d, drv: f.Driver, clock: clk, fired: f.Fired, disarm: f.Disarm, commit: f.Commit}
 	if plan := f.Plan; plan != nil {
 		rig.perStatement = true
 		rig.cuts = []cut{
@@ -249,7 +251,7 @@ func TestCutMutate(t *testing.T) {
 
 func testCutMutate[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	rig := newCutRig(t, d)
-	if _, err := d.SQL.Exec(ordersTable[d.Engine]); err != nil {
+	if _, err := d.SQL.Exec(ordersTable(d)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -291,7 +293,7 @@ func testCutMutate[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 				case "item":
 					c.arm(item, 0)
 				case "commit":
-					hook = func() { c.arm("commit", 0) }
+					hook = func() { c.arm(rig.commit, 0) }
 				case "rank":
 					c.arm("", n)
 				}

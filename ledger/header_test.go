@@ -56,7 +56,7 @@ func highBytes() string {
 func (b *bundle[TTx]) storedHeaders(t *testing.T, key string) []byte {
 	t.Helper()
 	var raw []byte
-	q := testdb.Rebind(b.d.Engine, `SELECT headers FROM idempotency_ledger WHERE scope = ? AND key = ?`)
+	q := testdb.Rebind(b.d.Engine, `SELECT headers FROM idempotency_ledger WHERE scope = ? AND "key" = ?`)
 	if err := b.db.QueryRow(q, "tenant-1", key).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func testStoredHeaderDecoding[TTx any](t *testing.T, b *bundle[TTx]) {
 			if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200}); err != nil {
 				t.Fatal(err)
 			}
-			q := testdb.Rebind(b.d.Engine, `UPDATE idempotency_ledger SET headers = ? WHERE scope = ? AND key = ?`)
+			q := testdb.Rebind(b.d.Engine, `UPDATE idempotency_ledger SET headers = ? WHERE scope = ? AND "key" = ?`)
 			if _, err := b.db.Exec(q, []byte(stored), "tenant-1", key); err != nil {
 				t.Fatal(err)
 			}

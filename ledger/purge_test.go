@@ -66,7 +66,7 @@ func purgeFixture[TTx any](t *testing.T, b *bundle[TTx], expired int) (keep []st
 
 func (b *bundle[TTx]) keys(t *testing.T) []string {
 	t.Helper()
-	rows, err := b.db.Query("SELECT key FROM idempotency_ledger ORDER BY key")
+	rows, err := b.db.Query(testdb.Rebind(b.d.Engine, `SELECT "key" FROM idempotency_ledger ORDER BY "key"`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +154,9 @@ func TestPurgeCountUnderRandomCancel(t *testing.T) {
 func testPurgeCountUnderRandomCancel[TTx any](t *testing.T, b *bundle[TTx]) {
 	const rows, batch, rounds = 600, 13, 30
 	fill := testdb.Rebind(b.d.Engine, `
+			INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, status, body, created_at, completed_at, expires_at)
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
-			INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, body, created_at, completed_at, expires_at)
-			SELECT 's', 'key-' || i, ?, 'completed', 1, 200, ?, ?, ?, ?
+			SELECT 's', concat('key-', i), ?, 'completed', 1, 200, ?, ?, ?, ?
 			FROM n`)
 	exp := t0.Add(-time.Hour).UnixMilli()
 	cut := 0

@@ -23,7 +23,9 @@ import (
 // transaction that replays through Mutate is assigned no transaction id,
 // so its commit writes no WAL. On SQLite the answers come while another
 // connection holds the write lock (BEGIN IMMEDIATE), and no connection
-// commits anything (PRAGMA data_version of a separate connection stays).
+// commits anything (PRAGMA data_version of a separate connection stays). On
+// MySQL the answers come while another transaction holds the standing rows
+// locked for update.
 func TestReplayWritesNothing(t *testing.T) {
 	eachDriver(t, testReplayWritesNothing[*sql.Tx], testReplayWritesNothing[pgx.Tx])
 }
@@ -115,6 +117,42 @@ func testReplayWritesNothing[TTx any](t *testing.T, b *bundle[TTx]) {
 		defer lock.Rollback()
 		if _, err := lock.Exec(`INSERT INTO orders (item) VALUES ('holding the write lock')`); err != nil {
 			t.Fatal(err)
+		}
+		standing(t)
+	case "mysql":
+		// Another transaction holds the two standing rows locked for
+		// update: a replay that locked or wrote either would wait for it,
+		// and the answering transactions give up after a second
+		// (innodb_lock_wait_timeout), failing the test.
+		lock, err := b.db.BeginTx(b.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Rollback()
+		var locked int
+		if err := lock.QueryRow("SELECT COUNT(*) FROM (SELECT 1 FROM idempotency_ledger WHERE `key` IN ('done', 'held') FOR UPDATE) AS l").Scan(&locked); err != nil || locked != 2 {
+			t.Fatalf("locking the standing rows: %d, %v", locked, err)
+		}
+		for _, r := range []ledger.Request{done, req("done", "other"), req("held", "p")} {
+			tx := b.d.Begin(t)
+			if err := b.d.Exec(b.ctx, tx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := ledger.Mutate(b.ctx, b.l, tx, r, func(context.Context) (string, error) { return "ran", nil })
+			b.d.Commit(t, tx)
+			if errors.Is(err, ledger.ErrBusy) || res.Value == "ran" {
+				t.Errorf("Mutate(%s, %x…) = %+v, %v: it waited for the row lock or ran; want an answer from a plain read", r.Key, r.Fingerprint[:2], res, err)
+			}
+		}
+		// The control: a statement that does want the lock gives up.
+		tx := b.d.Begin(t)
+		if err := b.d.Exec(b.ctx, tx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+			t.Fatal(err)
+		}
+		err = b.d.Exec(b.ctx, tx, "UPDATE idempotency_ledger SET fence = fence WHERE `key` = 'done'")
+		b.d.Rollback(t, tx)
+		if err == nil {
+			t.Fatal("an UPDATE of a locked row went through: the lock is not held")
 		}
 		standing(t)
 	default:

@@ -57,16 +57,15 @@ func eachDriver(t *testing.T, sqlBody func(*testing.T, *bundle[*sql.Tx]), pgxBod
 		func(t *testing.T, d *testdb.DB[pgx.Tx]) { pgxBody(t, setupOn(t, d)) })
 }
 
-// ordersTable is the business table of the tests, per engine.
-var ordersTable = map[string]string{
-	"sqlite":   `CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`,
-	"postgres": `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item text NOT NULL)`,
+// ordersTable is the business table of the tests on d's engine.
+func ordersTable[TTx any](d *testdb.DB[TTx]) string {
+	return "CREATE TABLE orders (" + d.Serial + ", item TEXT NOT NULL)"
 }
 
 // setupOn adds the orders table to d and builds the bundle.
 func setupOn[TTx any](t testing.TB, d *testdb.DB[TTx]) *bundle[TTx] {
 	t.Helper()
-	if _, err := d.SQL.Exec(ordersTable[d.Engine]); err != nil {
+	if _, err := d.SQL.Exec(ordersTable(d)); err != nil {
 		t.Fatal(err)
 	}
 	b := &bundle[TTx]{d: d, db: d.SQL, clock: &clock{now: t0}, ctx: context.Background()}

@@ -66,7 +66,7 @@ func testCommitPointMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.SQL.ExecContext(ctx, string(down)); err != nil {
+		if err := execScript(ctx, d.SQL, down); err != nil {
 			t.Fatalf("%s: %v", downs[i], err)
 		}
 	}

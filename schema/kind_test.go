@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func testOutcomeKindMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.SQL.ExecContext(ctx, string(down)); err != nil {
+	if err := execScript(ctx, d.SQL, down); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.SQL.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 2"); err != nil {
@@ -74,7 +75,7 @@ func testOutcomeKindMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	}
 	for key, w := range want {
 		var headers, body []byte
-		err := d.SQL.QueryRowContext(ctx, testdb.Rebind(d.Engine, "SELECT headers, body FROM idempotency_ledger WHERE key = ?"), key).Scan(&headers, &body)
+		err := d.SQL.QueryRowContext(ctx, testdb.Rebind(d.Engine, `SELECT headers, body FROM idempotency_ledger WHERE "key" = ?`), key).Scan(&headers, &body)
 		if err != nil || string(headers) != w.headers || string(body) != w.body {
 			t.Errorf("%s at version 2: headers %q, body %q, %v; want %q, %q", key, headers, body, err, w.headers, w.body)
 		}
@@ -99,4 +100,22 @@ func testOutcomeKindMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 			t.Errorf("%s after migrating up again: %+v, %v; want %+v", key, rec.Outcome, err, out)
 		}
 	}
+}
+
+// execScript runs a migration file one statement at a time, as package
+// schema runs the MySQL ones: go-sql-driver/mysql takes one statement per
+// call (without the DSN's multiStatements). Statements end with a semicolon
+// at the end of a line.
+func execScript(ctx context.Context, db *sql.DB, script []byte) error {
+	var stmt strings.Builder
+	for line := range strings.Lines(string(script)) {
+		stmt.WriteString(line)
+		if t := strings.TrimSpace(line); strings.HasSuffix(t, ";") && !strings.HasPrefix(t, "--") {
+			if _, err := db.ExecContext(ctx, stmt.String()); err != nil {
+				return err
+			}
+			stmt.Reset()
+		}
+	}
+	return nil
 }

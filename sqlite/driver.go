@@ -224,7 +224,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	}
 	// now after the read, never before: see above.
 	now := clock(a.Now)
-	if r := row(got); !mayTakeOver(r, a, now) {
+	if r := row(got); !idriver.MayTakeOver(r, a, now) {
 		return idriver.ClaimResult{Row: r, Now: now}, nil
 	}
 	won, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
@@ -262,15 +262,6 @@ func claimInsert(ctx context.Context, q *sqlitedb.Queries, a idriver.ClaimParams
 		return idriver.ClaimResult{}, err
 	}
 	return idriver.ClaimResult{Won: true, Fence: 1, LeaseExpiresAt: now + a.LeaseMillis}, nil
-}
-
-// mayTakeOver mirrors the WHERE of ClaimTakeover: the row has expired, or
-// it is in flight with a lease that ran out, the same fingerprint, and no
-// commit mark unless the claim recovers.
-func mayTakeOver(r *idriver.Row, a idriver.ClaimParams, now int64) bool {
-	expired := r.ExpiresAt <= now && (r.State == "completed" || r.LeaseExpiresAt <= now)
-	return expired || (r.State == "in_flight" && r.LeaseExpiresAt <= now &&
-		string(r.Fingerprint) == string(a.Fingerprint) && (r.CommittedAt == 0 || a.Recover))
 }
 
 func boolInt(b bool) int64 {

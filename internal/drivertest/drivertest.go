@@ -357,9 +357,11 @@ func outcomeUnknown[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		// SELECT, then the INSERT of a claim on the pool.
 		f.Plan.FailAfter(2, ioErr{})
 	} else {
-		f.Proxy.Arm([]byte("cut-key"), faultnet.AfterRequest)
+		// The lease token: only the claim's write carries it (a driver's
+		// claim may read the row first).
+		f.Proxy.Arm([]byte("cut-token"), faultnet.AfterRequest)
 	}
-	_, err := f.Driver.DB().Claim(context.Background(), claimParams("cut-key", "tok", t0))
+	_, err := f.Driver.DB().Claim(context.Background(), claimParams("cut-key", "cut-token", t0))
 	if !f.Fired() || !errors.Is(err, driver.ErrOutcomeUnknown) {
 		t.Fatalf("claim cut after the request (fired %t): %v; want driver.ErrOutcomeUnknown", f.Fired(), err)
 	}

@@ -7,6 +7,7 @@ package faultnet
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -44,6 +45,7 @@ type Proxy struct {
 	target       string
 	ln           net.Listener
 	replyTimeout time.Duration // a field so in-package tests can shorten it
+	settle       time.Duration // see SetSettle; 0 reads PostgreSQL framing
 	wg           sync.WaitGroup
 
 	mu     sync.Mutex
@@ -86,6 +88,16 @@ func Listen(target string) (*Proxy, error) {
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
+}
+
+// SetSettle makes the proxy judge a reply complete, for AfterRequest and
+// MidReply, once its first bytes came and then none for d, instead of by
+// PostgreSQL's framing: for targets whose protocol it does not read
+// (MySQL), whose replies on loopback arrive at once. Call it before Arm.
+func (p *Proxy) SetSettle(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settle = d
 }
 
 // Addr returns the address clients dial instead of the target.
@@ -295,7 +307,18 @@ func (l *link) serverToClient() {
 		// (PostgreSQL clients wait for ReadyForQuery unless pipelining),
 		// so every byte read now belongs to the matched request's reply.
 		reply = append(reply, buf[:n]...)
-		if err == nil && !hasReadyForQuery(reply) {
+		l.p.mu.Lock()
+		settle := l.p.settle
+		l.p.mu.Unlock()
+		if settle > 0 {
+			var ne net.Error
+			if len(reply) > 0 && errors.As(err, &ne) && ne.Timeout() {
+				err = nil // settled: the reply is complete
+			} else if err == nil {
+				l.server.SetReadDeadline(time.Now().Add(settle))
+				continue
+			}
+		} else if err == nil && !hasReadyForQuery(reply) {
 			continue
 		}
 		// Complete, timed out or closed by the server: cut now.

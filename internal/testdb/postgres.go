@@ -61,7 +61,7 @@ func PgxDB(t testing.TB) *DB[pgx.Tx] {
 // reaches the same database through database/sql.
 func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 	return &DB[pgx.Tx]{
-		Name: PgxV5, Engine: "postgres", Driver: pgxv5.New(pool), SQL: db, Source: dsn,
+		Name: PgxV5, Engine: "postgres", Driver: pgxv5.New(pool), SQL: db, Source: dsn, Serial: serial["postgres"],
 		closeDB: pool.Close,
 		exec: func(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
 			_, err := tx.Exec(ctx, query, args...)

@@ -1,6 +1,6 @@
 // Package testdb gives tests fresh, migrated databases: real engines, never
 // mocks, each reached through one of the ledger's drivers ("sqlite",
-// "postgres", "pgxv5"). Each runs a test body on every driver.
+// "postgres", "pgxv5", "mysql"). Each runs a test body on every driver.
 package testdb
 
 import (
@@ -25,6 +25,7 @@ const (
 	SQLite   = "sqlite"
 	Postgres = "postgres"
 	PgxV5    = "pgxv5"
+	MySQL    = "mysql"
 )
 
 // The registry of drivers under test: a driver is added here, with the
@@ -45,6 +46,7 @@ var (
 			func(db *sql.DB, source string) *DB[*sql.Tx] {
 				return sqlDB(Postgres, "postgres", postgres.New(db), db, source)
 			}},
+		{MySQL, MySQLDB, mysqlDB},
 	}
 	pgxDrivers = []struct {
 		name string
@@ -76,11 +78,15 @@ type Driver[TTx any] interface {
 // DB is a fresh, migrated database under test, reached through one driver
 // whose transactions are TTx.
 type DB[TTx any] struct {
-	// Name is the driver's name (SQLite, Postgres, PgxV5); Engine the
-	// database engine's ("sqlite", "postgres").
+	// Name is the driver's name (SQLite, Postgres, PgxV5, MySQL); Engine
+	// the database engine's ("sqlite", "postgres", "mysql").
 	Name, Engine string
 	// Driver is the ledger's driver over the database.
 	Driver Driver[TTx]
+	// Serial is the engine's column definition of an auto-numbered
+	// bigint primary key named id, for the tests' own tables:
+	// "CREATE TABLE orders (" + d.Serial + ", item TEXT NOT NULL)".
+	Serial string
 	// SQL reaches the same database through database/sql, for setup and
 	// assertions; it is the driver's own pool on SQLite and postgres.
 	SQL *sql.DB
@@ -168,9 +174,16 @@ func SQLiteDB(t testing.TB, o sqlite.Options) *DB[*sql.Tx] {
 	return sqlDB(SQLite, "sqlite", sqlite.New(db), db, path)
 }
 
+// serial is DB.Serial per engine.
+var serial = map[string]string{
+	"sqlite":   "id INTEGER PRIMARY KEY AUTOINCREMENT",
+	"postgres": "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	"mysql":    "id BIGINT AUTO_INCREMENT PRIMARY KEY",
+}
+
 func sqlDB(name, engine string, d Driver[*sql.Tx], db *sql.DB, source string) *DB[*sql.Tx] {
 	return &DB[*sql.Tx]{
-		Name: name, Engine: engine, Driver: d, SQL: db, Source: source,
+		Name: name, Engine: engine, Driver: d, SQL: db, Source: source, Serial: serial[engine],
 		closeDB: func() { db.Close() },
 		exec: func(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
 			_, err := tx.ExecContext(ctx, query, args...)
@@ -204,10 +217,15 @@ func SQLiteFile(t testing.TB, o sqlite.Options) (db *sql.DB, path string) {
 }
 
 // Rebind rewrites the ? placeholders of query for an engine or driver name
-// ("sqlite"; "postgres" or "pgxv5"): $1, $2, ... on PostgreSQL, unchanged
-// on SQLite. It does not look inside string literals: keep question marks
+// ("sqlite", "mysql"; "postgres" or "pgxv5"): $1, $2, ... on PostgreSQL,
+// unchanged on SQLite and MySQL. On MySQL it also turns the standard
+// double quotes of identifiers into backquotes, so that a test writes the
+// ledger's "key" column (a reserved word there) once for every engine. It does not look inside string literals: keep question marks
 // out of them.
 func Rebind(engine, query string) string {
+	if engine == "mysql" {
+		return strings.ReplaceAll(query, `"`, "`")
+	}
 	if engine == "sqlite" || !strings.Contains(query, "?") {
 		return query
 	}

@@ -1,0 +1,191 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/mysqldb"
+)
+
+// Claim claims a key in up to four statements, since MySQL has no UPDATE
+// ... RETURNING and no conditional upsert that reports what it did:
+//
+//  1. A plain read of the row, then the server's clock. When the row
+//     stands (a replay, an in-flight answer, a reused key), that is the
+//     answer: no lock is taken and nothing is written.
+//  2. For a key without a row, an INSERT. It wins, or fails with a
+//     duplicate-key error when another claim inserted first (waiting
+//     first, when that claim's transaction has not ended).
+//  3. Otherwise a locking read (LOCK IN SHARE MODE, then FOR UPDATE only
+//     for a takeover: see takeOver), which sees the latest committed row
+//     whatever the transaction's snapshot, and
+//  4. when that row may still be taken over (driver.MayTakeOver), the
+//     takeover, while the lock keeps every other claim out.
+//
+// Inside a caller's transaction under REPEATABLE READ, the plain read
+// sees the transaction's snapshot, which may be older than the row: a row
+// that stands there stood at the snapshot and, being judged at the clock
+// read after it, still does (a completed record does not change before it
+// expires, a live lease is at worst reported in flight a little longer);
+// a row missing there is found by step 2's duplicate-key error, and step 3
+// reads past the snapshot. A waiting duplicate therefore replays the first
+// outcome once it commits, and claims the key once it rolls back.
+//
+// On the pool, steps 3 and 4 run in a transaction of their own; inside a
+// caller's transaction the lock of step 3 lasts until that transaction
+// ends, also when the row stood after all.
+func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
+	if e.tx != nil {
+		return e.claim(ctx, a)
+	}
+	return onPool(func() (idriver.ClaimResult, error) { return e.claim(ctx, a) })
+}
+
+func (e executor) claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
+	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key)})
+	found := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return idriver.ClaimResult{}, err
+	}
+	// The clock after the read: a row unexpired at now was unexpired when
+	// read.
+	now, err := e.clock(ctx, a.Now)
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	if found {
+		if r := row(g); !idriver.MayTakeOver(&r, a, now) {
+			return idriver.ClaimResult{Now: now, Row: &r}, nil
+		}
+	} else {
+		err := e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
+			Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fingerprint: a.Fingerprint,
+			LeaseToken:     token(a.Token),
+			LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
+			CreatedAt:      now, ExpiresAt: now + a.TTLMillis,
+		})
+		if err == nil {
+			return idriver.ClaimResult{Won: true, Fence: 1, LeaseExpiresAt: now + a.LeaseMillis}, nil
+		}
+		if !isDuplicate(err) {
+			return idriver.ClaimResult{}, err
+		}
+	}
+	if e.tx != nil {
+		return e.takeOver(ctx, a, true)
+	}
+	return e.takeOverOnPool(ctx, a)
+}
+
+// takeOverOnPool is takeOver in a transaction of the driver's own.
+func (e executor) takeOverOnPool(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
+	tx, err := e.pool.BeginTx(ctx, nil)
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	res, err := executor{db: tx, tx: tx}.takeOver(ctx, a, false)
+	if err != nil {
+		_ = tx.Rollback()
+		return idriver.ClaimResult{}, err
+	}
+	// A COMMIT whose reply is lost leaves a won takeover unknown: the
+	// error is marked as such (interpret), and the ledger ends the lease
+	// it may have taken (Abandon).
+	if err := tx.Commit(); err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	return res, nil
+}
+
+// takeOver is steps 3 and 4 of Claim, inside e's transaction. In a
+// caller's transaction (shared) the row is read under a shared lock first:
+// every duplicate that waited there for the same first request holds one
+// already (InnoDB's duplicate-key check takes it, until the transaction
+// ends), so a row that stands, the common case (the first request
+// completed), is answered without a lock that conflicts with theirs. Only a
+// row that may be taken over is read again for update; two takeovers that
+// race there may deadlock, and one of them fails retryable. On the pool
+// the duplicate-key check's lock ended with its statement, and the row is
+// read for update at once.
+func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bool) (idriver.ClaimResult, error) {
+	key := mysqldb.GetSharedParams{Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key)}
+	var g mysqldb.IdempotencyLedger
+	var err error
+	if shared {
+		if g, err = e.q().GetShared(ctx, key); err == nil {
+			var now int64
+			if now, err = e.clock(ctx, a.Now); err != nil {
+				return idriver.ClaimResult{}, err
+			}
+			if r := row(g); !idriver.MayTakeOver(&r, a, now) {
+				return idriver.ClaimResult{Now: now, Row: &r}, nil
+			}
+			g, err = e.q().GetForUpdate(ctx, mysqldb.GetForUpdateParams(key))
+		}
+	} else {
+		g, err = e.q().GetForUpdate(ctx, mysqldb.GetForUpdateParams(key))
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		// The row went (released, purged) since it stood in the way: the
+		// ledger reads again and starts over.
+		now, err := e.clock(ctx, a.Now)
+		return idriver.ClaimResult{Now: now}, err
+	}
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	now, err := e.clock(ctx, a.Now)
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	r := row(g)
+	if !idriver.MayTakeOver(&r, a, now) {
+		return idriver.ClaimResult{Now: now, Row: &r}, nil
+	}
+	// An expired record starts afresh; a recovery keeps the commit mark.
+	var committed sql.NullInt64
+	if r.CommittedAt != 0 && !idriver.Expired(&r, now) {
+		committed = sql.NullInt64{Int64: r.CommittedAt, Valid: true}
+	}
+	n, err := e.q().ClaimTakeover(ctx, mysqldb.ClaimTakeoverParams{
+		Fingerprint:    a.Fingerprint,
+		LeaseToken:     token(a.Token),
+		LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
+		NewFence:       r.Fence + 1,
+		CreatedAt:      now,
+		ExpiresAt:      now + a.TTLMillis,
+		CommittedAt:    committed,
+		Scope:          []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fence: r.Fence,
+	})
+	if err != nil {
+		return idriver.ClaimResult{}, err
+	}
+	if n != 1 {
+		// Not while the row is locked; should it happen, the ledger
+		// reads again and starts over.
+		return idriver.ClaimResult{Now: now}, nil
+	}
+	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64}, nil
+}
+
+// poolDeadlockAttempts bounds the tries of a statement on the pool that
+// deadlocked.
+const poolDeadlockAttempts = 5
+
+// onPool runs f, a statement or a transaction of the driver's own on the
+// pool, again when it deadlocked: InnoDB rolled back nothing but f's own
+// work (an autocommit statement, or the driver's transaction), so a new
+// try is safe, and the caller never sees a deadlock it could do nothing
+// about but retry. Inside a caller's transaction a deadlock rolled the
+// whole transaction back, and only the caller can run it again
+// (ledger.ErrRetryable).
+func onPool[T any](f func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := f()
+		if err == nil || attempt == poolDeadlockAttempts || !isDeadlock(err) {
+			return v, err
+		}
+	}
+}

@@ -1,0 +1,51 @@
+// Package mysql is the ledger's driver for MySQL 8.0 and MariaDB 10.6 or
+// later, over database/sql with github.com/go-sql-driver/mysql: build it
+// with [New] on the application's *sql.DB, hand it to ledger.New, and call
+// ledger.Mutate with a *sql.Tx of the same pool, so that the business
+// writes and the record commit together.
+//
+//	db, err := sql.Open("mysql", "app:secret@tcp(db:3306)/shop")
+//	...
+//	if err := schema.Migrate(ctx, mysql.New(db)); err != nil { ... }
+//	l, err := ledger.New(mysql.New(db), ledger.Options{})
+//
+// The table is created by schema.Migrate (golang-migrate's mysql driver,
+// recording in idemledger_schema_migrations, one statement at a time, so
+// that the DSN needs no multiStatements), in the DSN's database.
+//
+// # What differs from PostgreSQL
+//
+// The API and the guarantees are the same; the statements are not.
+//
+//   - MySQL has no UPDATE ... RETURNING, so a claim is a plain read, then
+//     an INSERT for a new key, or a locking read and an UPDATE for a
+//     takeover (see [Driver] and queries/mysql). A replay is answered from
+//     the plain read: no lock, no write.
+//   - Under REPEATABLE READ (the default) a plain read inside a transaction
+//     sees the transaction's snapshot. A duplicate that waited for a first
+//     request still replays its outcome: the INSERT's duplicate-key error
+//     sends the claim to a locking read, which sees the latest row. A row
+//     the snapshot shows in flight may have completed since: the claim then
+//     answers in flight, and the retry replays. READ COMMITTED works too.
+//   - A deadlock (1213) matches ledger.ErrRetryable: InnoDB rolled the
+//     caller's transaction back, and the caller runs it again, as after a
+//     serialization failure on PostgreSQL. A lock wait that timed out
+//     (1205) and a server out of connections (1040) match ledger.ErrBusy,
+//     which the middleware answers as a busy store.
+//   - Scopes, keys and lease tokens are binary strings, compared byte for
+//     byte: whatever the server's collations, "Key", "key" and "key " are
+//     three keys. Keys are at most 1024 bytes (ledger.MaxKeyLengthLimit),
+//     scopes 255, which keeps the primary key under InnoDB's 3,072-byte
+//     index limit.
+//   - Leases and expiry run on the server's clock, read as UNIX_TIMESTAMP()
+//     and the fraction of NOW(6), so that no session time zone moves it.
+//   - A takeover inside the caller's transaction keeps the row locked until
+//     that transaction ends, also when the row stood after all.
+//   - Purge deletes expired rows oldest expiry first in batches of
+//     DELETE ... ORDER BY expires_at LIMIT n.
+//
+// MariaDB 10.11 is tested; MySQL 8.0 is not (the SQL keeps to what both
+// share). Vitess and PlanetScale do not support savepoints inside
+// transactions the way Mutate needs them; TiDB's optimistic transactions
+// report conflicts at COMMIT: neither is supported.
+package mysql

@@ -1,0 +1,337 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/mysqldb"
+)
+
+// Driver is the ledger's driver for a MySQL or MariaDB database reached
+// through database/sql with github.com/go-sql-driver/mysql; its
+// transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
+// It holds nothing but the *sql.DB, which stays the caller's to close.
+type Driver struct {
+	db *sql.DB
+	// pool is the Executor on db, made once.
+	pool idriver.Executor
+}
+
+var _ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+
+// New returns the driver for db, a pool opened with the "mysql" driver of
+// github.com/go-sql-driver/mysql (sql.Open("mysql", dsn), or
+// sql.OpenDB(mysql.NewConnector(cfg))). The DSN needs no particular
+// parameter: times are stored as integers, so parseTime and loc do not
+// matter. It does not use db until an operation does. A nil db is refused
+// by ledger.New.
+func New(db *sql.DB) *Driver {
+	return &Driver{db: db, pool: idriver.Interpreted(executor{db: db, pool: db}, interpret)}
+}
+
+// DB returns the Executor on the pool.
+func (d *Driver) DB() idriver.Executor { return d.pool }
+
+// TxExecutor returns the Executor inside tx.
+func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor {
+	return idriver.Interpreted(executor{db: tx, tx: tx}, interpret)
+}
+
+// Begin begins a transaction on the pool, at the session's isolation
+// level (REPEATABLE READ unless the server or the DSN says otherwise).
+func (d *Driver) Begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	return tx, interpret(err)
+}
+
+// Commit commits tx.
+func (d *Driver) Commit(_ context.Context, tx *sql.Tx) error { return interpret(tx.Commit()) }
+
+// Rollback rolls tx back; nil when tx is already over.
+func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return interpret(err)
+	}
+	return nil
+}
+
+// BeginLocks reports false: InnoDB locks rows as a transaction writes
+// them.
+func (d *Driver) BeginLocks() bool { return false }
+
+// NilDB reports whether the driver has no *sql.DB.
+func (d *Driver) NilDB() bool { return d == nil || d.db == nil }
+
+// IsNilTx reports whether tx is nil.
+func (d *Driver) IsNilTx(tx *sql.Tx) bool { return tx == nil }
+
+// SQL returns the *sql.DB the driver was built on.
+func (d *Driver) SQL() *sql.DB { return d.db }
+
+// executor runs the queries of queries/mysql through sqlc's package.
+type executor struct {
+	db   mysqldb.DBTX
+	tx   *sql.Tx // nil on the pool
+	pool *sql.DB // nil inside a transaction
+}
+
+func (e executor) q() *mysqldb.Queries { return mysqldb.New(e.db) }
+
+func (e executor) Now(ctx context.Context) (int64, error) { return e.q().Now(ctx) }
+
+// clock is now, or the server's clock when now is 0.
+func (e executor) clock(ctx context.Context, now int64) (int64, error) {
+	if now != 0 {
+		return now, nil
+	}
+	return e.q().Now(ctx)
+}
+
+func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
+	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key)})
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return idriver.GetResult{}, err
+	}
+	// The clock after the read: a row unexpired at now was unexpired when
+	// read (driver.GetResult).
+	now, cerr := e.clock(ctx, p.Now)
+	if cerr != nil {
+		return idriver.GetResult{}, cerr
+	}
+	if err != nil {
+		return idriver.GetResult{Now: now}, nil
+	}
+	r := row(g)
+	return idriver.GetResult{Now: now, Row: &r}, nil
+}
+
+func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if e.tx != nil {
+		return e.complete(ctx, p)
+	}
+	return onPool(func() (bool, error) { return e.complete(ctx, p) })
+}
+
+func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	now, err := e.clock(ctx, p.Now)
+	if err != nil {
+		return false, err
+	}
+	n, err := e.q().Complete(ctx, mysqldb.CompleteParams{
+		Status:         sql.NullInt64{Int64: p.Status, Valid: true},
+		Headers:        nullBytes(p.Headers),
+		Body:           nullBytes(p.Body),
+		Kind:           sql.NullString{String: p.Kind, Valid: p.Kind != ""},
+		Now:            sql.NullInt64{Int64: now, Valid: true},
+		ExpiresAt:      now + p.TTLMillis,
+		Scope:          []byte(p.Scope),
+		IdempotencyKey: []byte(p.Key),
+		LeaseToken:     token(p.Token),
+		Fence:          p.Fence,
+	})
+	return n == 1, err
+}
+
+func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+	if e.tx != nil {
+		return e.release(ctx, p)
+	}
+	return onPool(func() (bool, error) { return e.release(ctx, p) })
+}
+
+func (e executor) release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+	n, err := e.q().Release(ctx, mysqldb.ReleaseParams{
+		Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
+	})
+	return n == 1, err
+}
+
+func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
+	if e.tx != nil {
+		return e.markCommitted(ctx, p)
+	}
+	return onPool(func() (bool, error) { return e.markCommitted(ctx, p) })
+}
+
+func (e executor) markCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
+	now, err := e.clock(ctx, p.Now)
+	if err != nil {
+		return false, err
+	}
+	n, err := e.q().MarkCommitted(ctx, mysqldb.MarkCommittedParams{
+		Now:   sql.NullInt64{Int64: now, Valid: true},
+		Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
+	})
+	if err != nil || n == 1 {
+		return n == 1, err
+	}
+	// No row changed: the lease is gone, or the mark was already there.
+	return e.held(ctx, p.LeaseParams)
+}
+
+// held reports whether p's lease holds, for an UPDATE that changed no row:
+// MySQL counts the rows an UPDATE changes, not those it matched.
+func (e executor) held(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+	n, err := e.q().Held(ctx, mysqldb.HeldParams{
+		Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
+	})
+	return n == 1, err
+}
+
+func (e executor) Abandon(ctx context.Context, p idriver.LeaseParams) error {
+	if e.tx != nil {
+		return e.abandon(ctx, p)
+	}
+	_, err := onPool(func() (struct{}, error) { return struct{}{}, e.abandon(ctx, p) })
+	return err
+}
+
+func (e executor) abandon(ctx context.Context, p idriver.LeaseParams) error {
+	return e.q().Abandon(ctx, mysqldb.AbandonParams{
+		Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token),
+	})
+}
+
+func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bool, error) {
+	if e.tx != nil {
+		return e.extend(ctx, p)
+	}
+	type extended struct {
+		until int64
+		ok    bool
+	}
+	x, err := onPool(func() (extended, error) {
+		until, ok, err := e.extend(ctx, p)
+		return extended{until, ok}, err
+	})
+	return x.until, x.ok, err
+}
+
+func (e executor) extend(ctx context.Context, p idriver.ExtendParams) (int64, bool, error) {
+	now, err := e.clock(ctx, p.Now)
+	if err != nil {
+		return 0, false, err
+	}
+	until := now + p.LeaseMillis
+	lease := idriver.LeaseParams{Scope: p.Scope, Key: p.Key, Token: p.Token, Fence: p.Fence}
+	n, err := e.q().Extend(ctx, mysqldb.ExtendParams{
+		LeaseExpiresAt: until,
+		Scope:          []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if n == 0 {
+		// The lease already ended at until (an extension in the same
+		// millisecond), or it is gone.
+		ok, err := e.held(ctx, lease)
+		if err != nil || !ok {
+			return 0, false, err
+		}
+	}
+	return until, true, nil
+}
+
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
+	batch := func() (int64, error) {
+		return e.q().PurgeBatch(ctx, mysqldb.PurgeBatchParams{Now: p.Now, Limit: int32(min(p.Limit, math.MaxInt32))})
+	}
+	if e.tx != nil {
+		return batch()
+	}
+	return onPool(batch)
+}
+
+func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {
+	r, err := e.q().Stats(ctx, mysqldb.StatsParams{Now: now})
+	if err != nil {
+		return idriver.StatsResult{}, err
+	}
+	return idriver.StatsResult{
+		InFlight: r.InFlight, Completed: r.Completed, Expired: r.Expired, LeaseExpired: r.LeaseExpired,
+		Committed: r.Committed, Oldest: r.OldestCreatedAt, Newest: r.NewestCreatedAt,
+	}, nil
+}
+
+func (e executor) FindKey(ctx context.Context, key string, limit int) ([]idriver.Row, error) {
+	got, err := e.q().FindKey(ctx, mysqldb.FindKeyParams{IdempotencyKey: []byte(key), Limit: int32(min(limit, math.MaxInt32))})
+	return rows(got), err
+}
+
+func (e executor) ListInFlight(ctx context.Context, limit int) ([]idriver.Row, error) {
+	got, err := e.q().ListInFlight(ctx, int32(min(limit, math.MaxInt32)))
+	return rows(got), err
+}
+
+func (e executor) Savepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "SAVEPOINT "+name)
+}
+
+func (e executor) RollbackToSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
+}
+
+func (e executor) ReleaseSavepoint(ctx context.Context, name string) error {
+	return e.exec(ctx, "RELEASE SAVEPOINT "+name)
+}
+
+// errNoTx is the error of a savepoint statement on the pool.
+var errNoTx = errors.New("mysql: savepoint outside a transaction")
+
+func (e executor) exec(ctx context.Context, stmt string) error {
+	if e.tx == nil {
+		return errNoTx
+	}
+	_, err := e.tx.ExecContext(ctx, stmt)
+	return err
+}
+
+func rows(got []mysqldb.IdempotencyLedger) []idriver.Row {
+	if len(got) == 0 {
+		return nil
+	}
+	out := make([]idriver.Row, len(got))
+	for i, g := range got {
+		out[i] = row(g)
+	}
+	return out
+}
+
+// row is the driver's one mapping of a stored row; NULLs read as zero
+// values (driver.Row), a NULL headers as nil.
+func row(g mysqldb.IdempotencyLedger) idriver.Row {
+	r := idriver.Row{
+		Scope: string(g.Scope), Key: string(g.Key), Fingerprint: g.Fingerprint, State: g.State,
+		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
+		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
+	}
+	if g.Headers.Valid {
+		r.Headers = []byte(g.Headers.String)
+	}
+	if g.Body.String != "" {
+		r.Body = []byte(g.Body.String)
+	}
+	return r
+}
+
+func nullBytes(b []byte) sql.NullString { return sql.NullString{String: string(b), Valid: b != nil} }
+
+func token(t string) sql.NullString { return sql.NullString{String: t, Valid: true} }
+
+// isDuplicate reports whether err is MySQL's duplicate-key error (1062).
+func isDuplicate(err error) bool {
+	var my *gomysql.MySQLError
+	return errors.As(err, &my) && my.Number == erDupEntry
+}
+
+// isDeadlock reports whether err is InnoDB's deadlock error (1213).
+func isDeadlock(err error) bool {
+	var my *gomysql.MySQLError
+	return errors.As(err, &my) && my.Number == erLockDeadlock
+}

@@ -1,0 +1,177 @@
+-- The ledger's statements on MySQL 8.0 and MariaDB 10.6+, in the SQL both
+-- share. MySQL has no UPDATE ... RETURNING and runs a transaction's plain
+-- reads on one snapshot (REPEATABLE READ, its default), so a claim is
+-- several statements, put together by the driver (mysql/claim.go): a plain
+-- read that answers replays without a lock or a write, an INSERT for a key
+-- without a row, and for a key with one a locking read of the latest row
+-- and the takeover, decided in Go between the two while the row is locked.
+--
+-- Times are Unix milliseconds, and the clock is the server's (Now): whole
+-- seconds from UNIX_TIMESTAMP(), which counts from the epoch whatever the
+-- session's time zone, and the milliseconds of NOW(6)'s fraction, which no
+-- time zone changes; both read the statement's start time. (UNIX_TIMESTAMP
+-- of a datetime would go through the session's time zone, and be an hour
+-- off in the hour a daylight-saving zone repeats.)
+
+-- name: Now :one
+SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now;
+
+-- name: Get :one
+SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+FROM idempotency_ledger
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key);
+
+-- name: GetShared :one
+-- The latest committed row under a shared lock, until the transaction
+-- ends: what a claim that found the key taken reads first. Duplicates that
+-- waited for the same first request all hold a shared lock on its row
+-- already (InnoDB's duplicate-key check takes one), so reading under
+-- another never deadlocks them; most such rows stand (a replay), and only
+-- a takeover goes on to GetForUpdate.
+SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+FROM idempotency_ledger
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+LOCK IN SHARE MODE;
+
+-- name: GetForUpdate :one
+-- The latest committed row, locked until the transaction ends: what a
+-- claim decides a takeover on. It waits for a transaction that holds the
+-- row (a duplicate in flight inside another caller's transaction).
+SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+FROM idempotency_ledger
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+FOR UPDATE;
+
+-- name: ClaimInsert :exec
+-- A new in-flight row with fence 1; fails with a duplicate-key error when
+-- the key has a row.
+INSERT INTO idempotency_ledger (
+    scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
+    created_at, expires_at
+) VALUES (
+    sqlc.arg(scope), sqlc.arg(idempotency_key), sqlc.arg(fingerprint), 'in_flight', sqlc.arg(lease_token),
+    sqlc.arg(lease_expires_at), 1, sqlc.arg(created_at), sqlc.arg(expires_at)
+);
+
+-- name: ClaimTakeover :execrows
+-- Takes over the row read and locked by GetForUpdate, whose fence it
+-- names: the new fence and commit mark were decided from that read.
+UPDATE idempotency_ledger
+SET fingerprint      = sqlc.arg(fingerprint),
+    state            = 'in_flight',
+    lease_token      = sqlc.arg(lease_token),
+    lease_expires_at = sqlc.arg(lease_expires_at),
+    fence            = sqlc.arg(new_fence),
+    status           = NULL,
+    headers          = NULL,
+    body             = NULL,
+    kind             = NULL,
+    created_at       = sqlc.arg(created_at),
+    completed_at     = NULL,
+    expires_at       = sqlc.arg(expires_at),
+    committed_at     = sqlc.narg(committed_at)
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key) AND fence = sqlc.arg(fence);
+
+-- name: Complete :execrows
+-- Stores the outcome if the caller still holds the lease (token and fence).
+-- The row always changes (its state), so the rows MySQL reports changed
+-- are the rows matched.
+UPDATE idempotency_ledger
+SET state            = 'completed',
+    lease_token      = NULL,
+    lease_expires_at = NULL,
+    status           = sqlc.arg(status),
+    headers          = sqlc.narg(headers),
+    body             = sqlc.narg(body),
+    kind             = sqlc.narg(kind),
+    completed_at     = sqlc.arg(now),
+    expires_at       = sqlc.arg(expires_at)
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+  AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
+
+-- name: Release :execrows
+-- Drops an in-flight claim held by the caller, unless it passed its commit
+-- point.
+DELETE FROM idempotency_ledger
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+  AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence)
+  AND committed_at IS NULL;
+
+-- name: MarkCommitted :execrows
+-- Marks the commit point of the caller's lease, keeping a mark already
+-- there. A second mark changes nothing, which MySQL reports as no row: the
+-- driver then reads whether the lease holds (Held).
+UPDATE idempotency_ledger
+SET committed_at = COALESCE(committed_at, sqlc.arg(now))
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+  AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
+
+-- name: Held :one
+-- Whether the lease still holds, for the updates that may change nothing.
+SELECT COUNT(*) FROM idempotency_ledger
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+  AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
+
+-- name: Abandon :exec
+-- Ends the lease of a claim whose caller never learned that it won, as on
+-- the other engines.
+UPDATE idempotency_ledger
+SET lease_expires_at = created_at
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+  AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token);
+
+-- name: Extend :execrows
+-- Never moves a lease back: a client that gave up on a statement (its
+-- context ended) closes the connection, but MySQL runs the statement to
+-- its end all the same, so an extension that waited for a lock may land
+-- after a later one.
+UPDATE idempotency_ledger
+SET lease_expires_at = GREATEST(lease_expires_at, CAST(sqlc.arg(lease_expires_at) AS SIGNED))
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+  AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
+
+-- name: PurgeBatch :execrows
+-- Deletes up to batch_size expired rows, oldest expiry first, walking the
+-- index on expires_at, so that a batch locks the rows it deletes and the
+-- index entries it reads, nothing more. A live lease is never purged.
+-- (MySQL's DELETE cannot skip locked rows, and SELECT ... FOR UPDATE SKIP
+-- LOCKED followed by a DELETE of the keys it found would need a list of
+-- keys sqlc cannot bind; a batch that deadlocks with a claim is tried
+-- again by the driver instead.)
+DELETE FROM idempotency_ledger
+WHERE expires_at <= CAST(sqlc.arg(now) AS SIGNED)
+  AND (state = 'completed' OR lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED))
+ORDER BY expires_at
+LIMIT ?;
+
+-- name: Stats :one
+-- Counts rows for the stats command; reads the whole table.
+SELECT
+    CAST(COALESCE(SUM(state = 'in_flight'), 0) AS SIGNED) AS in_flight,
+    CAST(COALESCE(SUM(state = 'completed'), 0) AS SIGNED) AS completed,
+    CAST(COALESCE(SUM(expires_at <= CAST(sqlc.arg(now) AS SIGNED)
+        AND (state = 'completed' OR lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED))), 0) AS SIGNED) AS expired,
+    CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED)), 0) AS SIGNED) AS lease_expired,
+    CAST(COALESCE(SUM(state = 'in_flight' AND committed_at IS NOT NULL), 0) AS SIGNED) AS committed,
+    CAST(COALESCE(MIN(created_at), 0) AS SIGNED) AS oldest_created_at,
+    CAST(COALESCE(MAX(created_at), 0) AS SIGNED) AS newest_created_at
+FROM idempotency_ledger;
+
+-- name: FindKey :many
+SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+FROM idempotency_ledger
+WHERE `key` = sqlc.arg(idempotency_key)
+ORDER BY scope
+LIMIT ?;
+
+-- name: ListInFlight :many
+SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+FROM idempotency_ledger
+WHERE state = 'in_flight'
+ORDER BY created_at, scope, `key`
+LIMIT ?;

@@ -1,0 +1,1 @@
+ALTER TABLE idempotency_ledger DROP COLUMN committed_at;
