@@ -24,9 +24,11 @@ import (
 // Behind a pooler in transaction mode (PgBouncer, Supabase's and Neon's
 // pooled endpoints) each of those statements may go to another server
 // connection: the unlock then runs where the lock is not held, the lock
-// stays on the first server connection for as long as the pooler keeps it,
-// and every later Migrate waits for it forever (golang-migrate issues 703
-// and 992). A transaction, by contrast, keeps one server connection from
+// stays on the first server connection for as long as the pooler keeps it
+// (PgBouncer's server_lifetime, an hour by default), and every later
+// Migrate waits for it (authentik issue 23876 describes the same strand;
+// golang-migrate's pgx v4 driver added a lock table for it, its pull
+// request 992). A transaction, by contrast, keeps one server connection from
 // BEGIN to COMMIT in every pooling mode, and its lock ends with it, also
 // when the process that holds it dies: the server aborts the transaction
 // when its connection goes.
