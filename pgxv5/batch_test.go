@@ -109,6 +109,7 @@ func TestMutateRoundTrips(t *testing.T) {
 			name += "/traced"
 		}
 		t.Run(name, func(t *testing.T) {
+			skipUnpooled(t, c.mode)
 			_, dsn := testdb.PostgresDSN(t)
 			ctx := context.Background()
 			cfg, err := pgxpool.ParseConfig(dsn)

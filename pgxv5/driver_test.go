@@ -15,13 +15,12 @@ import (
 // once per query mode (pgx.QueryExecMode): the statement cache, the
 // describe cache, describe-exec, exec and the simple protocol (which
 // poolers without prepared statements need). Its conflict is a
-// serialization failure.
+// serialization failure. Through a pooler in transaction mode the modes
+// that cannot work there are skipped (skipUnpooled).
 func TestDriver(t *testing.T) {
-	for _, mode := range []pgx.QueryExecMode{
-		pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe,
-		pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol,
-	} {
+	for _, mode := range allModes {
 		t.Run(mode.String(), func(t *testing.T) {
+			skipUnpooled(t, mode)
 			drivertest.Exercise(t, func(t *testing.T) *testdb.DB[pgx.Tx] {
 				db, dsn := testdb.PostgresDSN(t)
 				cfg, err := pgxpool.ParseConfig(dsn)

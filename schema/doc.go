@@ -31,16 +31,27 @@
 // applies the migrations and the others wait (up to busy_timeout, 10 s with
 // sqlite.Open, then SQLITE_BUSY), then find nothing to do; nothing a run
 // writes is visible to other connections before it ends, and a process
-// that dies during a run leaves the file as it was. On PostgreSQL
-// golang-migrate holds an advisory lock (derived from the database, schema
-// and table names) for the whole run. Version never reads a run half-way:
-// on SQLite it sees only committed runs, on PostgreSQL it waits for a run
-// in progress (a wait that ctx does not cut short).
+// that dies during a run leaves the file as it was. On PostgreSQL a run is
+// one transaction that holds a transaction-level advisory lock
+// (pg_advisory_xact_lock, keyed on the database, schema and table names as
+// golang-migrate keys its session lock, so that runs of earlier releases
+// and of this one exclude each other): nothing it writes is visible before
+// it commits, a process that dies during a run has it rolled back whole,
+// and no lock is ever left on a pooler's server connection, so Migrate is
+// safe through PgBouncer in transaction pooling (README.md, "Behind a
+// pooler"). A run waits for the lock as long as ctx allows, and at most
+// golang-migrate's lock timeout (15 s), after which it fails with
+// migrate.ErrLockTimeout and changes nothing. Version never reads a run
+// half-way: on SQLite it sees only committed runs, on PostgreSQL it waits
+// for a run in progress.
 //
 // golang-migrate's API takes no context; when ctx is cancelled a run stops
 // between two migrations (never inside one), keeps the ones applied, and
-// returns ctx's error. A migration that fails is undone and leaves the
-// database dirty at its version, as golang-migrate records it; that run,
+// returns ctx's error. On PostgreSQL a migration that fails rolls the
+// whole run back, and the database stays clean at the version it had. On
+// SQLite a migration that fails is undone and leaves the database dirty at
+// its version, as golang-migrate records it (so do earlier releases on
+// PostgreSQL); that run,
 // and every later one until the schema is repaired and the version forced
 // by hand (migrate's force command), fails at once with an error that
 // matches migrate.ErrDirty (errors.As) and says that the database is dirty.

@@ -71,9 +71,9 @@ type Migration struct {
 	// database, recording versions in table, and calls f with it. read is
 	// true for a version read, false for a run that migrates (Up, Down). A
 	// migrating run holds the engine's migration lock from start to end
-	// (golang-migrate's PostgreSQL drivers take an advisory lock
-	// themselves, its SQLite driver does not); a read sees only what
-	// finished runs committed, never a run half-way. With owns what it
+	// (the PostgreSQL drivers' database driver takes it in its Lock, the
+	// SQLite driver's With takes SQLite's write lock around the run); a
+	// read sees only what finished runs committed, never a run half-way. With owns what it
 	// builds and closes it; it never closes the caller's database nor asks
 	// golang-migrate to drop anything.
 	With func(ctx context.Context, table string, read bool, f func(database.Driver) error) error

@@ -20,12 +20,32 @@ const (
 	adminShutdown        = "57P01" // class 57, Operator Intervention
 	crashShutdown        = "57P02"
 	cannotConnectNow     = "57P03"
+	// A prepared statement missing, or already there, on the session: what
+	// pgx's statement cache meets behind a pooler in transaction mode.
+	invalidStatementName   = "26000" // class 26, Invalid SQL Statement Name
+	duplicatePreparedState = "42P05"
 )
+
+// pooledHint is added to the errors of prepared statements that the
+// session lost or already has.
+const pooledHint = "prepared statements do not persist on this connection: behind a pooler in transaction mode (PgBouncer before 1.21, or without max_prepared_statements) use pgx's default_query_exec_mode=cache_describe, exec or simple_protocol"
+
+// hinted is an error with a hint after its text; it unwraps to the error.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h hinted) Error() string { return h.err.Error() + ": " + h.hint }
+func (h hinted) Unwrap() error { return h.err }
 
 // Interpret marks err with the driver sentinels it matches: a
 // serialization failure or a deadlock is retryable (a new run of the whole
 // transaction may win), a missing table not migrated, a connection
 // exception, a server shutdown or a broken connection an unknown outcome.
+// A prepared statement missing or already there (what a pooler in
+// transaction mode does to pgx's statement cache) gets a hint that says
+// which query mode to use.
 // The SQLSTATE is read through pgconn.PgError's SQLState method.
 func Interpret(err error) error {
 	if err == nil {
@@ -40,6 +60,8 @@ func Interpret(err error) error {
 			return driver.Mark(err, driver.ErrNotMigrated)
 		case strings.HasPrefix(code, connectionClass), code == adminShutdown, code == crashShutdown, code == cannotConnectNow:
 			return driver.Mark(err, driver.ErrOutcomeUnknown)
+		case code == invalidStatementName, code == duplicatePreparedState:
+			return hinted{err, pooledHint}
 		}
 		return err
 	}

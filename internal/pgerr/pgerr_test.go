@@ -37,3 +37,25 @@ func TestInterpret(t *testing.T) {
 		marktest.CheckMarks(t, tt.name, tt.err, Interpret(tt.err), tt.want...)
 	}
 }
+
+// TestInterpretPooledHint: the errors of pgx's statement cache behind a
+// pooler in transaction mode say what to do after their text, keep their
+// cause, and carry no mark.
+func TestInterpretPooledHint(t *testing.T) {
+	for _, code := range []string{"26000", "42P05"} {
+		cause := &pgconn.PgError{Severity: "ERROR", Code: code, Message: "m"}
+		err := Interpret(fmt.Errorf("wrapped: %w", cause))
+		var pg *pgconn.PgError
+		if !errors.As(err, &pg) || pg != cause {
+			t.Errorf("%s: %v does not unwrap to its cause", code, err)
+		}
+		if want := "wrapped: ERROR: m (SQLSTATE " + code + "): " + pooledHint; err.Error() != want {
+			t.Errorf("%s: %q, want %q", code, err, want)
+		}
+		for _, mark := range []error{driver.ErrRetryable, driver.ErrNotMigrated, driver.ErrOutcomeUnknown} {
+			if errors.Is(err, mark) {
+				t.Errorf("%s: marked %v", code, mark)
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
-// Package pgmigrate runs golang-migrate's pgx/v5 database driver over a
-// database/sql pool of PostgreSQL without ever closing that pool: the code
-// both PostgreSQL drivers (postgres, pgxv5) give package schema.
+// Package pgmigrate is golang-migrate's database driver for PostgreSQL as
+// both PostgreSQL drivers (postgres, pgxv5) give it to package schema: a
+// run in one transaction under a transaction-level advisory lock, so that
+// it works behind poolers in transaction mode (see txDriver), over one
+// connection of the caller's database/sql pool, which it never closes.
 package pgmigrate
 
 import (
@@ -11,7 +13,6 @@ import (
 	"fmt"
 
 	"github.com/golang-migrate/migrate/v4/database"
-	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 
 	"github.com/idemledger/idemledger/internal/borrow"
 	"github.com/idemledger/idemledger/schema"
@@ -28,45 +29,47 @@ func Migration(db func() *sql.DB) schema.Migration {
 	}}
 }
 
-// lockedForRead makes f hold golang-migrate's lock, the one Up and Down
-// hold for their whole run, while the version is read. golang-migrate
-// commits a version marked dirty before it runs a migration's SQL and
-// clears the mark after, so without the lock a run in progress reads as
-// one that failed half-way, and the operator is told to repair by hand.
+// lockedForRead makes f hold the migration lock, the one Up and Down
+// hold for their whole run, while the version is read, so that a read
+// waits for a run in progress. A run of an earlier release (golang-migrate's
+// own driver, same lock) commits a version marked dirty before it runs a
+// migration's SQL and clears the mark after: read without the lock, such
+// a run would look like one that failed half-way, and the operator would
+// be told to repair by hand.
 func lockedForRead(f func(database.Driver) error) func(database.Driver) error {
 	return func(d database.Driver) error {
 		if err := d.Lock(); err != nil {
-			return fmt.Errorf("lock: %w", err)
+			return err
 		}
 		return errors.Join(f(d), d.Unlock())
 	}
 }
 
-// With hands golang-migrate a private *sql.DB whose one connection is a
-// connection borrowed from db. golang-migrate's pgx driver pins a
-// connection for its advisory lock and releases it only in Close, which
-// also closes the *sql.DB it was given: on the caller's db that would
-// either leak a connection for good (never closing) or close the caller's
-// pool. Closing the private one costs nothing, so the instance is closed
-// and the borrowed connection goes back to db.
+// With hands f the migration driver of this package (txDriver) on one
+// connection borrowed from db, held for the whole call: a private *sql.DB
+// whose one connection is the borrowed one, so that nothing golang-migrate
+// does can close or hold on to the caller's pool. After a failure the
+// session may be left in any state (an open transaction): db then drops
+// the connection instead of taking it back.
 func With(ctx context.Context, db *sql.DB, table string, f func(database.Driver) error) error {
 	return borrow.OnPinned(ctx, db, func(c driver.Conn) (bool, error) {
 		private := sql.OpenDB(borrow.NewConnector(c, db.Driver()))
-		// golang-migrate queries the db twice, then pins a Conn and
-		// uses nothing else: one connection is all it needs.
+		defer private.Close() // closes private only
 		private.SetMaxOpenConns(1)
 		if err := checkCurrentSchema(ctx, private); err != nil {
-			private.Close()
 			return false, err
 		}
-		drv, err := migratepgx.WithInstance(private, &migratepgx.Config{MigrationsTable: table})
+		// golang-migrate gives up waiting for the lock after its
+		// LockTimeout (15 s) and returns ErrLockTimeout while Lock still
+		// waits: cancelling lctx ends that wait before the connection is
+		// dropped.
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		drv, err := newTxDriver(lctx, private, table)
 		if err != nil {
-			private.Close()
 			return true, fmt.Errorf("driver: %w", err)
 		}
-		err = errors.Join(f(drv), drv.Close()) // closes private only
-		// After a failure the session may be left in any state (an
-		// open transaction, a held lock): let db drop it.
+		err = f(drv)
 		return err != nil, err
 	})
 }
