@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
-
 	idriver "github.com/idemledger/idemledger/driver"
 )
 
@@ -122,7 +120,8 @@ func (o Options) resolve() (Options, error) {
 // path with the default settings: a file: URI with WAL, busy_timeout,
 // synchronous and _txlock=immediate. Use it with sql.Open(DriverName, …)
 // when a pool must be built by hand; Open is preferable because it also
-// checks the settings, and waits out the lock conflicts of processes that
+// queues the pool's writers in order (see the package doc, Writers in
+// order), checks the settings, and waits out the lock conflicts of processes that
 // open a new file at once, which a pool built by hand may meet as
 // SQLITE_BUSY on its first connection.
 func DSN(path string) string {
@@ -159,6 +158,10 @@ func Open(path string) (*sql.DB, error) { return Options{}.Open(path) }
 // that are already URIs ("file:…"), since an in-memory database cannot use
 // WAL.
 //
+// The pool queues its write transactions and writing statements in Go, in
+// order, so that its connections never wait for one another inside SQLite's
+// busy handler: see the package documentation, Writers in order.
+//
 // Several processes may open the same file at once, even one that does
 // not exist yet: see the package documentation's section on opening.
 //
@@ -180,10 +183,11 @@ func (o Options) Open(path string) (*sql.DB, error) {
 	case strings.HasPrefix(path, "file:"):
 		return nil, fmt.Errorf("sqlite: open %q: want a file path, not a URI: Open writes the URI and its parameters itself (see DSN)", path)
 	}
-	db, err := sql.Open(DriverName, o.dsn(path))
+	conn, err := newConnector(o.dsn(path), o.BusyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
+	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(o.MaxOpenConns)
 	db.SetMaxIdleConns(o.MaxOpenConns)
 	if err := retryLocked(o.BusyTimeout, func() error { return verify(db, o) }); err != nil {
