@@ -240,6 +240,27 @@ func retryLocked(window time.Duration, f func() error) error {
 	}
 }
 
+// initAutoVacuum gives a new, empty file incremental auto-vacuum, so that
+// Driver.Reclaim can give the space of purged records back in short steps.
+// The mode can change only while the file has no table (or by a VACUUM that
+// rewrites it, see Driver.Reclaim), and it is recorded in the file only when
+// something is written: the VACUUM of the empty file writes it, before any
+// other connection creates a table. A file that has tables keeps its mode.
+func initAutoVacuum(ctx context.Context, conn *sql.Conn) error {
+	var tables int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+		return err
+	}
+	if tables > 0 {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		return err
+	}
+	_, err := conn.ExecContext(ctx, "VACUUM")
+	return err
+}
+
 // verify reads the pragmas back. The DSN is applied to every new
 // connection, so one connection stands for all of them.
 func verify(db *sql.DB, o Options) error {
@@ -257,6 +278,9 @@ func verify(db *sql.DB, o Options) error {
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("%w: journal_mode is %q, want \"wal\"", ErrPragmaMismatch, mode)
+	}
+	if err := initAutoVacuum(ctx, conn); err != nil {
+		return err
 	}
 	var busy int64
 	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
