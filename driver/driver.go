@@ -291,10 +291,32 @@ type PurgeBatchParams struct {
 // would delete at the given now, LeaseExpired the in-flight rows whose
 // lease had run out by then, Committed the in-flight rows that carry a
 // commit mark. Oldest and Newest are the earliest and latest
-// created_at, 0 for an empty table.
+// created_at, 0 for an empty table. A driver answers from indexes, never
+// reading every row (Stats serves monitoring): every figure is exact except
+// Completed when CompletedEstimated is set (an engine's own row estimate,
+// less the exact InFlight).
 type StatsResult struct {
 	InFlight, Completed, Expired, LeaseExpired, Committed int64
 	Oldest, Newest                                        int64
+	CompletedEstimated                                    bool
+	// OldestExpired is the expires_at of the expired row that expired
+	// first (what Purge has not caught up with), 0 when none has.
+	OldestExpired int64
+}
+
+// Reclaimer is implemented by drivers that can give the space of deleted
+// rows back (SQLite: to the file system; PostgreSQL: to the table's free
+// space, for new rows). Ledger.Purge calls Reclaim(ctx, false) after a purge
+// that deleted rows; Ledger.Reclaim calls it for operators.
+type Reclaimer interface {
+	// Reclaim frees the space of deleted rows. With full false it works in
+	// steps short enough to run beside requests (each holds a write lock,
+	// if any, for a few milliseconds), and may leave some space for later;
+	// with full true it rebuilds the table's storage completely and may
+	// block writers until it is done. before and after are the bytes the
+	// ledger's storage took (the whole file and its WAL on SQLite, the
+	// table and its indexes on PostgreSQL) before and after.
+	Reclaim(ctx context.Context, full bool) (before, after int64, err error)
 }
 
 // The sentinels a driver marks its errors with (see the package doc,

@@ -10,17 +10,53 @@ import (
 	"github.com/idemledger/idemledger/driver"
 )
 
-// DefaultPurgeBatchSize is the batch size Purge uses when
-// PurgeOptions.BatchSize is zero.
-const DefaultPurgeBatchSize = 1000
+// DefaultPurgeBatchSize is the most rows a batch of Purge deletes when
+// PurgeOptions.BatchSize is zero; within it, batches are sized by time (see
+// PurgeOptions.BatchTime).
+const DefaultPurgeBatchSize = 10_000
 
-// PurgeOptions tunes Purge.
+// DefaultPurgeBatchTime is how long a batch of Purge aims to take when
+// PurgeOptions.BatchTime is zero.
+const DefaultPurgeBatchTime = 5 * time.Millisecond
+
+// firstPurgeBatch is the size of a time-bounded purge's first batch, small
+// enough to stay within a few milliseconds on a cold, large table.
+const firstPurgeBatch = 64
+
+// PurgeOptions tunes Purge. The zero value is a purge whose batches each
+// hold the write lock about DefaultPurgeBatchTime.
 type PurgeOptions struct {
-	// BatchSize is the most rows one DELETE removes (default
-	// DefaultPurgeBatchSize; negative is ErrInvalidRequest). Each batch is
-	// its own transaction, so a smaller batch holds SQLite's write lock for
-	// a shorter time and lets claims in between.
+	// BatchSize is the most rows one batch deletes (negative is
+	// ErrInvalidRequest). Each batch is its own transaction, which holds
+	// the write lock on SQLite (and row locks on PostgreSQL) while it runs.
+	//
+	// Zero means DefaultPurgeBatchSize with batches sized by time: the
+	// first deletes a few rows, and each next one as many as the last
+	// deleted in BatchTime, at most twice as many as the last. A set
+	// BatchSize with a zero BatchTime fixes every batch at BatchSize rows,
+	// as before batches were timed.
 	BatchSize int
+
+	// BatchTime is how long one batch should take (negative is
+	// ErrInvalidRequest): batch sizes follow the rows per second measured
+	// on the batches before, between one row and BatchSize. Zero means
+	// DefaultPurgeBatchTime when BatchSize is zero too, and no time bound
+	// otherwise. A batch may take longer than BatchTime when the table's
+	// pages are not in memory; the next one is then smaller.
+	BatchTime time.Duration
+
+	// Pause is a sleep between two batches (negative is ErrInvalidRequest).
+	// Within one process nothing needs it: a batch's transaction queues
+	// behind the writers that waited during the batch before (on SQLite,
+	// behind the pool's writers; see package sqlite, Writers in order).
+	// Writers in other processes on the same SQLite file poll for the lock
+	// instead, and a Pause about as long as BatchTime gives them their turn.
+	Pause time.Duration
+
+	// NoReclaim skips giving the space of the deleted records back at the
+	// end (see Ledger.Reclaim, which Purge otherwise runs in its
+	// incremental form after deleting anything).
+	NoReclaim bool
 
 	// Progress, when set, is called after every batch with the number of
 	// rows deleted so far by this Purge, so a long purge can report how it
@@ -39,6 +75,16 @@ var batchDone func(rows int64, took time.Duration)
 // exact even when ctx ends in the middle of a batch. ctx is heeded before
 // each batch and during its DELETE; a batch whose DELETE has run commits.
 //
+// Batches delete the records that expired first, in the order of the
+// expiry index, and are kept short (see PurgeOptions): a purge of millions
+// of records runs beside the requests, each batch holding the write lock a
+// few milliseconds, and the writers that queued meanwhile go before the
+// next batch.
+//
+// After deleting anything, Purge gives the space back as far as it can in
+// short steps (Ledger.Reclaim, incremental form), unless opts.NoReclaim;
+// an error there is returned with the count of the deleted records.
+//
 // A record is expired (see Record.Expired) when its ExpiresAt has passed
 // and, if it is still in flight, its lease has run out too. So Purge never
 // deletes a live lease, nor a completed record before its expiry however
@@ -47,17 +93,29 @@ var batchDone func(rows int64, took time.Duration)
 // retry with the same fingerprint can take it over. Expiry is judged
 // against the time Purge starts, so rows that expire while it runs wait
 // for the next Purge. Claim already ignores expired records: Purge only
-// reclaims space.
+// reclaims space. Stats.PurgeBacklog tells whether purges keep up.
 func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
 	}
-	size := opts.BatchSize
 	switch {
-	case size == 0:
-		size = DefaultPurgeBatchSize
-	case size < 0:
-		return 0, invalidRequest("purge batch size %d is negative", size)
+	case opts.BatchSize < 0:
+		return 0, invalidRequest("purge batch size %d is negative", opts.BatchSize)
+	case opts.BatchTime < 0:
+		return 0, invalidRequest("purge batch time %v is negative", opts.BatchTime)
+	case opts.Pause < 0:
+		return 0, invalidRequest("purge pause %v is negative", opts.Pause)
+	}
+	most, target := opts.BatchSize, opts.BatchTime
+	if most == 0 {
+		most = DefaultPurgeBatchSize
+		if target == 0 {
+			target = DefaultPurgeBatchTime
+		}
+	}
+	size := most
+	if target > 0 {
+		size = min(most, firstPurgeBatch)
 	}
 	now, err := l.nowMillis(ctx, l.db)
 	if err != nil {
@@ -73,17 +131,46 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 		if err != nil {
 			return total, wrapOp("purge", classify(err))
 		}
+		took := time.Since(start)
 		total += n
 		if opts.Progress != nil {
 			opts.Progress(total)
 		}
 		if batchDone != nil {
-			batchDone(n, time.Since(start))
+			batchDone(n, took)
 		}
 		if n < int64(size) {
-			return total, nil
+			break
+		}
+		if target > 0 {
+			size = nextBatch(size, most, target, took)
+		}
+		if opts.Pause > 0 {
+			select {
+			case <-time.After(opts.Pause):
+			case <-ctx.Done():
+			}
 		}
 	}
+	if total > 0 && !opts.NoReclaim {
+		if _, err := l.reclaim(ctx, false); err != nil {
+			return total, wrapOp("purge", err)
+		}
+	}
+	return total, nil
+}
+
+// nextBatch sizes the batch after one of size rows that took took: the rows
+// that fit in target at that pace, at most twice size (one slow batch must
+// not be followed by a huge one on a guess), between 1 and most.
+func nextBatch(size, most int, target, took time.Duration) int {
+	next := 2 * size
+	if took > 0 {
+		if fit := int(float64(size) * float64(target) / float64(took)); fit < next {
+			next = fit
+		}
+	}
+	return max(1, min(next, most))
 }
 
 // purgeBatch deletes one batch in a transaction of its own and returns how

@@ -87,22 +87,39 @@ func TestPurge(t *testing.T) { eachDriver(t, testPurge[*sql.Tx], testPurge[pgx.T
 func testPurge[TTx any](t *testing.T, b0 *bundle[TTx]) {
 	const expired = 30 // 30 completed + 15 in flight: 45 purgeable rows
 	tests := []struct {
-		name  string
-		batch int
+		name      string
+		batch     int
+		batchTime time.Duration
 	}{
-		{"batch 1", 1},
-		{"batch 7", 7},
-		{"batch divides 45", 15},
-		{"batch 44, one short", 44},
-		{"batch exactly 45", 45},
-		{"batch 46", 46},
-		{"default batch", 0},
+		{"batch 1", 1, 0},
+		{"batch 7", 7, 0},
+		{"batch divides 45", 15, 0},
+		{"batch 44, one short", 44, 0},
+		{"batch exactly 45", 45, 0},
+		{"batch 46", 46, 0},
+		{"default batch", 0, 0},
+		// Batches sized by time: whatever sizes the measured pace gives
+		// (1 ns makes every batch one row), every expired row goes.
+		{"timed, 1 ns, at most 20", 20, time.Nanosecond},
+		{"timed, at most 3 rows", 3, time.Hour},
+		{"timed, 1 ns, at most 5", 5, time.Nanosecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setupOn(t, freshLike(t, b0.d))
 			keep := purgeFixture(t, b, expired)
-			n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: tt.batch})
+			var progress []int64
+			n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: tt.batch, BatchTime: tt.batchTime,
+				Progress: func(d int64) { progress = append(progress, d) }})
+			for i := 1; tt.batchTime == time.Nanosecond && i < len(progress); i++ {
+				if progress[i]-progress[i-1] > 1 {
+					t.Errorf("Progress saw %v: want one-row batches after the first at a pace of 1 ns per batch", progress)
+					break
+				}
+			}
+			if tt.batch > 0 && tt.batchTime > 0 && (len(progress) < 15 || progress[0] > int64(tt.batch)) {
+				t.Errorf("Progress saw %v: want batches of at most %d", progress, tt.batch)
+			}
 			if err != nil || n != 45 {
 				t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
 			}
@@ -121,9 +138,44 @@ func TestPurgeRefusesNegativeBatch(t *testing.T) {
 }
 
 func testPurgeRefusesNegativeBatch[TTx any](t *testing.T, b *bundle[TTx]) {
-	_, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: -1})
-	if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != "ledger: invalid request: purge batch size -1 is negative" {
-		t.Errorf("Purge = %v", err)
+	for _, tt := range []struct {
+		opts ledger.PurgeOptions
+		want string
+	}{
+		{ledger.PurgeOptions{BatchSize: -1}, "ledger: invalid request: purge batch size -1 is negative"},
+		{ledger.PurgeOptions{BatchTime: -time.Millisecond}, "ledger: invalid request: purge batch time -1ms is negative"},
+		{ledger.PurgeOptions{Pause: -time.Second}, "ledger: invalid request: purge pause -1s is negative"},
+	} {
+		_, err := b.l.Purge(b.ctx, tt.opts)
+		if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != tt.want {
+			t.Errorf("Purge(%+v) = %v, want %q", tt.opts, err, tt.want)
+		}
+	}
+}
+
+// TestReclaim: after a purge, Reclaim in both forms gives what it can back
+// and reports the storage's size; Purge's own reclaim and NoReclaim leave
+// the records the same.
+func TestReclaim(t *testing.T) { eachDriver(t, testReclaim[*sql.Tx], testReclaim[pgx.Tx]) }
+
+func testReclaim[TTx any](t *testing.T, b *bundle[TTx]) {
+	keep := purgeFixture(t, b, 30)
+	if n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{NoReclaim: true}); err != nil || n != 45 {
+		t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
+	}
+	for _, full := range []bool{false, true} {
+		r, err := b.l.Reclaim(b.ctx, ledger.ReclaimOptions{Full: full})
+		if err != nil || r.Before <= 0 || r.After <= 0 {
+			t.Errorf("Reclaim(full %v) = %+v, %v; want both sizes, nil", full, r, err)
+		}
+	}
+	if got := b.keys(t); !slices.Equal(got, keep) {
+		t.Errorf("left %q\nwant %q", got, keep)
+	}
+	cctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	if _, err := b.l.Reclaim(cctx, ledger.ReclaimOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Reclaim with a cancelled context = %v", err)
 	}
 }
 

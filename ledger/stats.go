@@ -9,7 +9,14 @@ import (
 // the idemledger stats command.
 type Stats struct {
 	// InFlight and Completed count records by state, expired ones included.
+	// Completed is an estimate when Estimated is set.
 	InFlight, Completed int64
+	// Estimated reports that Completed is the engine's estimate rather than
+	// a count: on PostgreSQL, the planner's row count as of the table's
+	// last VACUUM or ANALYZE (autovacuum's included), less InFlight, since
+	// counting millions of rows takes seconds. Every other figure is exact
+	// on every engine.
+	Estimated bool
 	// Expired counts records that Claim already ignores and Purge would
 	// delete now (see Record.Expired).
 	Expired int64
@@ -27,11 +34,20 @@ type Stats struct {
 	// Oldest and Newest are the earliest and latest CreatedAt among all
 	// records; both are zero when the table is empty.
 	Oldest, Newest time.Time
+	// PurgeBacklog is how long the expired record that expired first has
+	// been waiting for Purge (zero when none is expired). When it grows
+	// past the interval between two purges, Purge is falling behind: the
+	// table grows by the records it has not deleted, and each purge has
+	// more to do. Run it more often, or longer.
+	PurgeBacklog time.Duration
 }
 
-// Stats counts the records, on the driver's pool. It reads the whole table, so it is meant
-// for operators and monitoring, not for a request's path. Errors are
-// wrapped with "ledger: stats:".
+// Stats counts the records, on the driver's pool. It reads indexes, not
+// the records themselves: its cost grows with the records in flight and
+// the expired ones, and with the table's size only in the count of all
+// records (SQLite counts the entries of an index; PostgreSQL estimates, see
+// Stats.Estimated). It is meant for operators and monitoring, not for a
+// request's path. Errors are wrapped with "ledger: stats:".
 func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return Stats{}, err
@@ -44,9 +60,15 @@ func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, wrapOp("stats", classify(err))
 	}
-	s := Stats{InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired, Committed: row.Committed}
-	if row.InFlight+row.Completed > 0 {
+	s := Stats{
+		InFlight: row.InFlight, Completed: row.Completed, Estimated: row.CompletedEstimated,
+		Expired: row.Expired, LeaseExpired: row.LeaseExpired, Committed: row.Committed,
+	}
+	if row.Oldest != 0 || row.Newest != 0 || row.InFlight > 0 || (!row.CompletedEstimated && row.Completed > 0) {
 		s.Oldest, s.Newest = fromMillis(row.Oldest), fromMillis(row.Newest)
+	}
+	if row.OldestExpired != 0 && row.OldestExpired < now {
+		s.PurgeBacklog = time.Duration(now-row.OldestExpired) * time.Millisecond
 	}
 	return s, nil
 }

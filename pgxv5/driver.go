@@ -283,11 +283,13 @@ func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (i
 func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {
 	row, err := pgxdb.New(e.db).Stats(ctx, now)
 	if err != nil {
-		return idriver.StatsResult{}, txDone(err)
+		return idriver.StatsResult{}, err
 	}
 	return idriver.StatsResult{
-		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired,
+		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight), CompletedEstimated: row.TotalEstimated,
+		Expired: row.ExpiresPassed - row.ExpiresPassedLeased, LeaseExpired: row.LeaseExpired,
 		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+		OldestExpired: row.OldestExpiresAt,
 	}, nil
 }
 

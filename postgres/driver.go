@@ -216,8 +216,10 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 		return idriver.StatsResult{}, err
 	}
 	return idriver.StatsResult{
-		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired,
+		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight), CompletedEstimated: row.TotalEstimated,
+		Expired: row.ExpiresPassed - row.ExpiresPassedLeased, LeaseExpired: row.LeaseExpired,
 		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+		OldestExpired: row.OldestExpiresAt,
 	}, nil
 }
 

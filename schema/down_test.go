@@ -24,7 +24,9 @@ func TestVersionDownUp(t *testing.T) {
 		}
 	}
 	migrated := []string{
+		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
+		"index idemledger_ledger_in_flight",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",

@@ -67,7 +67,9 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 		}
 	}
 	want := []string{
+		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
+		"index idemledger_ledger_in_flight",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
@@ -117,7 +119,9 @@ func TestMigrateBesideApplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
+		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
+		"index idemledger_ledger_in_flight",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
@@ -180,6 +184,7 @@ func TestFS(t *testing.T) {
 		"000001_idempotency_ledger.down.sql", "000001_idempotency_ledger.up.sql",
 		"000002_commit_point.down.sql", "000002_commit_point.up.sql",
 		"000003_outcome_kind.down.sql", "000003_outcome_kind.up.sql",
+		"000004_scale.down.sql", "000004_scale.up.sql",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)

@@ -54,7 +54,9 @@ func TestPostgresVersionDownUp(t *testing.T) {
 	ctx := context.Background()
 	migrated := []string{
 		"index app_orders_pkey",
+		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
+		"index idemledger_ledger_in_flight",
 		"index idemledger_ledger_pkey",
 		"index idemledger_schema_migrations_pkey",
 		"table app_orders",

@@ -18,24 +18,58 @@
 // DSN that was silently ignored (a typo, a read-only file, an in-memory
 // database that cannot use WAL) is an error instead of a surprise.
 //
-// # Pools and the single writer
+// # Writers in order
 //
-// SQLite admits one writer at a time. Every transaction begun on a database
-// opened here is a writer, so extra connections beyond the first only help
-// readers and queue for the write lock inside SQLite's busy handler, which
-// polls. Open therefore caps the pool (see [Options].MaxOpenConns); the default
-// leaves room for a few concurrent readers while keeping the queue of
-// writers short, and the Go pool queues the rest fairly. A pool of one
-// connection is the fastest writer, but then any code that uses the pool
-// while it holds a transaction (for example a ledger.Mutate callback that
-// queries the *sql.DB instead of the *sql.Tx it was given) deadlocks.
+// SQLite admits one writer at a time, and every transaction begun on a
+// database opened here is a writer. Left to SQLite, the pool's connections
+// that want the write lock at once wait inside its busy handler, which
+// sleeps and polls (1, 2, 5, 10 … 100 ms) and serves no one in order: with
+// 8 clients single requests waited seconds while the 99th percentile stayed
+// at a few milliseconds. So the *sql.DB that [Open] returns queues its
+// writers in Go, first come first served, before they reach SQLite: at most
+// one of its connections at a time is in a write transaction or runs a
+// writing statement. What passes the gate:
 //
-// When several processes write the same file, give each a pool of one
-// connection (Options{MaxOpenConns: 1}), or very few: SQLite's busy handler
-// polls with growing sleeps and serves waiters in no particular order, so
-// with many connections polling across processes one of them can wait past
-// busy_timeout and fail with SQLITE_BUSY. Inside a process, the Go pool
-// queues waiting goroutines in order instead.
+//   - a transaction begun with BeginTx (BEGIN IMMEDIATE), from BEGIN until
+//     Commit or Rollback; a read-only one (sql.TxOptions{ReadOnly: true})
+//     begins deferred and does not wait;
+//   - a statement outside a transaction that may write (anything but
+//     SELECT, VALUES, EXPLAIN and PRAGMAs that only read), for its run; a
+//     query's until its rows are closed;
+//   - BEGIN … COMMIT executed as text on one connection (sql.Conn), from the
+//     BEGIN to the COMMIT, END or ROLLBACK. A connection handed back to the
+//     pool with such a transaction open is closed, which rolls it back.
+//
+// Reads outside a transaction never wait for it, and run beside the writer
+// thanks to WAL.
+//
+// A wait for the gate is bounded by the busy timeout, as a wait for the lock
+// was: past it the write fails with an error that reads as SQLITE_BUSY
+// (busy and retryable for the ledger). The wait then in SQLite for another
+// process's writer is bounded by busy_timeout again.
+//
+// What the caller's own writes must do: go through the same *sql.DB, in a
+// transaction or as statements (ledger.Mutate's fn writes through the
+// *sql.Tx it is given, as it must anyway). A write through the pool while the
+// same goroutine holds a write transaction waits for itself until the busy
+// timeout (before the gate it waited in SQLite the same time). A second
+// *sql.DB on the same file, or a pool built by hand with [DSN], has its own
+// queue or none, and meets this one in SQLite's busy handler like another
+// process: open a file once per process.
+//
+// # Pools and processes
+//
+// Extra connections beyond the first only help readers. Open caps the pool
+// (see [Options].MaxOpenConns); the default leaves room for a few
+// concurrent readers. A pool of one connection is the fastest writer, but
+// then any code that uses the pool while it holds a transaction (for
+// example a ledger.Mutate callback that queries the *sql.DB instead of the
+// *sql.Tx it was given) deadlocks.
+//
+// Several processes may write the same file: each process's writers queue
+// in its own gate, and the one writer of each meets the others in SQLite,
+// where busy_timeout makes them wait. SQLite serves those few in no
+// particular order, so keep the number of processes writing one file small.
 //
 // # Opening a file several processes open at once
 //

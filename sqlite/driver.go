@@ -359,13 +359,15 @@ func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (i
 }
 
 func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {
-	row, err := e.queries(ctx).Stats(ctx, now)
+	row, err := e.queries(ctx).Stats(ctx, sql.NullInt64{Int64: now, Valid: true})
 	if err != nil {
 		return idriver.StatsResult{}, err
 	}
 	return idriver.StatsResult{
-		InFlight: row.InFlight, Completed: row.Completed, Expired: row.Expired, LeaseExpired: row.LeaseExpired,
+		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight), CompletedEstimated: false,
+		Expired: row.ExpiresPassed - row.ExpiresPassedLeased, LeaseExpired: row.LeaseExpired,
 		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
+		OldestExpired: row.OldestExpiresAt,
 	}, nil
 }
 

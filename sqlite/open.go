@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
-
 	idriver "github.com/idemledger/idemledger/driver"
 )
 
@@ -122,7 +120,8 @@ func (o Options) resolve() (Options, error) {
 // path with the default settings: a file: URI with WAL, busy_timeout,
 // synchronous and _txlock=immediate. Use it with sql.Open(DriverName, …)
 // when a pool must be built by hand; Open is preferable because it also
-// checks the settings, and waits out the lock conflicts of processes that
+// queues the pool's writers in order (see the package doc, Writers in
+// order), checks the settings, and waits out the lock conflicts of processes that
 // open a new file at once, which a pool built by hand may meet as
 // SQLITE_BUSY on its first connection.
 func DSN(path string) string {
@@ -159,6 +158,10 @@ func Open(path string) (*sql.DB, error) { return Options{}.Open(path) }
 // that are already URIs ("file:…"), since an in-memory database cannot use
 // WAL.
 //
+// The pool queues its write transactions and writing statements in Go, in
+// order, so that its connections never wait for one another inside SQLite's
+// busy handler: see the package documentation, Writers in order.
+//
 // Several processes may open the same file at once, even one that does
 // not exist yet: see the package documentation's section on opening.
 //
@@ -180,10 +183,11 @@ func (o Options) Open(path string) (*sql.DB, error) {
 	case strings.HasPrefix(path, "file:"):
 		return nil, fmt.Errorf("sqlite: open %q: want a file path, not a URI: Open writes the URI and its parameters itself (see DSN)", path)
 	}
-	db, err := sql.Open(DriverName, o.dsn(path))
+	conn, err := newConnector(o.dsn(path), o.BusyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
+	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(o.MaxOpenConns)
 	db.SetMaxIdleConns(o.MaxOpenConns)
 	if err := retryLocked(o.BusyTimeout, func() error { return verify(db, o) }); err != nil {
@@ -236,6 +240,27 @@ func retryLocked(window time.Duration, f func() error) error {
 	}
 }
 
+// initAutoVacuum gives a new, empty file incremental auto-vacuum, so that
+// Driver.Reclaim can give the space of purged records back in short steps.
+// The mode can change only while the file has no table (or by a VACUUM that
+// rewrites it, see Driver.Reclaim), and it is recorded in the file only when
+// something is written: the VACUUM of the empty file writes it, before any
+// other connection creates a table. A file that has tables keeps its mode.
+func initAutoVacuum(ctx context.Context, conn *sql.Conn) error {
+	var tables int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+		return err
+	}
+	if tables > 0 {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		return err
+	}
+	_, err := conn.ExecContext(ctx, "VACUUM")
+	return err
+}
+
 // verify reads the pragmas back. The DSN is applied to every new
 // connection, so one connection stands for all of them.
 func verify(db *sql.DB, o Options) error {
@@ -253,6 +278,9 @@ func verify(db *sql.DB, o Options) error {
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("%w: journal_mode is %q, want \"wal\"", ErrPragmaMismatch, mode)
+	}
+	if err := initAutoVacuum(ctx, conn); err != nil {
+		return err
 	}
 	var busy int64
 	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {

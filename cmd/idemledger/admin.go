@@ -82,11 +82,13 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 
 func runPurge(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-timeout D] [-q]\n\n"+
-		"Deletes expired records in batches and prints how many went; suitable for cron.\n"+
+		"Deletes expired records in batches and prints how many went; suitable for cron. By default each\n"+
+		"batch is sized to hold the write lock about 5 ms, so a large purge runs beside the service; then\n"+
+		"the space is given back (see reclaim).\n"+
 		"With -timeout, stops after D (a batch whose DELETE was cut short is rolled back), prints the count so far\n"+
 		"and exits with 1, so that a cron job never runs into the next one.")
 	dsn := dbFlag(fs)
-	batch := fs.Int("batch", 1000, "rows deleted per batch (each batch is its own short transaction)")
+	batch := fs.Int("batch", 0, "rows deleted per batch, fixed (each batch is its own short transaction); 0: sized by time")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	timeout := fs.Duration("timeout", 0, "stop after this `duration` (0: no limit)")
 	if err := parseFlags(fs, args); err != nil {
@@ -95,8 +97,8 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
 	}
-	if *batch < 1 {
-		return usagef("-batch must be at least 1, got %d", *batch)
+	if *batch < 0 {
+		return usagef("-batch must not be negative, got %d", *batch)
 	}
 	if *timeout < 0 {
 		return usagef("-timeout must not be negative, got %v", *timeout)
@@ -128,13 +130,23 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		// purging a handful of rows stays silent on stderr. Ten batches of
 		// more than MaxInt64/10 rows would overflow; no purge gets there.
 		every := int64(math.MaxInt64)
-		if b := int64(*batch); b <= math.MaxInt64/10 {
+		if b := int64(*batch); b == 0 {
+			// Batches sized by time: a line per 100,000 records.
+			every = 100_000
+		} else if b <= math.MaxInt64/10 {
 			every = 10 * b
 		}
 		// Progress comes after every batch, the last (short or empty)
 		// one included, so a total already shown is not shown again.
 		var shown int64
 		opts.Progress = func(deleted int64) {
+			if *batch == 0 {
+				if deleted/every > shown/every {
+					fmt.Fprintf(e.stderr, "purged %d records so far\n", deleted)
+					shown = deleted
+				}
+				return
+			}
 			if deleted > shown && deleted%every == 0 {
 				fmt.Fprintf(e.stderr, "purged %d records so far\n", deleted)
 				shown = deleted
@@ -147,6 +159,34 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintln(e.stdout, n)
 	return nil
+}
+
+func runReclaim(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "reclaim", "-db DSN [-full]\n\n"+
+		"Gives the space of purged records back and prints the ledger's size before and after, in bytes.\n"+
+		"purge already does the incremental form after deleting records. SQLite: returns free pages to\n"+
+		"the file system in short steps and truncates the WAL; PostgreSQL: VACUUM (ANALYZE) of the table.\n"+
+		"-full rebuilds the storage and blocks writers until done: SQLite VACUUM (run it once on a file\n"+
+		"created before idemledger used incremental auto-vacuum), PostgreSQL VACUUM FULL (exclusive lock).")
+	dsn := dbFlag(fs)
+	full := fs.Bool("full", false, "rebuild the storage completely (blocks writers; for a maintenance window)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected arguments: %s%s", strings.Join(redactArgs(fs.Args()), " "), flagHint(fs.Args()))
+	}
+	db, l, err := openLedger(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	r, err := l.Reclaim(ctx, ledger.ReclaimOptions{Full: *full})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%d -> %d bytes\n", r.Before, r.After)
+	return err
 }
 
 func runStats(ctx context.Context, e *env, args []string) error {
@@ -183,6 +223,10 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(tw, "  passed commit point\t%d\n", s.Committed)
 	fmt.Fprintf(tw, "completed\t%d\n", s.Completed)
 	fmt.Fprintf(tw, "expired, awaiting purge\t%d\n", s.Expired)
+	if s.Estimated {
+		fmt.Fprintf(tw, "  (completed is an estimate)\t\n")
+	}
+	fmt.Fprintf(tw, "purge backlog\t%v\n", s.PurgeBacklog)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))
 	fmt.Fprintf(tw, "newest created\t%s\n", formatTime(s.Newest))
 	return tw.Flush()

@@ -7,6 +7,7 @@
 //	idemledger hash    [-request METHOD TARGET] [-type CONTENT-TYPE] [FILE]
 //	idemledger migrate -db DSN [-force] [up|down|version]
 //	idemledger purge   -db DSN [-batch N] [-timeout D] [-q]
+//	idemledger reclaim -db DSN [-full]
 //	idemledger stats   -db DSN [-json]
 //	idemledger inspect -db DSN [-scope S] -key K | -in-flight [-limit N] [-json]
 //	idemledger version
@@ -84,6 +85,7 @@ func commands() []command {
 		{"hash", "print the SHA-256 digest of canonical JSON or a request fingerprint", runHash},
 		{"migrate", "apply or roll back the ledger's schema", runMigrate},
 		{"purge", "delete expired records in batches", runPurge},
+		{"reclaim", "give the space of purged records back", runReclaim},
 		{"stats", "count records by state", runStats},
 		{"inspect", "show one record", runInspect},
 		{"version", "print the build's version and the schema version it knows", runVersion},

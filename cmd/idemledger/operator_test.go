@@ -80,7 +80,7 @@ func TestOperatorOutput(t *testing.T) {
 				args []string
 				want string
 			}{
-				{[]string{"stats"}, "in flight 1\n lease ran out 0\n passed commit point 0\ncompleted 1\nexpired, awaiting purge 0\n" +
+				{[]string{"stats"}, "in flight 1\n lease ran out 0\n passed commit point 0\ncompleted 1\nexpired, awaiting purge 0\npurge backlog 0s\n" +
 					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\n"},
 				{[]string{"stats", "-json"}, `{
   "in_flight": 1,

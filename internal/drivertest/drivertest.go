@@ -243,7 +243,7 @@ func purgeAndStats[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	must(ex.Claim(ctx, marked))(t)
 	must(ex.MarkCommitted(ctx, driver.MarkParams{LeaseParams: driver.LeaseParams{Scope: "s", Key: "m", Token: "tok-m", Fence: 1}, Now: t0}))(t)
 	st := must(ex.Stats(ctx, t0+1001))(t)
-	if want := (driver.StatsResult{InFlight: 2, Completed: 3, Expired: 3, LeaseExpired: 1, Committed: 1, Oldest: t0, Newest: t0 + 2}); st != want {
+	if want := (driver.StatsResult{InFlight: 2, Completed: 3, Expired: 3, LeaseExpired: 1, Committed: 1, Oldest: t0, Newest: t0 + 2, OldestExpired: t0 + 100}); st != want {
 		t.Fatalf("Stats: %+v; want %+v", st, want)
 	}
 	if n := must(ex.PurgeBatch(ctx, driver.PurgeBatchParams{Now: t0 + 1001, Limit: 2}))(t); n != 2 {

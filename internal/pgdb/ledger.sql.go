@@ -415,7 +415,9 @@ LIMIT $1::bigint
 `
 
 // The records in flight, oldest claim first, for operators
-// (Ledger.InFlight); expired ones included. Reads the whole table.
+// (Ledger.InFlight); expired ones included. Reads the partial index of
+// in-flight rows in its order (idemledger_ledger_in_flight), never the
+// completed ones.
 func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]IdempotencyLedger, error) {
 	rows, err := q.db.QueryContext(ctx, listInFlight, maxRows)
 	if err != nil {
@@ -578,38 +580,65 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 
 const stats = `-- name: Stats :one
 SELECT
-    count(*) FILTER (WHERE state = 'in_flight') AS in_flight,
-    count(*) FILTER (WHERE state = 'completed') AS completed,
-    count(*) FILTER (WHERE expires_at <= $1
-        AND (state = 'completed' OR lease_expires_at <= $1)) AS expired,
-    count(*) FILTER (WHERE state = 'in_flight' AND lease_expires_at <= $1) AS lease_expired,
-    count(*) FILTER (WHERE state = 'in_flight' AND committed_at IS NOT NULL) AS committed,
-    COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
-    COALESCE(max(created_at), 0)::bigint AS newest_created_at
-FROM idempotency_ledger
+    COALESCE((SELECT CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END
+        FROM pg_catalog.pg_class AS c WHERE c.oid = 'idempotency_ledger'::regclass),
+        (SELECT count(*) FROM idempotency_ledger))::bigint AS total,
+    COALESCE((SELECT c.reltuples >= 0
+        FROM pg_catalog.pg_class AS c WHERE c.oid = 'idempotency_ledger'::regclass), false)::boolean AS total_estimated,
+    (SELECT count(*) FROM idempotency_ledger AS f WHERE f.state = 'in_flight') AS in_flight,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.lease_expires_at <= $1::bigint) AS lease_expired,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
+    (SELECT count(*) FROM idempotency_ledger AS e WHERE e.expires_at <= $1::bigint) AS expires_passed,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.expires_at <= $1::bigint AND f.lease_expires_at > $1::bigint) AS expires_passed_leased,
+    COALESCE((SELECT o.expires_at FROM idempotency_ledger AS o
+        WHERE o.expires_at <= $1::bigint AND (o.state = 'completed' OR o.lease_expires_at <= $1::bigint)
+        ORDER BY o.expires_at LIMIT 1), 0)::bigint AS oldest_expires_at,
+    COALESCE((SELECT min(c.created_at) FROM idempotency_ledger AS c), 0)::bigint AS oldest_created_at,
+    COALESCE((SELECT max(c.created_at) FROM idempotency_ledger AS c), 0)::bigint AS newest_created_at
 `
 
 type StatsRow struct {
-	InFlight        int64
-	Completed       int64
-	Expired         int64
-	LeaseExpired    int64
-	Committed       int64
-	OldestCreatedAt int64
-	NewestCreatedAt int64
+	Total               int64
+	TotalEstimated      bool
+	InFlight            int64
+	LeaseExpired        int64
+	Committed           int64
+	ExpiresPassed       int64
+	ExpiresPassedLeased int64
+	OldestExpiresAt     int64
+	OldestCreatedAt     int64
+	NewestCreatedAt     int64
 }
 
-// Counts rows for the stats command. It reads the whole table: an admin
-// query, never on a request's path.
+// Counts rows for the stats command through indexes, never reading the
+// table's rows (issue 25: reading them all took 1.2 s at 5M records).
+//
+//	total: the planner's row count (pg_class.reltuples, as of the last
+//	  VACUUM or ANALYZE, autovacuum's included), an estimate; an exact
+//	  count(*) when the table was never analyzed (reltuples < 0);
+//	  total_estimated says which;
+//	the in-flight figures: exact, through the partial index of in-flight
+//	  rows;
+//	expired: exact, the entries of the expiry index up to @now (an
+//	  index-only scan where the visibility map allows) less the in-flight
+//	  rows there whose lease still holds;
+//	oldest_expires_at: the first expired row in expiry order;
+//	oldest and newest created_at: exact, the ends of the created_at index.
 func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
 	row := q.db.QueryRowContext(ctx, stats, now)
 	var i StatsRow
 	err := row.Scan(
+		&i.Total,
+		&i.TotalEstimated,
 		&i.InFlight,
-		&i.Completed,
-		&i.Expired,
 		&i.LeaseExpired,
 		&i.Committed,
+		&i.ExpiresPassed,
+		&i.ExpiresPassedLeased,
+		&i.OldestExpiresAt,
 		&i.OldestCreatedAt,
 		&i.NewestCreatedAt,
 	)

@@ -333,7 +333,9 @@ LIMIT ?1
 `
 
 // The records in flight, oldest claim first, for operators
-// (Ledger.InFlight); expired ones included. Reads the whole table.
+// (Ledger.InFlight); expired ones included. Reads the partial index of
+// in-flight rows in its order (idemledger_ledger_in_flight), never the
+// completed ones.
 func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]IdempotencyLedger, error) {
 	rows, err := q.query(ctx, q.listInFlightStmt, listInFlight, maxRows)
 	if err != nil {
@@ -465,38 +467,58 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 
 const stats = `-- name: Stats :one
 SELECT
-    CAST(COALESCE(SUM(state = 'in_flight'), 0) AS INTEGER) AS in_flight,
-    CAST(COALESCE(SUM(state = 'completed'), 0) AS INTEGER) AS completed,
-    CAST(COALESCE(SUM(expires_at <= ?1
-        AND (state = 'completed' OR lease_expires_at <= ?1)), 0) AS INTEGER) AS expired,
-    CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= ?1), 0) AS INTEGER) AS lease_expired,
-    CAST(COALESCE(SUM(state = 'in_flight' AND committed_at IS NOT NULL), 0) AS INTEGER) AS committed,
-    CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
-    CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
-FROM idempotency_ledger
+    (SELECT count(*) FROM idempotency_ledger) AS total,
+    (SELECT count(*) FROM idempotency_ledger AS f WHERE f.state = 'in_flight') AS in_flight,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.lease_expires_at <= ?1) AS lease_expired,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
+    (SELECT count(*) FROM idempotency_ledger AS e WHERE e.expires_at <= ?1) AS expires_passed,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.expires_at <= ?1 AND f.lease_expires_at > ?1) AS expires_passed_leased,
+    CAST(COALESCE((SELECT o.expires_at FROM idempotency_ledger AS o
+        WHERE o.expires_at <= ?1 AND (o.state = 'completed' OR o.lease_expires_at <= ?1)
+        ORDER BY o.expires_at LIMIT 1), 0) AS INTEGER) AS oldest_expires_at,
+    CAST(COALESCE((SELECT min(c.created_at) FROM idempotency_ledger AS c), 0) AS INTEGER) AS oldest_created_at,
+    CAST(COALESCE((SELECT max(c.created_at) FROM idempotency_ledger AS c), 0) AS INTEGER) AS newest_created_at
 `
 
 type StatsRow struct {
-	InFlight        int64
-	Completed       int64
-	Expired         int64
-	LeaseExpired    int64
-	Committed       int64
-	OldestCreatedAt int64
-	NewestCreatedAt int64
+	Total               int64
+	InFlight            int64
+	LeaseExpired        int64
+	Committed           int64
+	ExpiresPassed       int64
+	ExpiresPassedLeased int64
+	OldestExpiresAt     int64
+	OldestCreatedAt     int64
+	NewestCreatedAt     int64
 }
 
-// Counts rows for the stats command. It reads the whole table: an admin
-// query, never on a request's path.
-func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
+// Counts rows for the stats command through indexes, never reading the
+// table's rows (issue 25: reading them all took 2.3 s at 5M records). Every
+// figure is exact:
+//
+//	total: count(*), which SQLite answers by counting the entries of its
+//	  smallest index (the expiry index), page by page;
+//	the in-flight figures: through the partial index of in-flight rows,
+//	  a handful;
+//	expired: the rows of the expiry index up to @now, less the in-flight
+//	  ones there whose lease still holds (in-flight rows again);
+//	oldest_expires_at: the first expired row in expiry order, how long the
+//	  purge is behind;
+//	oldest and newest created_at: the two ends of the created_at index.
+func (q *Queries) Stats(ctx context.Context, now sql.NullInt64) (StatsRow, error) {
 	row := q.queryRow(ctx, q.statsStmt, stats, now)
 	var i StatsRow
 	err := row.Scan(
+		&i.Total,
 		&i.InFlight,
-		&i.Completed,
-		&i.Expired,
 		&i.LeaseExpired,
 		&i.Committed,
+		&i.ExpiresPassed,
+		&i.ExpiresPassedLeased,
+		&i.OldestExpiresAt,
 		&i.OldestCreatedAt,
 		&i.NewestCreatedAt,
 	)

@@ -217,18 +217,38 @@ USING (
 WHERE d.scope = x.scope AND d.key = x.key;
 
 -- name: Stats :one
--- Counts rows for the stats command. It reads the whole table: an admin
--- query, never on a request's path.
+-- Counts rows for the stats command through indexes, never reading the
+-- table's rows (issue 25: reading them all took 1.2 s at 5M records).
+--   total: the planner's row count (pg_class.reltuples, as of the last
+--     VACUUM or ANALYZE, autovacuum's included), an estimate; an exact
+--     count(*) when the table was never analyzed (reltuples < 0);
+--     total_estimated says which;
+--   the in-flight figures: exact, through the partial index of in-flight
+--     rows;
+--   expired: exact, the entries of the expiry index up to @now (an
+--     index-only scan where the visibility map allows) less the in-flight
+--     rows there whose lease still holds;
+--   oldest_expires_at: the first expired row in expiry order;
+--   oldest and newest created_at: exact, the ends of the created_at index.
 SELECT
-    count(*) FILTER (WHERE state = 'in_flight') AS in_flight,
-    count(*) FILTER (WHERE state = 'completed') AS completed,
-    count(*) FILTER (WHERE expires_at <= @now
-        AND (state = 'completed' OR lease_expires_at <= @now)) AS expired,
-    count(*) FILTER (WHERE state = 'in_flight' AND lease_expires_at <= @now) AS lease_expired,
-    count(*) FILTER (WHERE state = 'in_flight' AND committed_at IS NOT NULL) AS committed,
-    COALESCE(min(created_at), 0)::bigint AS oldest_created_at,
-    COALESCE(max(created_at), 0)::bigint AS newest_created_at
-FROM idempotency_ledger;
+    COALESCE((SELECT CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END
+        FROM pg_catalog.pg_class AS c WHERE c.oid = 'idempotency_ledger'::regclass),
+        (SELECT count(*) FROM idempotency_ledger))::bigint AS total,
+    COALESCE((SELECT c.reltuples >= 0
+        FROM pg_catalog.pg_class AS c WHERE c.oid = 'idempotency_ledger'::regclass), false)::boolean AS total_estimated,
+    (SELECT count(*) FROM idempotency_ledger AS f WHERE f.state = 'in_flight') AS in_flight,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.lease_expires_at <= @now::bigint) AS lease_expired,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
+    (SELECT count(*) FROM idempotency_ledger AS e WHERE e.expires_at <= @now::bigint) AS expires_passed,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.expires_at <= @now::bigint AND f.lease_expires_at > @now::bigint) AS expires_passed_leased,
+    COALESCE((SELECT o.expires_at FROM idempotency_ledger AS o
+        WHERE o.expires_at <= @now::bigint AND (o.state = 'completed' OR o.lease_expires_at <= @now::bigint)
+        ORDER BY o.expires_at LIMIT 1), 0)::bigint AS oldest_expires_at,
+    COALESCE((SELECT min(c.created_at) FROM idempotency_ledger AS c), 0)::bigint AS oldest_created_at,
+    COALESCE((SELECT max(c.created_at) FROM idempotency_ledger AS c), 0)::bigint AS newest_created_at;
 
 -- name: FindKey :many
 -- Every record with the key, in whatever scope, for operators
@@ -243,7 +263,9 @@ LIMIT @max_rows::bigint;
 
 -- name: ListInFlight :many
 -- The records in flight, oldest claim first, for operators
--- (Ledger.InFlight); expired ones included. Reads the whole table.
+-- (Ledger.InFlight); expired ones included. Reads the partial index of
+-- in-flight rows in its order (idemledger_ledger_in_flight), never the
+-- completed ones.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger

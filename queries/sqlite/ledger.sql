@@ -128,18 +128,33 @@ WHERE rowid IN (
 );
 
 -- name: Stats :one
--- Counts rows for the stats command. It reads the whole table: an admin
--- query, never on a request's path.
+-- Counts rows for the stats command through indexes, never reading the
+-- table's rows (issue 25: reading them all took 2.3 s at 5M records). Every
+-- figure is exact:
+--   total: count(*), which SQLite answers by counting the entries of its
+--     smallest index (the expiry index), page by page;
+--   the in-flight figures: through the partial index of in-flight rows,
+--     a handful;
+--   expired: the rows of the expiry index up to @now, less the in-flight
+--     ones there whose lease still holds (in-flight rows again);
+--   oldest_expires_at: the first expired row in expiry order, how long the
+--     purge is behind;
+--   oldest and newest created_at: the two ends of the created_at index.
 SELECT
-    CAST(COALESCE(SUM(state = 'in_flight'), 0) AS INTEGER) AS in_flight,
-    CAST(COALESCE(SUM(state = 'completed'), 0) AS INTEGER) AS completed,
-    CAST(COALESCE(SUM(expires_at <= @now
-        AND (state = 'completed' OR lease_expires_at <= @now)), 0) AS INTEGER) AS expired,
-    CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= @now), 0) AS INTEGER) AS lease_expired,
-    CAST(COALESCE(SUM(state = 'in_flight' AND committed_at IS NOT NULL), 0) AS INTEGER) AS committed,
-    CAST(COALESCE(MIN(created_at), 0) AS INTEGER) AS oldest_created_at,
-    CAST(COALESCE(MAX(created_at), 0) AS INTEGER) AS newest_created_at
-FROM idempotency_ledger;
+    (SELECT count(*) FROM idempotency_ledger) AS total,
+    (SELECT count(*) FROM idempotency_ledger AS f WHERE f.state = 'in_flight') AS in_flight,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.lease_expires_at <= @now) AS lease_expired,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
+    (SELECT count(*) FROM idempotency_ledger AS e WHERE e.expires_at <= @now) AS expires_passed,
+    (SELECT count(*) FROM idempotency_ledger AS f
+        WHERE f.state = 'in_flight' AND f.expires_at <= @now AND f.lease_expires_at > @now) AS expires_passed_leased,
+    CAST(COALESCE((SELECT o.expires_at FROM idempotency_ledger AS o
+        WHERE o.expires_at <= @now AND (o.state = 'completed' OR o.lease_expires_at <= @now)
+        ORDER BY o.expires_at LIMIT 1), 0) AS INTEGER) AS oldest_expires_at,
+    CAST(COALESCE((SELECT min(c.created_at) FROM idempotency_ledger AS c), 0) AS INTEGER) AS oldest_created_at,
+    CAST(COALESCE((SELECT max(c.created_at) FROM idempotency_ledger AS c), 0) AS INTEGER) AS newest_created_at;
 
 -- name: FindKey :many
 -- Every record with the key, in whatever scope, for operators
@@ -154,7 +169,9 @@ LIMIT @max_rows;
 
 -- name: ListInFlight :many
 -- The records in flight, oldest claim first, for operators
--- (Ledger.InFlight); expired ones included. Reads the whole table.
+-- (Ledger.InFlight); expired ones included. Reads the partial index of
+-- in-flight rows in its order (idemledger_ledger_in_flight), never the
+-- completed ones.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS idemledger_ledger_created_at;
+DROP INDEX IF EXISTS idemledger_ledger_in_flight;

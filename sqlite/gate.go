@@ -1,0 +1,452 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+)
+
+// gate lets one write transaction of a pool at a time reach SQLite, and
+// queues the others in Go, in order of arrival.
+//
+// Without it, every pooled connection that wants the write lock asks SQLite,
+// and all but one wait inside SQLite's busy handler, which sleeps and polls
+// (1, 2, 5, 10 … up to 100 ms) and serves no one in particular: a request can
+// lose the race again and again while later ones win, which measured as
+// single waits of seconds at 8 clients (issue 25). A buffered channel of one
+// is a fair lock: goroutines blocked sending on it are woken in the order they
+// blocked, and a release hands the slot to the first of them directly, so a
+// newcomer cannot overtake the queue.
+//
+// The gate is the process's (more exactly, the pool's): other processes, and
+// other pools on the same file, still meet this pool's writer in SQLite and
+// wait for it through busy_timeout, and it for them.
+type gate struct {
+	slot chan struct{}
+	// wait bounds a wait for the slot, as busy_timeout bounds a wait for
+	// the lock: a writer that waited this long fails as if SQLITE_BUSY.
+	wait time.Duration
+}
+
+func newGate(wait time.Duration) *gate { return &gate{slot: make(chan struct{}, 1), wait: wait} }
+
+// acquire waits for the slot until ctx ends or g.wait passes.
+func (g *gate) acquire(ctx context.Context) error {
+	select {
+	case g.slot <- struct{}{}:
+		return nil
+	default:
+	}
+	timer := time.NewTimer(g.wait)
+	defer timer.Stop()
+	select {
+	case g.slot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return &busyError{wait: g.wait}
+	}
+}
+
+func (g *gate) release() { <-g.slot }
+
+// busyError is a wait for the gate that outlasted the busy timeout. It reads
+// as SQLITE_BUSY (Code), so that it is marked busy and retryable like the
+// lock wait it replaces.
+type busyError struct{ wait time.Duration }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("sqlite: database is locked (SQLITE_BUSY): another write transaction of this pool held it for more than the busy timeout (%v)", e.wait)
+}
+
+// Code returns SQLITE_BUSY.
+func (e *busyError) Code() int { return sqliteBusy }
+
+// gateConnector opens modernc.org/sqlite connections that pass the pool's
+// gate before they write.
+type gateConnector struct {
+	base driver.Connector
+	gate *gate
+}
+
+func (c gateConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.base.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &gateConn{Conn: conn, gate: c.gate}, nil
+}
+
+func (c gateConnector) Driver() driver.Driver { return c.base.Driver() }
+
+// gateConn is one connection; database/sql uses it from one goroutine at a
+// time, except that it may roll a transaction back from another when the
+// transaction's context ends, hence the mutex.
+//
+// A connection holds the slot from BEGIN to COMMIT or ROLLBACK of a write
+// transaction, whether begun through database/sql (BeginTx) or by executing
+// BEGIN itself (the migrations do, on a pinned connection), and for the run
+// of each writing statement outside a transaction. A read-only transaction
+// (sql.TxOptions.ReadOnly) begins deferred and never takes it; nor do reads
+// outside a transaction.
+type gateConn struct {
+	driver.Conn
+	gate *gate
+
+	mu sync.Mutex
+	// tx: a transaction is open (so statements pass freely); held: this
+	// connection holds the slot.
+	tx, held bool
+}
+
+var (
+	_ driver.ConnBeginTx        = (*gateConn)(nil)
+	_ driver.ConnPrepareContext = (*gateConn)(nil)
+	_ driver.ExecerContext      = (*gateConn)(nil)
+	_ driver.QueryerContext     = (*gateConn)(nil)
+	_ driver.Pinger             = (*gateConn)(nil)
+	_ driver.SessionResetter    = (*gateConn)(nil)
+	_ driver.Validator          = (*gateConn)(nil)
+)
+
+// Unwrap returns modernc.org/sqlite's connection (msqlite.Limit and others
+// look through wrappers with it).
+func (c *gateConn) Unwrap() driver.Conn { return c.Conn }
+
+func (c *gateConn) inTx() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tx
+}
+
+// enter takes the slot for a write that begins a transaction (begin true,
+// held until end) or for one statement (begin false, until its end).
+func (c *gateConn) enter(ctx context.Context, begin bool) error {
+	if err := c.gate.acquire(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.held = true
+	c.tx = c.tx || begin
+	c.mu.Unlock()
+	return nil
+}
+
+// end gives the slot back, if this connection holds it, and leaves the
+// transaction.
+func (c *gateConn) end() {
+	c.mu.Lock()
+	held := c.held
+	c.held, c.tx = false, false
+	c.mu.Unlock()
+	if held {
+		c.gate.release()
+	}
+}
+
+func (c *gateConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if opts.ReadOnly {
+		// modernc begins a read-only transaction deferred: it takes no
+		// write lock, and must not write.
+		tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.tx = true
+		c.mu.Unlock()
+		return gateTx{tx, c}, nil
+	}
+	if err := c.enter(ctx, true); err != nil {
+		return nil, err
+	}
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		c.end()
+		return nil, err
+	}
+	return gateTx{tx, c}, nil
+}
+
+// Begin is database/sql's fallback; it never calls it while BeginTx exists.
+func (c *gateConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// gateTx ends its connection's transaction, and gives the slot back, when
+// it commits or rolls back, whatever the outcome: modernc leaves no
+// transaction open after either.
+type gateTx struct {
+	driver.Tx
+	c *gateConn
+}
+
+func (t gateTx) Commit() error {
+	defer t.c.end()
+	return t.Tx.Commit()
+}
+
+func (t gateTx) Rollback() error {
+	defer t.c.end()
+	return t.Tx.Rollback()
+}
+
+// guard runs a statement: freely inside a transaction or for a read;
+// otherwise holding the slot, and for a BEGIN or COMMIT executed as text
+// taking or giving it back for the transaction.
+func (c *gateConn) guard(ctx context.Context, query string, run func() error) error {
+	if c.inTx() {
+		err := run()
+		if kind(query) == stmtEnd {
+			// COMMIT, END or ROLLBACK as text: whatever the outcome, a
+			// transaction that is still open is ended by the pool (see
+			// IsValid), so give the slot back now.
+			c.end()
+		}
+		return err
+	}
+	switch kind(query) {
+	case stmtRead:
+		return run()
+	case stmtBegin:
+		if err := c.enter(ctx, true); err != nil {
+			return err
+		}
+		err := run()
+		if err != nil {
+			c.end()
+		}
+		return err
+	default:
+		if err := c.enter(ctx, false); err != nil {
+			return err
+		}
+		defer c.end()
+		return run()
+	}
+}
+
+func (c *gateConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	var res driver.Result
+	err := c.guard(ctx, query, func() (err error) {
+		res, err = c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+		return err
+	})
+	return res, err
+}
+
+// QueryContext: a writing query (UPDATE … RETURNING) outside a transaction
+// holds the slot until its rows are closed, since SQLite holds the lock
+// until the statement is reset.
+func (c *gateConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.query(ctx, query, func() (driver.Rows, error) {
+		return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	})
+}
+
+func (c *gateConn) query(ctx context.Context, query string, run func() (driver.Rows, error)) (driver.Rows, error) {
+	if c.inTx() || kind(query) == stmtRead {
+		return run()
+	}
+	if kind(query) != stmtWrite {
+		// BEGIN or COMMIT through Query: rare enough to take the Exec
+		// path's rules.
+		var rows driver.Rows
+		err := c.guard(ctx, query, func() (err error) { rows, err = run(); return err })
+		return rows, err
+	}
+	if err := c.enter(ctx, false); err != nil {
+		return nil, err
+	}
+	rows, err := run()
+	if err != nil {
+		c.end()
+		return nil, err
+	}
+	return &gateRows{Rows: rows, c: c}, nil
+}
+
+// gateRows gives the slot back when closed.
+type gateRows struct {
+	driver.Rows
+	c    *gateConn
+	once sync.Once
+}
+
+func (r *gateRows) Close() error {
+	err := r.Rows.Close()
+	r.once.Do(r.c.end)
+	return err
+}
+
+func (c *gateConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	s, err := c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &gateStmt{Stmt: s, c: c, query: query}, nil
+}
+
+// Prepare is database/sql's fallback; it never calls it while
+// PrepareContext exists.
+func (c *gateConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *gateConn) Ping(ctx context.Context) error { return c.Conn.(driver.Pinger).Ping(ctx) }
+
+func (c *gateConn) ResetSession(ctx context.Context) error {
+	return c.Conn.(driver.SessionResetter).ResetSession(ctx)
+}
+
+// IsValid reports false for a connection that is back in the pool with a
+// transaction begun as text still open (and the slot held): database/sql
+// then closes it, which rolls the transaction back and gives the slot back.
+func (c *gateConn) IsValid() bool {
+	if c.inTx() {
+		return false
+	}
+	return c.Conn.(driver.Validator).IsValid()
+}
+
+// Close closes the connection and gives back the slot it may hold.
+func (c *gateConn) Close() error {
+	err := c.Conn.Close()
+	c.end()
+	return err
+}
+
+// gateStmt is a prepared statement of a gateConn; it follows the same rules
+// as the connection's own Exec and Query.
+type gateStmt struct {
+	driver.Stmt
+	c     *gateConn
+	query string
+}
+
+var (
+	_ driver.StmtExecContext  = (*gateStmt)(nil)
+	_ driver.StmtQueryContext = (*gateStmt)(nil)
+)
+
+func (s *gateStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	var res driver.Result
+	err := s.c.guard(ctx, s.query, func() (err error) {
+		res, err = s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+		return err
+	})
+	return res, err
+}
+
+func (s *gateStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.c.query(ctx, s.query, func() (driver.Rows, error) {
+		return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	})
+}
+
+// Exec and Query are database/sql's fallbacks; it never calls them while
+// the context forms exist.
+func (s *gateStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), named(args))
+}
+
+func (s *gateStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), named(args))
+}
+
+func named(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}
+
+// stmtKind is what a statement outside a transaction asks of the gate.
+type stmtKind int
+
+const (
+	stmtWrite stmtKind = iota // holds the slot while it runs
+	stmtRead                  // passes freely
+	stmtBegin                 // takes the slot until the transaction ends
+	stmtEnd                   // COMMIT, END or ROLLBACK (not ROLLBACK TO)
+)
+
+// kind classifies a statement by its first keyword, after comments (sqlc
+// puts "-- name: …" first). Anything not known to be a read counts as a
+// write: a statement that waits for the slot needlessly costs a little
+// order, one that skips it may wait in SQLite's busy handler again.
+func kind(query string) stmtKind {
+	q := skipComments(query)
+	word := q
+	if i := strings.IndexFunc(q, func(r rune) bool { return !isWordRune(r) }); i >= 0 {
+		word = q[:i]
+	}
+	switch strings.ToUpper(word) {
+	case "SELECT", "EXPLAIN", "VALUES":
+		return stmtRead
+	case "PRAGMA":
+		// PRAGMA name, or name(arg) for the reads that take one
+		// (table_info); one that sets a value (=) or acts
+		// (incremental_vacuum(N), wal_checkpoint(…)) counts as a write.
+		rest := strings.ToLower(q[len(word):])
+		if strings.Contains(rest, "=") || strings.Contains(rest, "vacuum") || strings.Contains(rest, "checkpoint") || strings.Contains(rest, "optimize") {
+			return stmtWrite
+		}
+		return stmtRead
+	case "BEGIN":
+		return stmtBegin
+	case "COMMIT", "END":
+		return stmtEnd
+	case "ROLLBACK":
+		if r := strings.ToUpper(skipComments(q[len(word):])); strings.HasPrefix(r, "TO") {
+			return stmtWrite
+		}
+		return stmtEnd
+	}
+	return stmtWrite
+}
+
+func isWordRune(r rune) bool {
+	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+}
+
+// skipComments drops leading white space, "--" line comments and "/* */"
+// block comments.
+func skipComments(q string) string {
+	for {
+		q = strings.TrimLeft(q, " \t\r\n\f")
+		switch {
+		case strings.HasPrefix(q, "--"):
+			i := strings.IndexByte(q, '\n')
+			if i < 0 {
+				return ""
+			}
+			q = q[i+1:]
+		case strings.HasPrefix(q, "/*"):
+			i := strings.Index(q, "*/")
+			if i < 0 {
+				return ""
+			}
+			q = q[i+2:]
+		default:
+			return q
+		}
+	}
+}
+
+// newConnector returns modernc.org/sqlite's connector for dsn behind a gate
+// whose waits last at most wait.
+func newConnector(dsn string, wait time.Duration) (driver.Connector, error) {
+	base, err := msqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return gateConnector{base: base, gate: newGate(wait)}, nil
+}
