@@ -255,6 +255,7 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 	return idriver.StatsResult{
 		InFlight: r.InFlight, Completed: r.Completed, Expired: r.Expired, LeaseExpired: r.LeaseExpired,
 		Committed: r.Committed, Oldest: r.OldestCreatedAt, Newest: r.NewestCreatedAt,
+		OldestExpired: r.OldestExpiresAt,
 	}, nil
 }
 

@@ -566,6 +566,9 @@ SELECT
         AND (state = 'completed' OR lease_expires_at <= CAST(? AS SIGNED))), 0) AS SIGNED) AS expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= CAST(? AS SIGNED)), 0) AS SIGNED) AS lease_expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND committed_at IS NOT NULL), 0) AS SIGNED) AS committed,
+    CAST(COALESCE(MIN(CASE WHEN expires_at <= CAST(? AS SIGNED)
+        AND (state = 'completed' OR lease_expires_at <= CAST(? AS SIGNED))
+        THEN expires_at END), 0) AS SIGNED) AS oldest_expires_at,
     CAST(COALESCE(MIN(created_at), 0) AS SIGNED) AS oldest_created_at,
     CAST(COALESCE(MAX(created_at), 0) AS SIGNED) AS newest_created_at
 FROM idempotency_ledger
@@ -581,13 +584,21 @@ type StatsRow struct {
 	Expired         int64
 	LeaseExpired    int64
 	Committed       int64
+	OldestExpiresAt int64
 	OldestCreatedAt int64
 	NewestCreatedAt int64
 }
 
-// Counts rows for the stats command; reads the whole table.
+// Counts rows for the stats command. Unlike the other engines' it reads
+// the whole table: every figure is exact, and it is an operator's query.
 func (q *Queries) Stats(ctx context.Context, arg StatsParams) (StatsRow, error) {
-	row := q.db.QueryRowContext(ctx, stats, arg.Now, arg.Now, arg.Now)
+	row := q.db.QueryRowContext(ctx, stats,
+		arg.Now,
+		arg.Now,
+		arg.Now,
+		arg.Now,
+		arg.Now,
+	)
 	var i StatsRow
 	err := row.Scan(
 		&i.InFlight,
@@ -595,6 +606,7 @@ func (q *Queries) Stats(ctx context.Context, arg StatsParams) (StatsRow, error) 
 		&i.Expired,
 		&i.LeaseExpired,
 		&i.Committed,
+		&i.OldestExpiresAt,
 		&i.OldestCreatedAt,
 		&i.NewestCreatedAt,
 	)

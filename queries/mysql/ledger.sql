@@ -148,7 +148,8 @@ ORDER BY expires_at
 LIMIT ?;
 
 -- name: Stats :one
--- Counts rows for the stats command; reads the whole table.
+-- Counts rows for the stats command. Unlike the other engines' it reads
+-- the whole table: every figure is exact, and it is an operator's query.
 SELECT
     CAST(COALESCE(SUM(state = 'in_flight'), 0) AS SIGNED) AS in_flight,
     CAST(COALESCE(SUM(state = 'completed'), 0) AS SIGNED) AS completed,
@@ -156,6 +157,9 @@ SELECT
         AND (state = 'completed' OR lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED))), 0) AS SIGNED) AS expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED)), 0) AS SIGNED) AS lease_expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND committed_at IS NOT NULL), 0) AS SIGNED) AS committed,
+    CAST(COALESCE(MIN(CASE WHEN expires_at <= CAST(sqlc.arg(now) AS SIGNED)
+        AND (state = 'completed' OR lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED))
+        THEN expires_at END), 0) AS SIGNED) AS oldest_expires_at,
     CAST(COALESCE(MIN(created_at), 0) AS SIGNED) AS oldest_created_at,
     CAST(COALESCE(MAX(created_at), 0) AS SIGNED) AS newest_created_at
 FROM idempotency_ledger;

@@ -1,0 +1,2 @@
+DROP INDEX idemledger_ledger_created_at ON idempotency_ledger;
+DROP INDEX idemledger_ledger_in_flight ON idempotency_ledger;
