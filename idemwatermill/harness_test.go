@@ -36,8 +36,11 @@ type got struct {
 // plus its own client for setting topics up and reading them back.
 type broker interface {
 	// setup makes each topic exist (a stream, a queue), and the
-	// subscription group of in, removed when the test ends.
-	setup(t testing.TB, group, in string, topics ...string)
+	// subscription group of in, removed when the test ends. A message
+	// delivered and not acked is delivered again after redeliver (on
+	// JetStream, the consumer's AckWait; RabbitMQ redelivers when the
+	// consumer's connection closes, and ignores it).
+	setup(t testing.TB, redeliver time.Duration, group, in string, topics ...string)
 	publisher(t testing.TB) message.Publisher
 	subscriber(t testing.TB, group string) message.Subscriber
 	// read returns every message published to topic so far.
@@ -87,8 +90,11 @@ func name(prefix string) string {
 
 // natsBroker is NATS JetStream through watermill-nats/v2's jetstream
 // package. A topic is a stream of one subject; the subscription group is
-// a durable consumer (watermill__group__topic) with a 1 s ack wait, so
-// that a message whose consumer died is redelivered quickly.
+// a durable consumer (watermill__group__topic) with the ack wait asked
+// for. Subscribers pull one message at a time: watermill-nats v2.1.3's
+// jetstream subscriber can panic ("send on closed channel") when a message
+// reaches it while it closes, and messages prefetched past their ack wait
+// are redelivered to it, sooner or later during a close.
 type natsBroker struct{ url string }
 
 func (b *natsBroker) js(t testing.TB) jetstream.JetStream {
@@ -105,7 +111,7 @@ func (b *natsBroker) js(t testing.TB) jetstream.JetStream {
 	return js
 }
 
-func (b *natsBroker) setup(t testing.TB, group, in string, topics ...string) {
+func (b *natsBroker) setup(t testing.TB, redeliver time.Duration, group, in string, topics ...string) {
 	t.Helper()
 	js := b.js(t)
 	ctx := context.Background()
@@ -116,7 +122,7 @@ func (b *natsBroker) setup(t testing.TB, group, in string, topics ...string) {
 		t.Cleanup(func() { js.DeleteStream(context.Background(), topic) })
 	}
 	_, err := js.CreateOrUpdateConsumer(ctx, in, jetstream.ConsumerConfig{
-		Durable: "watermill__" + group + "__" + in, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second,
+		Durable: "watermill__" + group + "__" + in, AckPolicy: jetstream.AckExplicitPolicy, AckWait: redeliver,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +142,8 @@ func (b *natsBroker) publisher(t testing.TB) message.Publisher {
 func (b *natsBroker) subscriber(t testing.TB, group string) message.Subscriber {
 	t.Helper()
 	s, err := wmnats.NewSubscriber(wmnats.SubscriberConfig{URL: b.url, Logger: logger,
-		ResourceInitializer: wmnats.ExistingConsumer(nil, group)})
+		ResourceInitializer: wmnats.ExistingConsumer(nil, group),
+		ConsumeOptions:      []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(1)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +202,7 @@ func (b *amqpBroker) channel(t testing.TB) *amqp091.Channel {
 	return ch
 }
 
-func (b *amqpBroker) setup(t testing.TB, _, in string, topics ...string) {
+func (b *amqpBroker) setup(t testing.TB, _ time.Duration, _, in string, topics ...string) {
 	t.Helper()
 	ch := b.channel(t)
 	for _, topic := range append([]string{in}, topics...) {
@@ -263,6 +270,14 @@ func (b *amqpBroker) read(t testing.TB, topic string) []got {
 	}
 	return append([]got(nil), b.seen[topic]...)
 }
+
+// The ack waits of the tests: long where nothing should be redelivered
+// (a redelivery then would only be noise), short where a killed consumer's
+// message must come back quickly.
+const (
+	quiet  = 30 * time.Second
+	prompt = time.Second
+)
 
 // eventually polls cond every 20 ms until it holds or 15 s have passed.
 func eventually(t testing.TB, what string, cond func() bool) {

@@ -200,7 +200,7 @@ func TestKill9(t *testing.T) {
 func testKill9[TTx any](t *testing.T, bname string, b broker, d *testdb.DB[TTx]) {
 	processDB(t, d)
 	group, in, out := name("g"), name("in"), name("out")
-	b.setup(t, group, in, out)
+	b.setup(t, prompt, group, in, out)
 	cfg := childConfig{Mode: "hang", Broker: bname, Driver: d.Name, Source: d.Source, Group: group, In: in, Out: out}
 	cmd, lines := startChild(t, cfg)
 	expect(t, lines, "ready")
@@ -265,7 +265,7 @@ func TestTwoProcesses(t *testing.T) {
 func testTwoProcesses[TTx any](t *testing.T, bname string, b broker, d *testdb.DB[TTx]) {
 	processDB(t, d)
 	group, in, out := name("g"), name("in"), name("out")
-	b.setup(t, group, in, out)
+	b.setup(t, quiet, group, in, out)
 	cfg := childConfig{Mode: "run", Broker: bname, Driver: d.Name, Source: d.Source, Group: group, In: in, Out: out}
 	var all []<-chan string
 	for range 2 {

@@ -89,7 +89,7 @@ func TestRouter(t *testing.T) {
 
 func testRouter[TTx any](t *testing.T, b broker, form string, d *testdb.DB[TTx]) {
 	group, in, out, dlq := name("g"), name("in"), name("out"), name("dlq")
-	b.setup(t, group, in, out, dlq)
+	b.setup(t, quiet, group, in, out, dlq)
 	c := newConsumer(t, d, group)
 	pub := b.publisher(t)
 	poison, err := middleware.PoisonQueueWithFilter(pub, dlq, idemwatermill.IsDeadLetter)
