@@ -97,6 +97,8 @@ func name(prefix string) string {
 // are redelivered to it, sooner or later during a close.
 type natsBroker struct{ url string }
 
+func (b *natsBroker) urlFromEnv() string { return os.Getenv(NATSEnv) }
+
 func (b *natsBroker) js(t testing.TB) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(b.url)
