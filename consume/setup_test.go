@@ -48,13 +48,18 @@ func (r *recorder) Observe(_ context.Context, e ledger.Event) {
 	r.events = append(r.events, e)
 }
 
-// kinds returns the kinds seen so far, and forgets them.
+// kinds returns the kinds seen so far, and forgets them; an event whose
+// Method or Route is not the consumer's says so.
 func (r *recorder) kinds() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ks []string
 	for _, e := range r.events {
-		ks = append(ks, e.Kind.String())
+		k := e.Kind.String()
+		if e.Method != consume.EventMethod || e.Route != "orders" {
+			k += " (method " + e.Method + ", route " + e.Route + ")"
+		}
+		ks = append(ks, k)
 	}
 	r.events = nil
 	return ks
