@@ -125,6 +125,10 @@ func (c *Consumer[TTx]) refuse(ctx context.Context, dv *delivery, err error) Dec
 		return deadLetter(ReasonOutcomeNotStored, err)
 	case errors.Is(err, ledger.ErrInvalidRequest):
 		return deadLetter(ReasonInvalidKey, redact.Error(err, dv.req.Key, dv.req.Scope))
+	case ctx.Err() != nil:
+		// The adapter is shutting down: nothing failed, and the broker
+		// redelivers the message to whoever consumes next.
+		return nack(0, err)
 	}
 	c.emit(ctx, dv, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
 	return nack(c.opts.NackDelay, err)

@@ -179,3 +179,27 @@ func TestNew(t *testing.T) {
 		})
 	}
 }
+
+// A delivery whose context has ended (the adapter shuts down) is nacked
+// at once, with no event: nothing failed.
+func TestCancelled(t *testing.T) {
+	testdb.Each(t, testCancelled[*sql.Tx], testCancelled[pgx.Tx])
+}
+
+func testCancelled[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	b := setupOn(t, d, consume.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.ctx = ctx
+	var runs atomic.Int32
+	for _, f := range forms[TTx]() {
+		got := f.run(b, b.c, order, &runs, ok)
+		if got.Action != consume.Nack || got.Delay != 0 || !errors.Is(got.Err, context.Canceled) {
+			t.Fatalf("%s: %v after %v (%v), want a nack at once with context.Canceled", f.name, got.Action, got.Delay, got.Err)
+		}
+	}
+	if runs.Load() != 0 {
+		t.Fatalf("handler ran %d times, want 0", runs.Load())
+	}
+	wantKinds(t, b.obs)
+}

@@ -33,8 +33,8 @@ type Handler func(ctx context.Context, msg Message) (Output, error)
 // rest of that run's lease (at most Options.NackDelay) as Delay: the
 // message is never handled twice at once. A delivery of a completed key
 // gets the stored Output (Replayed) without running fn. ctx's values
-// reach fn; its cancellation stops the claim, not the storing of fn's
-// outcome. fn must not be nil.
+// reach fn; its cancellation stops the claim (Nack with no delay and the
+// claim's error), not the storing of fn's outcome. fn must not be nil.
 func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Decision {
 	dv, refused := c.prepare(msg)
 	if refused != nil {

@@ -30,12 +30,16 @@ type TxHandler[TTx any] func(ctx context.Context, tx TTx, msg Message) (Output, 
 // first may still commit. A key held by Handle's lease gets Nack, as in
 // Handle. On SQLite, where BEGIN takes the database's write lock, a
 // redelivery is answered from a plain read (ledger.Ledger.Lookup) before
-// any transaction begins. The transaction runs with ctx's values, not its
-// cancellation, once begun. fn must not be nil.
+// any transaction begins. A ctx that has ended gets Nack with no delay and
+// ctx's error, and nothing begins; once begun, the transaction runs with
+// ctx's values, not its cancellation. fn must not be nil.
 func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[TTx]) Decision {
 	dv, refused := c.prepare(msg)
 	if refused != nil {
 		return *refused
+	}
+	if err := ctx.Err(); err != nil {
+		return nack(0, err) // shutting down: begin nothing
 	}
 	d := c.l.Driver()
 	if d.BeginLocks() {
