@@ -44,12 +44,13 @@ func TestMain(m *testing.M) {
 // childConfig is what a consumer process is told, in its environment.
 type childConfig struct {
 	Mode                   string // "hang": stop for good after the first message is handled, before the router publishes and acks
+	Form                   string // "TxHandler" (the effect in the transaction) or "Middleware" (lease mode, the effect through the pool)
 	Broker, Driver, Source string
 	Group, In, Out         string
 }
 
 func (c childConfig) env() []string {
-	return append(os.Environ(), childEnv+"="+strings.Join([]string{c.Mode, c.Broker, c.Driver, c.Source, c.Group, c.In, c.Out}, "\x1f"))
+	return append(os.Environ(), childEnv+"="+strings.Join([]string{c.Mode, c.Form, c.Broker, c.Driver, c.Source, c.Group, c.In, c.Out}, "\x1f"))
 }
 
 // child is a consumer process: a router from In to Out whose TxHandler
@@ -58,21 +59,24 @@ func (c childConfig) env() []string {
 // message whose handler committed.
 func child() {
 	f := strings.Split(os.Getenv(childEnv), "\x1f")
-	cfg := childConfig{Mode: f[0], Broker: f[1], Driver: f[2], Source: f[3], Group: f[4], In: f[5], Out: f[6]}
+	cfg := childConfig{Mode: f[0], Form: f[1], Broker: f[2], Driver: f[3], Source: f[4], Group: f[5], In: f[6], Out: f[7]}
 	ctx := context.Background()
 	switch cfg.Driver {
 	case testdb.SQLite:
 		db, err := sqlite.Open(cfg.Source)
 		must(err)
-		runChild(cfg, sqlite.New(db))
+		runChild(cfg, sqlite.New(db), sqlExec(db))
 	case testdb.Postgres:
 		db, err := sql.Open("pgx", cfg.Source)
 		must(err)
-		runChild(cfg, postgres.New(db))
+		runChild(cfg, postgres.New(db), sqlExec(db))
 	case testdb.PgxV5:
 		pool, err := pgxpool.New(ctx, cfg.Source)
 		must(err)
-		runChild(cfg, pgxv5.New(pool))
+		runChild(cfg, pgxv5.New(pool), func(ctx context.Context, q string, args ...any) error {
+			_, err := pool.Exec(ctx, q, args...)
+			return err
+		})
 	default:
 		panic("no driver " + cfg.Driver)
 	}
@@ -94,22 +98,43 @@ func (childT) Fatalf(format string, a ...any) { must(fmt.Errorf(format, a...)) }
 func (childT) Cleanup(func())                 {}
 func (childT) Errorf(format string, a ...any) { must(fmt.Errorf(format, a...)) }
 
-func runChild[TTx any](cfg childConfig, d driver.Driver[TTx]) {
+func sqlExec(db *sql.DB) func(ctx context.Context, q string, args ...any) error {
+	return func(ctx context.Context, q string, args ...any) error {
+		_, err := db.ExecContext(ctx, q, args...)
+		return err
+	}
+}
+
+// runChild runs the consumer process on driver d; exec writes through d's
+// pool.
+func runChild[TTx any](cfg childConfig, d driver.Driver[TTx], exec func(ctx context.Context, q string, args ...any) error) {
 	l, err := ledger.New(d, ledger.Options{Lease: 5 * time.Second})
 	must(err)
 	c, err := consume.New(l, consume.Options{Scope: cfg.Group, NackDelay: 100 * time.Millisecond})
 	must(err)
 	var out sync.Mutex
 	say := func(s string) { out.Lock(); defer out.Unlock(); fmt.Println(s) }
+	const insert = `INSERT INTO effects (id, note) VALUES ($1, $2)`
 	h := idemwatermill.TxHandler(c, func(msg *message.Message, tx TTx) ([]*message.Message, error) {
-		if err := txExec(msg.Context(), tx, `INSERT INTO effects (id, note) VALUES ($1, $2)`, msg.UUID, string(msg.Payload)); err != nil {
+		if err := txExec(msg.Context(), tx, insert, msg.UUID, string(msg.Payload)); err != nil {
 			return nil, err
 		}
 		time.Sleep(5 * time.Millisecond) // let the other process take some messages
 		return []*message.Message{done(msg)}, nil
 	})
-	// report runs outside the handler: after the commit, before the
-	// router publishes and acks.
+	var mws []message.HandlerMiddleware
+	if cfg.Form == "Middleware" {
+		h = func(msg *message.Message) ([]*message.Message, error) {
+			if err := exec(msg.Context(), insert, msg.UUID, string(msg.Payload)); err != nil {
+				return nil, err
+			}
+			idemwatermill.Commit(msg)
+			return []*message.Message{done(msg)}, nil
+		}
+		mws = append(mws, idemwatermill.Middleware(c))
+	}
+	// report runs outside the handler (and Middleware): after the commit
+	// (the outcome stored), before the router publishes and acks.
 	report := func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			msgs, err := h(msg)
@@ -123,7 +148,7 @@ func runChild[TTx any](cfg childConfig, d driver.Driver[TTx]) {
 		}
 	}
 	t := childT{}
-	runRouter(t, brokerByName(cfg.Broker), cfg.Group, cfg.In, cfg.Out, h, report)
+	runRouter(t, brokerByName(cfg.Broker), cfg.Group, cfg.In, cfg.Out, h, append([]message.HandlerMiddleware{report}, mws...)...)
 	say("ready")
 	select {} // until killed
 }
@@ -183,25 +208,28 @@ func processDB[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 }
 
 // TestKill9 kills a consumer process with SIGKILL after its handler
-// committed and before the router published its message and acked: the
-// broker redelivers to another consumer, which answers from the record,
-// publishes the message the first run produced (same UUID, never
-// published before) and acks; the effect happened once.
+// committed (TxHandler) or its outcome was stored (Middleware) and before
+// the router published its message and acked: the broker redelivers to
+// another consumer, which answers from the record, publishes the message
+// the first run produced (same UUID, never published before) and acks;
+// the effect happened once.
 func TestKill9(t *testing.T) {
 	for bname, b := range brokers(t) {
-		t.Run(bname, func(t *testing.T) {
-			testdb.Each(t,
-				func(t *testing.T, d *testdb.DB[*sql.Tx]) { testKill9(t, bname, b, d) },
-				func(t *testing.T, d *testdb.DB[pgx.Tx]) { testKill9(t, bname, b, d) })
-		})
+		for _, form := range []string{"TxHandler", "Middleware"} {
+			t.Run(bname+"/"+form, func(t *testing.T) {
+				testdb.Each(t,
+					func(t *testing.T, d *testdb.DB[*sql.Tx]) { testKill9(t, bname, form, b, d) },
+					func(t *testing.T, d *testdb.DB[pgx.Tx]) { testKill9(t, bname, form, b, d) })
+			})
+		}
 	}
 }
 
-func testKill9[TTx any](t *testing.T, bname string, b broker, d *testdb.DB[TTx]) {
+func testKill9[TTx any](t *testing.T, bname, form string, b broker, d *testdb.DB[TTx]) {
 	processDB(t, d)
 	group, in, out := name("g"), name("in"), name("out")
 	b.setup(t, prompt, group, in, out)
-	cfg := childConfig{Mode: "hang", Broker: bname, Driver: d.Name, Source: d.Source, Group: group, In: in, Out: out}
+	cfg := childConfig{Mode: "hang", Form: form, Broker: bname, Driver: d.Name, Source: d.Source, Group: group, In: in, Out: out}
 	cmd, lines := startChild(t, cfg)
 	expect(t, lines, "ready")
 	sent := message.NewMessage(watermill.NewUUID(), []byte("p"))
@@ -219,10 +247,17 @@ func testKill9[TTx any](t *testing.T, bname string, b broker, d *testdb.DB[TTx])
 
 	c := newConsumerOn(t, d, group)
 	var ran atomic.Int32
-	runRouter(t, b, group, in, out, idemwatermill.TxHandler(c, func(msg *message.Message, tx TTx) ([]*message.Message, error) {
-		ran.Add(1)
-		return nil, fmt.Errorf("the handler ran again")
-	}))
+	if form == "TxHandler" {
+		runRouter(t, b, group, in, out, idemwatermill.TxHandler(c, func(msg *message.Message, tx TTx) ([]*message.Message, error) {
+			ran.Add(1)
+			return nil, fmt.Errorf("the handler ran again")
+		}))
+	} else {
+		runRouter(t, b, group, in, out, func(msg *message.Message) ([]*message.Message, error) {
+			ran.Add(1)
+			return nil, fmt.Errorf("the handler ran again")
+		}, idemwatermill.Middleware(c))
+	}
 	eventually(t, "the redelivery's publication", func() bool { return len(b.read(t, out)) >= 1 })
 	outs := b.read(t, out)
 	if len(outs) != 1 || outs[0].UUID != produced || outs[0].Payload != "done:p" {
@@ -266,7 +301,7 @@ func testTwoProcesses[TTx any](t *testing.T, bname string, b broker, d *testdb.D
 	processDB(t, d)
 	group, in, out := name("g"), name("in"), name("out")
 	b.setup(t, quiet, group, in, out)
-	cfg := childConfig{Mode: "run", Broker: bname, Driver: d.Name, Source: d.Source, Group: group, In: in, Out: out}
+	cfg := childConfig{Mode: "run", Form: "TxHandler", Broker: bname, Driver: d.Name, Source: d.Source, Group: group, In: in, Out: out}
 	var all []<-chan string
 	for range 2 {
 		_, lines := startChild(t, cfg)
