@@ -20,9 +20,10 @@ import (
 )
 
 // TestREADME runs the JetStream consumer of README.md's section Consumers
-// as it is written there (topics renamed apart): an order published twice
-// (same UUID) ships once, and both deliveries publish the same shipment;
-// the order's UUID with another payload goes to the dead-letter topic.
+// as it is written there (topics renamed apart, the logger silent): an
+// order published twice (same UUID) ships once, and both deliveries
+// publish the same shipment; the order's UUID with another payload goes
+// to the dead-letter topic.
 func TestREADME(t *testing.T) {
 	if _, ok := brokers(t)["nats"]; !ok {
 		t.Skipf("set %s to run it", NATSEnv)
