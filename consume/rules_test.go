@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -402,5 +403,39 @@ func testVanished[TTx any](t *testing.T, b *bundle[TTx]) {
 	wantDecision(t, d, consume.Ack, 0, &consume.Output{Result: []byte(committedAt.Format(time.RFC3339Nano))}, false)
 	if runs.Load() != 2 {
 		t.Fatalf("handler ran %d times, want 2", runs.Load())
+	}
+}
+
+// Events never hold the key or the scope: a handler error that quotes
+// them reaches the Decision unchanged (the adapter's to log or not), and
+// the observer with both blotted out.
+func TestEventsHoldNoKey(t *testing.T) {
+	eachForm(t, testEventsHoldNoKey[*sql.Tx], testEventsHoldNoKey[pgx.Tx])
+}
+
+func testEventsHoldNoKey[TTx any](t *testing.T, b *bundle[TTx], f form[TTx]) {
+	msg := consume.Message{ID: "k7secret", Payload: []byte("p")}
+	var runs atomic.Int32
+	d := f.run(b, b.c, msg, &runs, func(context.Context) (consume.Output, error) {
+		return consume.Output{}, errors.New("payment k7secret of orders-sub declined")
+	})
+	if d.Action != consume.Nack || d.Err.Error() != "payment k7secret of orders-sub declined" {
+		t.Fatalf("decision %v %v, want a nack with the handler's error unchanged", d.Action, d.Err)
+	}
+	b.obs.mu.Lock()
+	defer b.obs.mu.Unlock()
+	var released []string
+	for _, e := range b.obs.events {
+		if e.Err != nil {
+			released = append(released, e.Kind.String()+": "+e.Err.Error())
+		}
+	}
+	for _, r := range released {
+		if strings.Contains(r, "k7secret") || strings.Contains(r, "orders-sub") {
+			t.Fatalf("event %q holds the key or the scope", r)
+		}
+	}
+	if f.name == "HandleTx" && (len(released) != 1 || released[0] != "released: payment [redacted] of [redacted] declined") {
+		t.Fatalf("events with an error: %q, want the release", released)
 	}
 }
