@@ -51,8 +51,10 @@ type Decision struct {
 	// answered from the record of an earlier delivery.
 	Replayed bool
 	// Err is why the message is not acknowledged: for Nack the handler's
-	// error (unchanged), an *ledger.InFlightError, or the store's
-	// failure; for DeadLetter a *DeadLetterError. Nil for Ack.
+	// error (unchanged), an *ledger.InFlightError, the store's failure,
+	// or the error of the delivery's ended context; for DeadLetter a
+	// *DeadLetterError. Nil for Ack. It may quote the message's content
+	// and key: log it as carefully as the message.
 	Err error
 }
 

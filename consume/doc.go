@@ -36,6 +36,7 @@
 //	committed, then the process died (Handle)       DeadLetter(ReasonOutcomeNotStored), not run
 //	a key the ledger refuses (no message ID)        DeadLetter(ReasonInvalidKey), not run
 //	the ledger's store fails                        Nack after a delay
+//	the delivery's context has ended (shutdown)     Nack, no delay, nothing run
 //
 // The Output holds what the first run produced: its result and the
 // messages it publishes ([Outgoing]). The adapter publishes them before it
