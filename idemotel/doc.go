@@ -51,6 +51,12 @@
 //	rpc.response.status_code   string  Status is not 0, or the event is      the code's name: OK, NOT_FOUND, ABORTED, ...;
 //	                                   stored or replayed (0 is then OK)     a number outside gRPC's codes as digits
 //
+// From the messaging semantic conventions, for an event of a message
+// consumer (package consume; Method is consume.EventMethod):
+//
+//	messaging.operation.type   string  always                                process
+//	messaging.destination.name string  Route is not empty                    Route: consume.Options.Name, a topic or handler name
+//
 // The idempotency key and the scope are never recorded: [ledger.Event]
 // does not hold them, and Event.Err, which may quote the request's
 // content, is not recorded either.
@@ -64,7 +70,7 @@
 // a raw path, which the semantic conventions forbid in http.route. A layer
 // that knows no pattern for a request should leave Event.Route empty. As a
 // safeguard, at most Options.MaxRoutes distinct routes and gRPC methods are
-// recorded; later new ones are recorded as _OTHER. The SDK adds its own
+// recorded (consumer names among them); later new ones are recorded as _OTHER. The SDK adds its own
 // limit per instrument (2000 attribute sets by default).
 //
 // # Cost

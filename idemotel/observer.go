@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/idemledger/idemledger/consume"
 	"github.com/idemledger/idemledger/ledger"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -139,8 +140,8 @@ type observer struct {
 
 // routeKey names a route: an HTTP route or a gRPC method, normalized.
 type routeKey struct {
-	rpc  bool
-	name string
+	rpc, msg bool
+	name     string
 }
 
 // seriesKey names one attribute set below a route.
@@ -167,7 +168,7 @@ func (o *observer) Observe(ctx context.Context, e ledger.Event) {
 	o.mu.RLock()
 	rs := o.routes[rk]
 	if rs == nil && rk.name != "" && o.named >= o.maxRoutes {
-		rs = o.routes[routeKey{rpc: rk.rpc, name: Other}]
+		rs = o.routes[routeKey{rpc: rk.rpc, msg: rk.msg, name: Other}]
 	}
 	var s *series
 	if rs != nil {
@@ -216,12 +217,16 @@ func (o *observer) slow(rk routeKey, sk seriesKey) *series {
 }
 
 // keys normalizes an event into the keys of its attribute set. A Method
-// that begins with "/" is a gRPC full method name; anything else is an
+// that begins with "/" is a gRPC full method name, consume.EventMethod a
+// message consumer's (its Route the consumer's name); anything else is an
 // HTTP method.
 func keys(e ledger.Event) (routeKey, seriesKey) {
 	sk := seriesKey{kind: e.Kind, reason: e.Reason, op: e.Op, status: e.Status}
 	if strings.HasPrefix(e.Method, "/") {
 		return routeKey{rpc: true, name: e.Method[1:]}, sk
+	}
+	if e.Method == consume.EventMethod {
+		return routeKey{msg: true, name: e.Route}, sk
 	}
 	sk.method = httpMethod(e.Method)
 	return routeKey{name: httpRoute(e.Route)}, sk
@@ -245,6 +250,13 @@ func attributes(rk routeKey, sk seriesKey) attribute.Set {
 		}
 		if code, ok := grpcCode(sk.kind, sk.status); ok {
 			kv = append(kv, semconv.RPCResponseStatusCodeKey.String(code))
+		}
+		return attribute.NewSet(kv...)
+	}
+	if rk.msg {
+		kv = append(kv, semconv.MessagingOperationTypeProcess)
+		if rk.name != "" {
+			kv = append(kv, semconv.MessagingDestinationNameKey.String(rk.name))
 		}
 		return attribute.NewSet(kv...)
 	}

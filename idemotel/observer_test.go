@@ -126,6 +126,10 @@ func rpcCode(s string) attribute.KeyValue { return attribute.String("rpc.respons
 
 var grpcSystem = attribute.String("rpc.system.name", "grpc")
 
+var msgProcess = attribute.String("messaging.operation.type", "process")
+
+func msgDest(s string) attribute.KeyValue { return attribute.String("messaging.destination.name", s) }
+
 func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
 
 func TestObserve(t *testing.T) {
@@ -223,6 +227,22 @@ func TestObserve(t *testing.T) {
 			{[]attribute.KeyValue{kind("claimed"), method("POST"), route("example.com/orders/{id}")}, []time.Duration{0}},
 			{[]attribute.KeyValue{kind("claimed"), method("POST"), route("/files/{name...} x")}, []time.Duration{0}},
 			{[]attribute.KeyValue{kind("claimed"), method("POST")}, []time.Duration{0}},
+		},
+	}, {
+		name: "message consumers: operation type process, destination the consumer's name",
+		events: []ledger.Event{
+			{Kind: ledger.EventClaimed, Method: "consume", Route: "orders", Duration: ms(1)},
+			{Kind: ledger.EventStored, Method: "consume", Route: "orders", Duration: ms(9)},
+			{Kind: ledger.EventReplayed, Method: "consume", Route: "orders", Duration: ms(2)},
+			{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Method: "consume", Route: "orders", Duration: ms(4)},
+			{Kind: ledger.EventInFlight, Method: "consume", Duration: ms(1)},
+		},
+		want: []point{
+			{[]attribute.KeyValue{kind("claimed"), msgProcess, msgDest("orders")}, []time.Duration{ms(1)}},
+			{[]attribute.KeyValue{kind("stored"), msgProcess, msgDest("orders")}, []time.Duration{ms(9)}},
+			{[]attribute.KeyValue{kind("replayed"), msgProcess, msgDest("orders")}, []time.Duration{ms(2)}},
+			{[]attribute.KeyValue{kind("released"), reason("error"), msgProcess, msgDest("orders")}, []time.Duration{ms(4)}},
+			{[]attribute.KeyValue{kind("in_flight"), msgProcess}, []time.Duration{ms(1)}},
 		},
 	}, {
 		name: "gRPC: method and code names; 0 is OK only where an outcome is certain",

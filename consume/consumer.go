@@ -1,0 +1,162 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/internal/redact"
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// DefaultNackDelay is Options.NackDelay when it is left 0.
+const DefaultNackDelay = time.Second
+
+// EventMethod is the Method of every event a Consumer reports.
+const EventMethod = "consume"
+
+// Options configures a Consumer.
+type Options struct {
+	// Scope names the subscription (a queue, a durable consumer, a
+	// consumer group): the same message delivered to two subscriptions is
+	// two operations, one per scope. It must be acceptable to
+	// ledger.CheckScope; New refuses it otherwise.
+	Scope string
+	// Key returns the idempotency key of msg; nil means msg.ID. Derive
+	// one from a business identity with hash.DeriveKey when the same
+	// operation may come in several messages with different IDs. An error
+	// sends the message to the dead-letter path (ReasonInvalidKey).
+	Key func(msg Message) (string, error)
+	// Metadata names the metadata entries that are part of the
+	// fingerprint with the payload (see Fingerprint). Name only what a
+	// redelivery keeps: a broker's delivery count or timestamp differs
+	// from one delivery to the next, and would make every redelivery a
+	// reused key.
+	Metadata []string
+	// NackDelay is the longest Decision.Delay asked for: the wait after a
+	// handler error or a store failure, and the cap of the wait for a
+	// message in flight elsewhere (the rest of that run's lease, when
+	// shorter). Default DefaultNackDelay; negative is refused by New.
+	NackDelay time.Duration
+	// Recover lets a delivery run a message whose earlier run passed its
+	// commit point and vanished, once its lease ran out, knowing it
+	// (Recovered), instead of sending it to the dead-letter path with
+	// ReasonOutcomeNotStored (see ledger.Request.Recover). Handle only.
+	Recover bool
+	// Name is the Route of every event (a topic or handler name); never
+	// put a message's ID here.
+	Name string
+	// Observer receives the events of every delivery; nil means none.
+	Observer ledger.Observer
+}
+
+// Consumer decides what becomes of each delivered message, with the
+// ledger l. It is safe for concurrent use by multiple goroutines; it does
+// not own l.
+type Consumer[TTx any] struct {
+	l    *ledger.Ledger[TTx]
+	opts Options
+}
+
+// New returns a Consumer on l. It returns an error wrapping
+// ErrInvalidOptions when l is nil, when opts.Scope is refused by
+// ledger.CheckScope, or when opts.NackDelay is negative.
+func New[TTx any](l *ledger.Ledger[TTx], opts Options) (*Consumer[TTx], error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: nil ledger", ErrInvalidOptions)
+	}
+	if err := ledger.CheckScope(opts.Scope); err != nil {
+		return nil, fmt.Errorf("%w: scope: %w", ErrInvalidOptions, err)
+	}
+	if opts.NackDelay < 0 {
+		return nil, fmt.Errorf("%w: NackDelay %v is negative", ErrInvalidOptions, opts.NackDelay)
+	}
+	if opts.NackDelay == 0 {
+		opts.NackDelay = DefaultNackDelay
+	}
+	return &Consumer[TTx]{l: l, opts: opts}, nil
+}
+
+// Ledger returns the consumer's ledger.
+func (c *Consumer[TTx]) Ledger() *ledger.Ledger[TTx] { return c.l }
+
+// delivery is one message on its way through the contract.
+type delivery struct {
+	req   ledger.Request
+	start time.Time
+}
+
+// prepare makes msg's request, or returns the dead-letter Decision of a
+// key that cannot be had.
+func (c *Consumer[TTx]) prepare(msg Message) (*delivery, *Decision) {
+	start := time.Now()
+	key := msg.ID
+	if c.opts.Key != nil {
+		k, err := c.opts.Key(msg)
+		if err != nil {
+			d := deadLetter(ReasonInvalidKey, fmt.Errorf("consume: key: %w", err))
+			return nil, &d
+		}
+		key = k
+	}
+	if key == "" {
+		d := deadLetter(ReasonInvalidKey, errors.New("consume: the message has no ID"))
+		return nil, &d
+	}
+	req := ledger.Request{Scope: c.opts.Scope, Key: key, Fingerprint: Fingerprint(msg, c.opts.Metadata), Recover: c.opts.Recover}
+	return &delivery{req: req, start: start}, nil
+}
+
+// refuse answers a claim that did not win and is not a replay: the
+// ledger's error err.
+func (c *Consumer[TTx]) refuse(ctx context.Context, dv *delivery, err error) Decision {
+	var inFlight *ledger.InFlightError
+	switch {
+	case errors.As(err, &inFlight):
+		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventInFlight})
+		return nack(min(max(inFlight.RetryAfter, time.Millisecond), c.opts.NackDelay), err)
+	case errors.Is(err, ledger.ErrKeyReused):
+		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventKeyReused})
+		return deadLetter(ReasonKeyReused, ledger.ErrKeyReused)
+	case errors.Is(err, ledger.ErrCommitted):
+		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReplayed, Err: err})
+		return deadLetter(ReasonOutcomeNotStored, err)
+	case errors.Is(err, ledger.ErrInvalidRequest):
+		return deadLetter(ReasonInvalidKey, redact.Error(err, dv.req.Key, dv.req.Scope))
+	case ctx.Err() != nil:
+		// The adapter is shutting down: nothing failed, and the broker
+		// redelivers the message to whoever consumes next.
+		return nack(0, err)
+	}
+	c.emit(ctx, dv, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
+	return nack(c.opts.NackDelay, err)
+}
+
+// replay answers a redelivery from the stored outcome out.
+func (c *Consumer[TTx]) replay(ctx context.Context, dv *delivery, out ledger.Outcome) Decision {
+	s, err := decodeOutcome(out)
+	if err != nil {
+		return deadLetter(ReasonStoredOutcome, err)
+	}
+	c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReplayed})
+	if s.Failure != "" {
+		return deadLetter(ReasonFailed, &FailedError{Message: s.Failure})
+	}
+	return Decision{Action: Ack, Output: &s.Output, Replayed: true}
+}
+
+// emit reports e to the Observer, with Method, Route and Duration set and
+// the key and scope blotted out of Err.
+func (c *Consumer[TTx]) emit(ctx context.Context, dv *delivery, e ledger.Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	e.Method, e.Route = EventMethod, c.opts.Name
+	e.Duration = time.Since(dv.start)
+	if e.Err != nil {
+		e.Err = redact.Error(e.Err, dv.req.Key, dv.req.Scope)
+	}
+	c.opts.Observer.Observe(ctx, e)
+}

@@ -1,0 +1,120 @@
+package consume
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// Handler handles a message in lease mode. Its effects may be anywhere
+// (another service, a mailer); it returns what it produced, or an error to
+// have the message delivered again. ctx carries the run: call [Commit]
+// with it right after an effect that must not be made twice.
+type Handler func(ctx context.Context, msg Message) (Output, error)
+
+// Handle runs fn at most once per message key in lease mode and returns
+// the Decision for the delivery (see the package doc, Rules). It claims
+// the key (ledger.Ledger.Claim), extends the lease while fn runs, and then:
+//
+//   - fn returned no error: its Output is stored, and the Decision is Ack
+//     with it. Should storing fail, the Decision is still Ack (the effect
+//     was made; a redelivery would repeat it) and an event reports the
+//     failure;
+//   - fn returned an error before its commit point: the key is released
+//     and the Decision is Nack with fn's error;
+//   - fn returned an error after Commit: the failure is stored and the
+//     Decision is DeadLetter (ReasonFailed), now and on every redelivery;
+//   - fn panicked: as for an error, then the panic goes on (an adapter
+//     that recovers panics then nacks the message).
+//
+// A delivery whose key is held by a live run elsewhere gets Nack with the
+// rest of that run's lease (at most Options.NackDelay) as Delay: the
+// message is never handled twice at once. A delivery of a completed key
+// gets the stored Output (Replayed) without running fn. ctx's values
+// reach fn; its cancellation stops the claim (Nack with no delay and the
+// claim's error), not the storing of fn's outcome. fn must not be nil.
+func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Decision {
+	dv, refused := c.prepare(msg)
+	if refused != nil {
+		return *refused
+	}
+	claim, err := c.l.Claim(ctx, dv.req)
+	if err != nil {
+		return c.refuse(ctx, dv, err)
+	}
+	if claim.Replayed() {
+		return c.replay(ctx, dv, claim.Replay.Outcome)
+	}
+	run := lifecycle.Start(ctx, c.l, claim, func(e ledger.Event) { c.emit(ctx, dv, e) })
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		// fn panicked: before its commit point the key goes back, after it
+		// the failure is kept. The panic goes on.
+		if run.Committed() {
+			out, _ := encodeOutcome(Output{}, "consume: the handler panicked after its commit point")
+			run.Complete(out, ledger.ReasonPanic, 0, nil)
+			return
+		}
+		run.Release(ledger.ReasonPanic, 0)
+	}()
+	out, herr := fn(lifecycle.NewContext(ctx, run), msg)
+	finished = true
+	run.Stop()
+	switch {
+	case herr != nil && run.Committed():
+		stored, err := encodeOutcome(Output{}, herr.Error())
+		if err == nil {
+			run.Complete(stored, ledger.ReasonError, 0, herr)
+		}
+		return deadLetter(ReasonFailed, &FailedError{Message: herr.Error(), Err: herr})
+	case herr != nil:
+		run.Release(ledger.ReasonError, 0)
+		return nack(c.opts.NackDelay, herr)
+	}
+	stored, err := encodeOutcome(out, "")
+	if err != nil {
+		// Output always encodes: its fields are strings and bytes.
+		run.Release(ledger.ReasonError, 0)
+		return nack(c.opts.NackDelay, err)
+	}
+	run.Complete(stored, "", 0, nil)
+	return Decision{Action: Ack, Output: &out}
+}
+
+// Commit marks the commit point of the message being handled with ctx
+// (a Handler's context): its effect was made, so from now on a failure of
+// the handler is stored and the message is sent to the dead-letter path
+// instead of being run again, and a panic likewise. The mark is written
+// into the record before Commit returns (ledger.Ledger.Commit): should the
+// process die before the outcome is stored, a redelivery after the lease
+// gets DeadLetter (ReasonOutcomeNotStored), or with Options.Recover runs
+// again knowing it (Recovered). If the mark cannot be written, an event
+// with Op "commit" reports it and the mark holds in this process only.
+//
+// It reports whether ctx belongs to a run of Handle (HandleTx has no
+// commit point: the transaction is one). Calling it again is harmless. It
+// is safe to call from any goroutine.
+func Commit(ctx context.Context) bool {
+	r, ok := lifecycle.FromContext(ctx)
+	if ok {
+		r.Commit(ctx)
+	}
+	return ok
+}
+
+// Recovered reports, inside a Handler, when an earlier run of the same
+// message passed its commit point and vanished before storing its
+// outcome, and true, when this run recovers it (Options.Recover): the
+// effect was made, so look it up rather than make it again.
+func Recovered(ctx context.Context) (time.Time, bool) {
+	r, ok := lifecycle.FromContext(ctx)
+	if !ok || r.Recovered().IsZero() {
+		return time.Time{}, false
+	}
+	return r.Recovered(), true
+}
