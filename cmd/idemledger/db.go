@@ -7,31 +7,35 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
 	"strings"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	// The pgx database/sql driver, registered as "pgx".
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/mysql"
 	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
 // store is an open database and the engine it runs, which the -db flag
-// names explicitly: a postgres:// or postgresql:// URL is PostgreSQL,
-// anything else an SQLite file path or file: URI.
+// names explicitly: a postgres:// or postgresql:// URL is PostgreSQL, a
+// mysql:// URL MySQL or MariaDB, anything else an SQLite file path or file:
+// URI.
 type store struct {
 	db  *sql.DB
 	drv storeDriver // sqlite.New(db) or postgres.New(db)
-	// pg is set for a PostgreSQL database, whose catalog the command
-	// reads with its own queries.
-	pg bool
+	// pg and my are set for a PostgreSQL and a MySQL database, whose
+	// catalogs the command reads with its own queries.
+	pg, my bool
 }
 
 // storeDriver is a driver the commands both run the ledger on and migrate.
@@ -71,7 +75,7 @@ func mistypedPostgres(dsn string) bool {
 // a letter then letters, digits, '+', '-' or '.' (RFC 3986, section 3.1).
 func otherScheme(dsn string) (string, bool) {
 	scheme, _, ok := strings.Cut(dsn, "://")
-	if !ok || isPostgres(dsn) || scheme == "" || strings.EqualFold(scheme, "file") {
+	if !ok || isPostgres(dsn) || isMySQL(dsn) || scheme == "" || strings.EqualFold(scheme, "file") {
 		return "", false
 	}
 	for i, c := range scheme {
@@ -81,6 +85,43 @@ func otherScheme(dsn string) (string, bool) {
 		}
 	}
 	return scheme, true
+}
+
+// isMySQL reports whether dsn is a mysql:// URL, in any case.
+func isMySQL(dsn string) bool {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	return ok && strings.EqualFold(scheme, "mysql")
+}
+
+// mysqlDSN turns a mysql://user:password@host:port/database?param=value
+// URL into go-sql-driver/mysql's DSN (user:password@tcp(host:port)/database
+// ?param=value). The port defaults to 3306; the database is required, since
+// the ledger's table lives in it.
+func mysqlDSN(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", usagef("-db %q: %v", redactDSN(dsn), err)
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if db == "" || strings.Contains(db, "/") {
+		return "", usagef("-db %q names no database (want mysql://user:password@host:3306/database)", redactDSN(dsn))
+	}
+	cfg := gomysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.DBName = "tcp", u.Host, db
+	if u.Port() == "" {
+		cfg.Addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	if len(u.Query()) > 0 {
+		cfg.Params = map[string]string{}
+		for k, v := range u.Query() {
+			cfg.Params[k] = v[len(v)-1]
+		}
+	}
+	return cfg.FormatDSN(), nil
 }
 
 // pgxURL returns the PostgreSQL URL dsn with its scheme in lower case,
@@ -153,11 +194,20 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 		// Taken for an SQLite path, "mysql://u:pw@h/db" would name a
 		// directory that does not exist, and the message would not say
 		// why.
-		return nil, usagef("-db %q: the scheme %q is not supported: give a postgres:// URL, a file path or a file: URI", redactDSN(dsn), scheme)
+		return nil, usagef("-db %q: the scheme %q is not supported: give a postgres:// or mysql:// URL, a file path or a file: URI", redactDSN(dsn), scheme)
 	}
 	s := &store{}
 	var err error
-	if isPostgres(dsn) {
+	if isMySQL(dsn) {
+		var my string
+		if my, err = mysqlDSN(dsn); err != nil {
+			return nil, err
+		}
+		if s.db, err = sql.Open("mysql", my); err == nil {
+			s.drv, s.my = mysql.New(s.db), true
+			err = s.db.PingContext(ctx)
+		}
+	} else if isPostgres(dsn) {
 		if s.db, err = sql.Open("pgx", pgxURL(dsn)); err == nil {
 			s.drv, s.pg = postgres.New(s.db), true
 			err = s.db.PingContext(ctx)
@@ -210,6 +260,14 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 // checkLedger refuses a database without the ledger's table (SQLite's was
 // looked for before the file was opened) or migrated by a newer release.
 func (s *store) checkLedger(ctx context.Context, dsn string) error {
+	if s.my {
+		if ok, err := s.hasTable(ctx, "idempotency_ledger"); err != nil || !ok {
+			if err == nil {
+				err = noSchemaError(dsn)
+			}
+			return err
+		}
+	}
 	if s.pg {
 		// Any schema on the search_path will do: queries find it there.
 		var tables int
@@ -266,7 +324,7 @@ const dbEnv = "IDEMLEDGER_DB"
 // dbFlag defines the -db flag. Its default is empty, never the value of
 // dbEnv, so that -h cannot print a password; openDB falls back to dbEnv.
 func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, or a postgres:// URL (default $"+dbEnv+")")
+	return fs.String("db", "", "database `DSN`: an SQLite file path or file: URI, a postgres:// or a mysql:// URL (default $"+dbEnv+")")
 }
 
 // migrateCommand is a command that migrates the database dsn names, one
@@ -367,6 +425,9 @@ func (s *store) checkEmpty(ctx context.Context) error {
 // PostgreSQL's current schema, where the migrations put their tables.
 func (s *store) hasTable(ctx context.Context, name string) (bool, error) {
 	query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`
+	if s.my {
+		query = `SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`
+	}
 	if s.pg {
 		query = `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = current_schema()`
 	}

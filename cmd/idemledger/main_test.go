@@ -479,12 +479,18 @@ func TestMissingDatabase(t *testing.T) {
 func TestAdmin(t *testing.T) {
 	// The command reaches PostgreSQL through the postgres driver
 	// (database/sql): the engines are what it tells apart.
-	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
+	for _, e := range cliEngines {
 		t.Run(e, func(t *testing.T) { testAdmin(t, e) })
 	}
 }
 
 func testAdmin(t *testing.T, e string) {
+	if e == testdb.MySQL {
+		// Written around an empty SQLite file or PostgreSQL schema that
+		// migrate creates; the MySQL commands are covered by the operator
+		// tests (stats, purge, inspect) on a database testdb migrated.
+		t.Skip("TestAdmin starts from an unmigrated database, which testdb does not make for MySQL")
+	}
 	var (
 		path string
 		db   *sql.DB
@@ -729,8 +735,10 @@ func TestPasswordNeverShown(t *testing.T) {
 		{"file: URI with a password", "file://postgres:s3cretpw@otherhost/x.db", 2, 2, 2,
 			`-db "file://postgres:xxxxx@otherhost/x.db": a file: URI names a local file`},
 		// URLs of other schemes are refused, not taken for SQLite paths.
-		{"mysql URL", "mysql://app:s3cretpw@db.example/app", 2, 2, 2,
-			`-db "mysql://app:xxxxx@db.example/app": the scheme "mysql" is not supported: give a postgres:// URL, a file path or a file: URI`},
+		{"mssql URL", "mssql://app:s3cretpw@db.example/app", 2, 2, 2,
+			`-db "mssql://app:xxxxx@db.example/app": the scheme "mssql" is not supported: give a postgres:// or mysql:// URL, a file path or a file: URI`},
+		{"mysql URL without a database", "mysql://app:s3cretpw@db.example", 2, 2, 2,
+			`-db "mysql://app:xxxxx@db.example" names no database (want mysql://user:password@host:3306/database)`},
 		{"sqlite URL", "sqlite:///tmp/x.db", 2, 2, 2,
 			`the scheme "sqlite" is not supported`},
 	}

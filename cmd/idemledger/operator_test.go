@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
@@ -24,9 +27,23 @@ import (
 // pool on it for writing rows by hand.
 func operatorDB(t *testing.T, e string) (dsn string, db *sql.DB) {
 	t.Helper()
-	if e == testdb.Postgres {
+	switch e {
+	case testdb.Postgres:
 		db, dsn = testdb.PostgresDSN(t)
 		return dsn, db
+	case testdb.MySQL:
+		d := testdb.MySQLDB(t)
+		cfg, err := gomysql.ParseDSN(d.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := url.URL{Scheme: "mysql", Host: cfg.Addr, Path: "/" + cfg.DBName}
+		if cfg.Passwd != "" {
+			u.User = url.UserPassword(cfg.User, cfg.Passwd)
+		} else {
+			u.User = url.User(cfg.User)
+		}
+		return u.String(), d.SQL
 	}
 	dsn = filepath.Join(t.TempDir(), "ops.db")
 	idemledger(t, "", "migrate", "-db", dsn).want(t, 0)
@@ -53,10 +70,10 @@ func insertOperatorRows(t *testing.T, e string, db *sql.DB) {
 		q    string
 		args []any
 	}{
-		{`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, headers, body, created_at, completed_at, expires_at)
+		{`INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, status, headers, body, created_at, completed_at, expires_at)
 			VALUES ('tenant-1', 'order-17', ?, 'completed', 2, 201, ?, ?, ?, ?, ?)`,
 			[]any{[]byte(fp), []byte(`{"Content-Type":["application/json"]}`), []byte(`{"id":7}`), created, completed, far}},
-		{`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, lease_token, lease_expires_at, created_at, expires_at)
+		{`INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, lease_token, lease_expires_at, created_at, expires_at)
 			VALUES ('tenant-1', 'order-18', ?, 'in_flight', 1, 'tok', ?, ?, ?)`,
 			[]any{[]byte(fp), far, created, far + 100}},
 	}
@@ -72,7 +89,7 @@ func insertOperatorRows(t *testing.T, e string, db *sql.DB) {
 // expiry; on both engines.
 func TestOperatorOutput(t *testing.T) {
 	fp := strings.Repeat("ab", 32)
-	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
+	for _, e := range cliEngines {
 		t.Run(e, func(t *testing.T) {
 			dsn, db := operatorDB(t, e)
 			insertOperatorRows(t, e, db)
@@ -179,7 +196,7 @@ func idemledgerEnv(t *testing.T, env []string, args ...string) result {
 // IDEMLEDGER_DB, and a suggested command can be pasted as it is: it never
 // holds the redacted password.
 func TestDatabaseFromEnvironment(t *testing.T) {
-	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
+	for _, e := range cliEngines {
 		t.Run(e, func(t *testing.T) {
 			dsn, db := operatorDB(t, e)
 			insertOperatorRows(t, e, db)
@@ -239,7 +256,7 @@ func TestDatabaseFromEnvironment(t *testing.T) {
 func TestPurgeProgressOnce(t *testing.T) {
 	dsn, db := operatorDB(t, testdb.SQLite)
 	for i := range 20 {
-		if _, err := db.Exec(`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, created_at, completed_at, expires_at)
+		if _, err := db.Exec(`INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, status, created_at, completed_at, expires_at)
 			VALUES ('s', ?, randomblob(32), 'completed', 1, 200, 1, 1, 2)`, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
@@ -254,12 +271,12 @@ func TestPurgeProgressOnce(t *testing.T) {
 // TestPurgeTimeout: -timeout stops a purge, exits 1, and the count it
 // prints is exactly what was deleted; on both engines.
 func TestPurgeTimeout(t *testing.T) {
-	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
+	for _, e := range cliEngines {
 		t.Run(e, func(t *testing.T) {
 			dsn, db := operatorDB(t, e)
 			const total = 20000
-			if _, err := db.Exec(testdb.Rebind(engineOf(e), `INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, status, created_at, completed_at, expires_at)
-				SELECT 's', 'k' || n, ?, 'completed', 1, 200, 1, 1, 2 FROM (`+series(e, total)+`) AS g`), []byte(strings.Repeat("\x01", 32))); err != nil {
+			if _, err := db.Exec(testdb.Rebind(engineOf(e), `INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, status, created_at, completed_at, expires_at)
+				SELECT 's', concat('k', n), ?, 'completed', 1, 200, 1, 1, 2 FROM (`+series(e, total)+`) AS g`), []byte(strings.Repeat("\x01", 32))); err != nil {
 				t.Fatal(err)
 			}
 			p := idemledger(t, "", "purge", "-db", dsn, "-batch", "1", "-timeout", "1s", "-q")
@@ -294,8 +311,16 @@ func TestPurgeTimeout(t *testing.T) {
 
 // series is a subquery of the integers 1..n, column n.
 func series(e string, n int) string {
-	if e == testdb.Postgres {
+	switch e {
+	case testdb.Postgres:
 		return fmt.Sprintf("SELECT generate_series(1, %d) AS n", n)
+	case testdb.MySQL:
+		// MySQL and MariaDB stop a recursive CTE at 1,000 rounds by
+		// default: five tables of ten digits make up to 100,000 rows.
+		digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
+			"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+		return fmt.Sprintf("SELECT 1 + a.d + 10*b.d + 100*c.d + 1000*e.d + 10000*f.d AS n FROM %[1]s AS a, %[1]s AS b, %[1]s AS c, %[1]s AS e, %[1]s AS f "+
+			"WHERE a.d + 10*b.d + 100*c.d + 1000*e.d + 10000*f.d < %[2]d", digits, n)
 	}
 	return fmt.Sprintf("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < %d) SELECT n FROM c", n)
 }
@@ -313,22 +338,26 @@ func TestVersion(t *testing.T) {
 
 // engineOf is the database engine of the command's driver e.
 func engineOf(e string) string {
-	if e == testdb.SQLite {
-		return "sqlite"
+	switch e {
+	case testdb.SQLite, testdb.MySQL:
+		return e
 	}
 	return "postgres"
 }
+
+// cliEngines are the drivers the command opens, one per engine.
+var cliEngines = []string{testdb.SQLite, testdb.Postgres, testdb.MySQL}
 
 // TestInspectAcrossScopes: without -scope, inspect shows the key's records
 // in every scope; -in-flight lists the records in flight; on both engines.
 func TestInspectAcrossScopes(t *testing.T) {
 	fp := strings.Repeat("ab", 32)
-	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
+	for _, e := range cliEngines {
 		t.Run(e, func(t *testing.T) {
 			dsn, db := operatorDB(t, e)
 			insertOperatorRows(t, e, db)
 			// order-17 again, in flight in another scope.
-			if _, err := db.Exec(testdb.Rebind(e, `INSERT INTO idempotency_ledger (scope, key, fingerprint, state, fence, lease_token, lease_expires_at, created_at, expires_at)
+			if _, err := db.Exec(testdb.Rebind(e, `INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, lease_token, lease_expires_at, created_at, expires_at)
 				VALUES ('tenant-2', 'order-17', ?, 'in_flight', 3, 'tok2', ?, ?, ?)`), []byte(strings.Repeat("\xab", 32)), far, completed, far); err != nil {
 				t.Fatal(err)
 			}
@@ -407,7 +436,7 @@ expires 2100-01-01T00:00:00.000Z
 // passed their commit point ("gone" marked it before it was killed);
 // inspect -in-flight shows when. On both engines.
 func TestStatsLeaseRanOut(t *testing.T) {
-	for _, e := range []string{testdb.SQLite, testdb.Postgres} {
+	for _, e := range cliEngines {
 		t.Run(e, func(t *testing.T) {
 			dsn, db := operatorDB(t, e)
 			ctx := context.Background()
