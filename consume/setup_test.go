@@ -88,7 +88,7 @@ func eachDriver(t *testing.T, sqlBody func(*testing.T, *bundle[*sql.Tx]), pgxBod
 
 func setupOn[TTx any](t testing.TB, d *testdb.DB[TTx], opts consume.Options) *bundle[TTx] {
 	t.Helper()
-	if _, err := d.SQL.Exec(`CREATE TABLE effects (id TEXT PRIMARY KEY, note TEXT NOT NULL)`); err != nil {
+	if _, err := d.SQL.Exec(`CREATE TABLE effects (id VARCHAR(255) PRIMARY KEY, note TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	b := &bundle[TTx]{d: d, clock: &clock{now: t0}, obs: &recorder{}, ctx: context.Background()}

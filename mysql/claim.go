@@ -12,7 +12,7 @@ import (
 // Claim claims a key in up to four statements, since MySQL has no UPDATE
 // ... RETURNING and no conditional upsert that reports what it did:
 //
-//  1. A plain read of the row, then the server's clock. When the row
+//  1. A plain read of the row with the server's clock. When the row
 //     stands (a replay, an in-flight answer, a reused key), that is the
 //     answer: no lock is taken and nothing is written.
 //  2. For a key without a row, an INSERT. It wins, or fails with a
@@ -49,18 +49,19 @@ func (e executor) claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return idriver.ClaimResult{}, err
 	}
-	// The clock after the read: a row unexpired at now was unexpired when
-	// read.
-	now, err := e.clock(ctx, a.Now)
-	if err != nil {
-		return idriver.ClaimResult{}, err
-	}
 	if found {
-		if r := row(g); !idriver.MayTakeOver(&r, a, now) {
+		// The row with the clock of its statement (queries/mysql, Get).
+		now := at(a.Now, g.Now)
+		if r := row(g.IdempotencyLedger); !idriver.MayTakeOver(&r, a, now) {
 			return idriver.ClaimResult{Now: now, Row: &r}, nil
 		}
 	} else {
-		err := e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
+		// A miss carries no clock: the new lease counts from the server's.
+		now, err := e.clock(ctx, a.Now)
+		if err != nil {
+			return idriver.ClaimResult{}, err
+		}
+		err = e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
 			Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fingerprint: a.Fingerprint,
 			LeaseToken:     token(a.Token),
 			LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},

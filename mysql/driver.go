@@ -94,21 +94,29 @@ func (e executor) clock(ctx context.Context, now int64) (int64, error) {
 
 func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
 	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key)})
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return idriver.GetResult{}, err
-	}
-	// The clock after the read: a row unexpired at now was unexpired when
-	// read (driver.GetResult).
-	now, cerr := e.clock(ctx, p.Now)
-	if cerr != nil {
-		return idriver.GetResult{}, cerr
+	if errors.Is(err, sql.ErrNoRows) {
+		// A miss carries no clock; a miss makes a claim start over, where
+		// now is unused.
+		return idriver.GetResult{Now: p.Now}, nil
 	}
 	if err != nil {
-		return idriver.GetResult{Now: now}, nil
+		return idriver.GetResult{}, err
 	}
-	r := row(g)
-	return idriver.GetResult{Now: now, Row: &r}, nil
+	r := row(g.IdempotencyLedger)
+	return idriver.GetResult{Now: at(p.Now, g.Now), Row: &r}, nil
 }
+
+// at is now, or the server's clock read with a statement when now is 0.
+func at(now, server int64) int64 {
+	if now != 0 {
+		return now
+	}
+	return server
+}
+
+// clockArg is the now argument of a statement that reads the server's
+// clock itself when it is NULL.
+func clockArg(now int64) sql.NullInt64 { return sql.NullInt64{Int64: now, Valid: now != 0} }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
 	if e.tx != nil {
@@ -118,17 +126,13 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 }
 
 func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
-	now, err := e.clock(ctx, p.Now)
-	if err != nil {
-		return false, err
-	}
 	n, err := e.q().Complete(ctx, mysqldb.CompleteParams{
 		Status:         sql.NullInt64{Int64: p.Status, Valid: true},
 		Headers:        nullBytes(p.Headers),
 		Body:           nullBytes(p.Body),
 		Kind:           sql.NullString{String: p.Kind, Valid: p.Kind != ""},
-		Now:            sql.NullInt64{Int64: now, Valid: true},
-		ExpiresAt:      now + p.TTLMillis,
+		Now:            clockArg(p.Now),
+		TtlMillis:      p.TTLMillis,
 		Scope:          []byte(p.Scope),
 		IdempotencyKey: []byte(p.Key),
 		LeaseToken:     token(p.Token),
@@ -159,12 +163,8 @@ func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool
 }
 
 func (e executor) markCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
-	now, err := e.clock(ctx, p.Now)
-	if err != nil {
-		return false, err
-	}
 	n, err := e.q().MarkCommitted(ctx, mysqldb.MarkCommittedParams{
-		Now:   sql.NullInt64{Int64: now, Valid: true},
+		Now:   clockArg(p.Now),
 		Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
 	})
 	if err != nil || n == 1 {

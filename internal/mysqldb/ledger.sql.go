@@ -126,8 +126,8 @@ SET state            = 'completed',
     headers          = ?,
     body             = ?,
     kind             = ?,
-    completed_at     = ?,
-    expires_at       = ?
+    completed_at     = COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)),
+    expires_at       = COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) + CAST(? AS SIGNED)
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
   AND state = 'in_flight' AND lease_token = ? AND fence = ?
 `
@@ -138,7 +138,7 @@ type CompleteParams struct {
 	Body           sql.NullString
 	Kind           sql.NullString
 	Now            sql.NullInt64
-	ExpiresAt      int64
+	TtlMillis      int64
 	Scope          []byte
 	IdempotencyKey []byte
 	LeaseToken     sql.NullString
@@ -155,7 +155,8 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		arg.Body,
 		arg.Kind,
 		arg.Now,
-		arg.ExpiresAt,
+		arg.Now,
+		arg.TtlMillis,
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.LeaseToken,
@@ -254,8 +255,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 }
 
 const get = `-- name: Get :one
-SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+SELECT idempotency_ledger.scope, idempotency_ledger.` + "`" + `key` + "`" + `, idempotency_ledger.fingerprint, idempotency_ledger.state, idempotency_ledger.lease_token, idempotency_ledger.lease_expires_at, idempotency_ledger.fence, idempotency_ledger.status, idempotency_ledger.headers, idempotency_ledger.body, idempotency_ledger.created_at, idempotency_ledger.completed_at, idempotency_ledger.expires_at, idempotency_ledger.committed_at, idempotency_ledger.kind, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now
 FROM idempotency_ledger
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 `
@@ -265,25 +265,36 @@ type GetParams struct {
 	IdempotencyKey []byte
 }
 
-func (q *Queries) Get(ctx context.Context, arg GetParams) (IdempotencyLedger, error) {
+type GetRow struct {
+	IdempotencyLedger IdempotencyLedger
+	Now               int64
+}
+
+// The row and the server's clock in one round trip: a replay's whole read.
+// The clock is the statement's start, like the PostgreSQL driver's
+// statement_timestamp(); the row comes from a snapshot taken no later (in
+// a caller's transaction, possibly much earlier), so a row unexpired at
+// that clock was unexpired in the snapshot.
+func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 	row := q.db.QueryRowContext(ctx, get, arg.Scope, arg.IdempotencyKey)
-	var i IdempotencyLedger
+	var i GetRow
 	err := row.Scan(
-		&i.Scope,
-		&i.Key,
-		&i.Fingerprint,
-		&i.State,
-		&i.LeaseToken,
-		&i.LeaseExpiresAt,
-		&i.Fence,
-		&i.Status,
-		&i.Headers,
-		&i.Body,
-		&i.CreatedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.CommittedAt,
-		&i.Kind,
+		&i.IdempotencyLedger.Scope,
+		&i.IdempotencyLedger.Key,
+		&i.IdempotencyLedger.Fingerprint,
+		&i.IdempotencyLedger.State,
+		&i.IdempotencyLedger.LeaseToken,
+		&i.IdempotencyLedger.LeaseExpiresAt,
+		&i.IdempotencyLedger.Fence,
+		&i.IdempotencyLedger.Status,
+		&i.IdempotencyLedger.Headers,
+		&i.IdempotencyLedger.Body,
+		&i.IdempotencyLedger.CreatedAt,
+		&i.IdempotencyLedger.CompletedAt,
+		&i.IdempotencyLedger.ExpiresAt,
+		&i.IdempotencyLedger.CommittedAt,
+		&i.IdempotencyLedger.Kind,
+		&i.Now,
 	)
 	return i, err
 }
@@ -445,7 +456,7 @@ func (q *Queries) ListInFlight(ctx context.Context, limit int32) ([]IdempotencyL
 
 const markCommitted = `-- name: MarkCommitted :execrows
 UPDATE idempotency_ledger
-SET committed_at = COALESCE(committed_at, ?)
+SET committed_at = COALESCE(committed_at, ?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED))
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
   AND state = 'in_flight' AND lease_token = ? AND fence = ?
 `

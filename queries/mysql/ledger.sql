@@ -17,8 +17,12 @@
 SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now;
 
 -- name: Get :one
-SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+-- The row and the server's clock in one round trip: a replay's whole read.
+-- The clock is the statement's start, like the PostgreSQL driver's
+-- statement_timestamp(); the row comes from a snapshot taken no later (in
+-- a caller's transaction, possibly much earlier), so a row unexpired at
+-- that clock was unexpired in the snapshot.
+SELECT sqlc.embed(idempotency_ledger), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now
 FROM idempotency_ledger
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key);
 
@@ -87,8 +91,8 @@ SET state            = 'completed',
     headers          = sqlc.narg(headers),
     body             = sqlc.narg(body),
     kind             = sqlc.narg(kind),
-    completed_at     = sqlc.arg(now),
-    expires_at       = sqlc.arg(expires_at)
+    completed_at     = COALESCE(sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)),
+    expires_at       = COALESCE(sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) + CAST(sqlc.arg(ttl_millis) AS SIGNED)
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
   AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
 
@@ -105,7 +109,7 @@ WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
 -- there. A second mark changes nothing, which MySQL reports as no row: the
 -- driver then reads whether the lease holds (Held).
 UPDATE idempotency_ledger
-SET committed_at = COALESCE(committed_at, sqlc.arg(now))
+SET committed_at = COALESCE(committed_at, sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED))
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
   AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
 
