@@ -20,12 +20,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemledger/idemledger/consume"
-	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/idemwatermill"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/pgxv5"
-	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -62,23 +59,25 @@ func child() {
 	cfg := childConfig{Mode: f[0], Form: f[1], Broker: f[2], Driver: f[3], Source: f[4], Group: f[5], In: f[6], Out: f[7]}
 	ctx := context.Background()
 	switch cfg.Driver {
-	case testdb.SQLite:
-		db, err := sqlite.Open(cfg.Source)
-		must(err)
-		runChild(cfg, sqlite.New(db), sqlExec(db))
-	case testdb.Postgres:
-		db, err := sql.Open("pgx", cfg.Source)
-		must(err)
-		runChild(cfg, postgres.New(db), sqlExec(db))
 	case testdb.PgxV5:
 		pool, err := pgxpool.New(ctx, cfg.Source)
 		must(err)
-		runChild(cfg, pgxv5.New(pool), func(ctx context.Context, q string, args ...any) error {
-			_, err := pool.Exec(ctx, q, args...)
-			return err
-		})
+		db, err := sql.Open("pgx", cfg.Source) // for the Middleware form's writes
+		must(err)
+		runChild(cfg, testdb.WrapPgx(pool, db, cfg.Source))
 	default:
-		panic("no driver " + cfg.Driver)
+		var db *sql.DB
+		var err error
+		switch cfg.Driver {
+		case testdb.SQLite:
+			db, err = sqlite.Open(cfg.Source)
+		case testdb.MySQL:
+			db, err = sql.Open("mysql", cfg.Source)
+		default:
+			db, err = sql.Open("pgx", cfg.Source)
+		}
+		must(err)
+		runChild(cfg, testdb.WrapSQL(cfg.Driver, db, cfg.Source))
 	}
 }
 
@@ -98,17 +97,9 @@ func (childT) Fatalf(format string, a ...any) { must(fmt.Errorf(format, a...)) }
 func (childT) Cleanup(func())                 {}
 func (childT) Errorf(format string, a ...any) { must(fmt.Errorf(format, a...)) }
 
-func sqlExec(db *sql.DB) func(ctx context.Context, q string, args ...any) error {
-	return func(ctx context.Context, q string, args ...any) error {
-		_, err := db.ExecContext(ctx, q, args...)
-		return err
-	}
-}
-
-// runChild runs the consumer process on driver d; exec writes through d's
-// pool.
-func runChild[TTx any](cfg childConfig, d driver.Driver[TTx], exec func(ctx context.Context, q string, args ...any) error) {
-	l, err := ledger.New(d, ledger.Options{Lease: 5 * time.Second})
+// runChild runs the consumer process on d.
+func runChild[TTx any](cfg childConfig, d *testdb.DB[TTx]) {
+	l, err := ledger.New(d.Driver, ledger.Options{Lease: 5 * time.Second})
 	must(err)
 	c, err := consume.New(l, consume.Options{Scope: cfg.Group, NackDelay: 100 * time.Millisecond})
 	must(err)
@@ -116,7 +107,7 @@ func runChild[TTx any](cfg childConfig, d driver.Driver[TTx], exec func(ctx cont
 	say := func(s string) { out.Lock(); defer out.Unlock(); fmt.Println(s) }
 	const insert = `INSERT INTO effects (id, note) VALUES ($1, $2)`
 	h := idemwatermill.TxHandler(c, func(msg *message.Message, tx TTx) ([]*message.Message, error) {
-		if err := txExec(msg.Context(), tx, insert, msg.UUID, string(msg.Payload)); err != nil {
+		if err := d.Exec(msg.Context(), tx, insert, msg.UUID, string(msg.Payload)); err != nil {
 			return nil, err
 		}
 		time.Sleep(5 * time.Millisecond) // let the other process take some messages
@@ -125,7 +116,9 @@ func runChild[TTx any](cfg childConfig, d driver.Driver[TTx], exec func(ctx cont
 	var mws []message.HandlerMiddleware
 	if cfg.Form == "Middleware" {
 		h = func(msg *message.Message) ([]*message.Message, error) {
-			if err := exec(msg.Context(), insert, msg.UUID, string(msg.Payload)); err != nil {
+			// Outside any transaction, through database/sql.
+			q := testdb.Rebind(d.Engine, `INSERT INTO effects (id, note) VALUES (?, ?)`)
+			if _, err := d.SQL.ExecContext(msg.Context(), q, msg.UUID, string(msg.Payload)); err != nil {
 				return nil, err
 			}
 			idemwatermill.Commit(msg)

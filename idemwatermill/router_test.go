@@ -19,7 +19,7 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-const effectsTable = `CREATE TABLE effects (id TEXT PRIMARY KEY, note TEXT NOT NULL)`
+const effectsTable = `CREATE TABLE effects (id VARCHAR(255) PRIMARY KEY, note TEXT NOT NULL)`
 
 // newConsumer adds the effects table to d and returns a Consumer for the
 // subscription group, nacking after 100 ms.
@@ -101,7 +101,7 @@ func testRouter[TTx any](t *testing.T, b broker, form string, d *testdb.DB[TTx])
 	switch form {
 	case "TxHandler":
 		h = idemwatermill.TxHandler(c, func(msg *message.Message, tx TTx) ([]*message.Message, error) {
-			if err := txExec(msg.Context(), tx, `INSERT INTO effects (id, note) VALUES ($1, $2)`, msg.UUID, string(msg.Payload)); err != nil {
+			if err := d.Exec(msg.Context(), tx, `INSERT INTO effects (id, note) VALUES ($1, $2)`, msg.UUID, string(msg.Payload)); err != nil {
 				return nil, err
 			}
 			return []*message.Message{done(msg)}, nil
