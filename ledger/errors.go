@@ -160,9 +160,11 @@ func wrapOp(op string, err error) error {
 // replays the stored outcome. Under READ COMMITTED (PostgreSQL's default)
 // the duplicate waits and replays without it. On SQLite they are lock
 // failures (SQLITE_BUSY, SQLITE_LOCKED): another connection, often of
-// another process, held the database past busy_timeout. The database's own
-// error stays reachable with errors.As (*pgconn.PgError, or
-// modernc.org/sqlite's *sqlite.Error). A claim that lost the race for its
+// another process, held the database past busy_timeout. On MySQL they are
+// deadlocks (1213: InnoDB rolled the transaction back) and, with ErrBusy,
+// lock waits past innodb_lock_wait_timeout (1205). The database's own
+// error stays reachable with errors.As (*pgconn.PgError, modernc.org/sqlite's
+// *sqlite.Error, or go-sql-driver's *mysql.MySQLError). A claim that lost the race for its
 // record several times running (it changed between each read and write:
 // takeovers of expired records, releases, purges) matches it too.
 var ErrRetryable = errors.New("ledger: retryable")
@@ -178,8 +180,10 @@ var ErrNotMigrated = errors.New("ledger: not migrated")
 // ErrBusy is matched (errors.Is), together with ErrRetryable, by the errors
 // of SQLite lock failures (SQLITE_BUSY, SQLITE_LOCKED): another connection,
 // often of another process, held the database's write lock past
-// busy_timeout. The store is working but contended, not down: HTTP servers
-// answer 503 with Retry-After rather than report an outage.
+// busy_timeout; and on MySQL by lock waits past innodb_lock_wait_timeout
+// (1205) and a server out of connections (1040). The store is working but
+// contended, not down: HTTP servers answer 503 with Retry-After rather than
+// report an outage.
 var ErrBusy = errors.New("ledger: busy")
 
 // classify turns the driver sentinels an error is marked with (each driver

@@ -136,6 +136,10 @@ func pgxURL(dsn string) string {
 // string ("host=db.example user=app password=..."), which pgx accepts.
 var keyValueDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|sslpassword|service|connect_timeout|application_name|options|target_session_attrs)\s*=`)
 
+// goMySQLDSN matches go-sql-driver/mysql's DSN form, user[:password]@tcp(host:port)/database
+// (or unix(path)), which the command refuses rather than take for an SQLite path.
+var goMySQLDSN = regexp.MustCompile(`^[^/]*@(tcp|tcp6|unix)\(`)
+
 // isKeyValue reports whether dsn is a key=value PostgreSQL connection
 // string. The command refuses those rather than take one for the name of
 // an SQLite file, which migrate would create, password and all.
@@ -184,6 +188,11 @@ func openDB(ctx context.Context, dsn string, n need) (*store, error) {
 	}
 	if isKeyValue(dsn) {
 		return nil, usagef("-db %q is a key=value PostgreSQL connection string; give a postgres:// URL", redactDSN(dsn))
+	}
+	if goMySQLDSN.MatchString(dsn) {
+		// Taken for an SQLite path, it would name a file that migrate
+		// would create.
+		return nil, usagef("-db %q is a go-sql-driver DSN; give a mysql://user:password@host:3306/database URL", redactDSN(dsn))
 	}
 	if mistypedPostgres(dsn) {
 		// Taken for an SQLite path, it would name a file after the
