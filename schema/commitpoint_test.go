@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io/fs"
 	"testing"
 	"time"
 
@@ -57,22 +56,7 @@ func testCommitPointMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	// Back to version 1 by hand, as a database migrated by the previous
 	// release would be, less the mark: the down migrations above version 1,
 	// newest first.
-	downs, err := fs.Glob(schema.FS, d.Engine+"/*.down.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := len(downs) - 1; i >= 1; i-- {
-		down, err := fs.ReadFile(schema.FS, downs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := execScript(ctx, d.SQL, down); err != nil {
-			t.Fatalf("%s: %v", downs[i], err)
-		}
-	}
-	if _, err := d.SQL.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 1"); err != nil {
-		t.Fatal(err)
-	}
+	downByHand(t, ctx, d, 1)
 	if v, dirty, err := schema.Version(ctx, d.Driver); v != 1 || dirty || err != nil {
 		t.Fatalf("Version = %d, %v, %v; want 1", v, dirty, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,22 +58,7 @@ func testOutcomeKindMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	l.Close()
 
 	// Down to version 2 by hand: the down migrations above it, newest first.
-	downs, err := fs.Glob(schema.FS, d.Engine+"/*.down.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := len(downs) - 1; i >= 2; i-- {
-		down, err := fs.ReadFile(schema.FS, downs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := execScript(ctx, d.SQL, down); err != nil {
-			t.Fatalf("%s: %v", downs[i], err)
-		}
-	}
-	if _, err := d.SQL.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 2"); err != nil {
-		t.Fatal(err)
-	}
+	downByHand(t, ctx, d, 2)
 	// The columns as a release of schema version 2 reads them.
 	want := map[string]struct{ headers, body string }{
 		"grpc":       {`{"Idemgrpc-Outcome":["1"]}`, "\x08\x05"},
@@ -125,4 +111,28 @@ func execScript(ctx context.Context, db *sql.DB, script []byte) error {
 		}
 	}
 	return nil
+}
+
+// downByHand takes d's database back to version to, as a database migrated
+// by that release would be: it runs the down migrations above it, newest
+// first, and records the version. It relies on FS listing the files of an
+// engine in version order (their names begin with the zero-padded version).
+func downByHand[TTx any](t *testing.T, ctx context.Context, d *testdb.DB[TTx], to int) {
+	t.Helper()
+	downs, err := fs.Glob(schema.FS, d.Engine+"/*.down.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(downs) - 1; i >= to; i-- {
+		down, err := fs.ReadFile(schema.FS, downs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := execScript(ctx, d.SQL, down); err != nil {
+			t.Fatalf("%s: %v", downs[i], err)
+		}
+	}
+	if _, err := d.SQL.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = "+strconv.Itoa(to)); err != nil {
+		t.Fatal(err)
+	}
 }
