@@ -62,7 +62,7 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 		}
 		run.Release(ledger.ReasonPanic, 0)
 	}()
-	out, herr := fn(lifecycle.NewContext(ctx, run), msg)
+	out, herr := fn(run.Context(ctx), msg)
 	finished = true
 	run.Stop()
 	switch {
@@ -99,12 +99,13 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 // It reports whether ctx belongs to a run of Handle (HandleTx has no
 // commit point: the transaction is one). Calling it again is harmless. It
 // is safe to call from any goroutine.
+//
+// It returns false when the lease is lost: the handler's context is then
+// cancelled with a cause matching ledger.ErrLeaseLost, the answer will
+// not be stored, and a retry may run again.
 func Commit(ctx context.Context) bool {
 	r, ok := lifecycle.FromContext(ctx)
-	if ok {
-		r.Commit(ctx)
-	}
-	return ok
+	return ok && r.Commit(ctx)
 }
 
 // Recovered reports, inside a Handler, when an earlier run of the same

@@ -140,7 +140,7 @@ func (s *server) run(ctx context.Context, c *call, claim *ledger.Claim, req conn
 		}
 		run.Release(ledger.ReasonPanic, 0)
 	}()
-	res, herr := next(lifecycle.NewContext(ctx, run), req)
+	res, herr := next(run.Context(ctx), req)
 	finished = true
 	run.Stop()
 

@@ -25,12 +25,13 @@ import (
 // It reports whether ctx is the context of a call protected by the server
 // interceptor (a call without a key is not); calling it again is harmless
 // and writes nothing more. It is safe to call from any goroutine.
+//
+// It returns false when the lease is lost: the handler's context is then
+// cancelled with a cause matching ledger.ErrLeaseLost, the answer will
+// not be stored, and a retry may run again.
 func Commit(ctx context.Context) bool {
 	r, ok := lifecycle.FromContext(ctx)
-	if ok {
-		r.Commit(ctx)
-	}
-	return ok
+	return ok && r.Commit(ctx)
 }
 
 // Recovered reports, inside a handler of a protected call, when an earlier

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemledger/idemledger/idemgrpc"
 	"github.com/idemledger/idemledger/internal/eventlog"
+	"github.com/idemledger/idemledger/internal/heartbeat"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -274,7 +275,16 @@ func TestObserverEvents(t *testing.T) {
 			if tl.err != nil {
 				t.Fatalf("takeover: %v", tl.err)
 			}
-			got := rec.All()
+			// The takeover waits out the lease inside the extension, so
+			// the heartbeat may also report the lease running out
+			// unconfirmed, before the extension returns: whether it does
+			// is a race of two timers, and that report is left out.
+			var got []ledger.Event
+			for _, e := range rec.All() {
+				if !errors.Is(e.Err, heartbeat.ErrExpired) {
+					got = append(got, e)
+				}
+			}
 			checkEvents(t, got, []ledger.Event{ev(m, ledger.EventClaimed, "", "", 0),
 				ev(m, ledger.EventLeaseLost, "", "extend", 0), ev(m, ledger.EventLeaseLost, "", "complete", codes.OK)})
 			for _, e := range got {

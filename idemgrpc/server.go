@@ -72,7 +72,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		return s.replay(ctx, c, claim.Replay.Outcome)
 	}
 	run := lifecycle.Start(ctx, s.l, claim, func(e ledger.Event) { s.emit(ctx, c, e) })
-	hctx := lifecycle.NewContext(ctx, run)
+	hctx := run.Context(ctx)
 	finished := false
 	defer func() {
 		if finished {

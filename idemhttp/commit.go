@@ -103,14 +103,15 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 //
 // Commit reports whether a Middleware's claim protects the request, and
 // so whether the mark has any effect. It returns false for an unprotected
-// request, and under TxHandler alone, whose commit point is the commit of
-// its transaction. It may be called more than once, from any goroutine;
+// request, under TxHandler alone, whose commit point is the commit of its
+// transaction, and when the claim's lease is lost (see Lease loss in the
+// package doc): the answer will not be stored, and a retry may run the
+// handler again. It may be called more than once, from any goroutine;
 // the record is written once, and every call returns after that write.
 func Commit(ctx context.Context) bool {
 	h := heldFrom(ctx)
 	if h == nil || h.run == nil {
 		return false
 	}
-	h.run.Commit(ctx)
-	return true
+	return h.run.Commit(ctx)
 }

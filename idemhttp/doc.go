@@ -83,6 +83,22 @@
 // lease_lost). Choose ledger.Options.Lease longer than the store outages
 // the service must ride out.
 //
+// # Lease loss
+//
+// The handler hears of a lost lease through its request's context: it is
+// cancelled, with a cause that matches ledger.ErrLeaseLost
+// (context.Cause), as soon as the Middleware knows that a retry may be
+// running the handler again: when an extension finds the key taken over,
+// when the lease runs out with no extension confirmed (a store locked or
+// unreachable for a whole lease: lease_lost, Op extend), and when Commit
+// finds the lease gone (Commit then returns false). Make the effect under
+// that context (an outgoing request with it, a check of ctx.Err() just
+// before), so that a run that lost its key stops before the effect
+// instead of repeating the retry's. Past a written commit mark the record
+// is not taken over as if nothing had happened, so only a takeover found
+// by an extension or by Commit cancels the context then. The fence
+// (Claim.Fence) remains the guard for writes that land after the check.
+//
 // # Timeouts
 //
 // Put http.TimeoutHandler outside the middleware, never inside it:
@@ -189,8 +205,8 @@
 //	                                                                  request that passed its commit point and vanished)
 //	in_flight          -                            409               the key's first request still runs
 //	key_reused         -                            422               the key came with another request
-//	lease_lost         Op extend, complete,         the answer's (1)  another request took the key over
-//	                   or release
+//	lease_lost         Op extend, commit, complete  the answer's (1)  another request took the key over, or (Op extend) the
+//	                   or release                                     lease ran out before an extension was confirmed
 //	store_busy         Op claim, commit, complete,  the answer's (1)  the store stayed locked past its busy timeout
 //	                   release or extend
 //	store_unavailable  Op claim, commit, complete,  the answer's (1)  the store failed otherwise

@@ -2,6 +2,7 @@ package idemhttp
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -95,7 +96,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		run.Release(ledger.ReasonPanic, 0)
 	}()
-	m.next.ServeHTTP(cw, withHeld(p.r, h))
+	m.next.ServeHTTP(cw, p.r.WithContext(context.WithValue(run.Context(p.r.Context()), ctxKey{}, h)))
 	finished = true
 	run.Stop()
 	cw.finish()

@@ -14,30 +14,57 @@
 // that ran out without a takeover is still the holder's to extend (see
 // ledger.Ledger.Extend), so an outage shorter than the lease costs nothing,
 // and giving up would hand the key to the first retry after any outage
-// while the handler still runs. An outage longer than the lease is beyond
-// any heartbeat: a retry that waits behind the same lock may be served
-// before the extension when it ends, and take the expired lease over.
+// while the handler still runs.
+//
+// An outage longer than the lease is beyond any heartbeat: a retry that
+// waits behind the same lock may be served before the extension when it
+// ends, and take the expired lease over. What a Beat can do is say so in
+// time. It keeps a second timer at the end of the lease as last confirmed
+// (measured from when the confirming extension was sent, so never later
+// than the server's own end), and when that end passes with no extension
+// confirmed it reports ErrExpired: from then on the handler can no longer
+// know that it holds the key, and must not start an effect that a retry
+// may be making too.
 package heartbeat
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/idemledger/idemledger/ledger"
 )
 
+// ErrExpired is what a Beat reports to lost when the lease, as last
+// confirmed, ran out before an extension succeeded. It matches
+// ledger.ErrLeaseLost: the lease may have been taken over, and nothing
+// tells the holder whether it was.
+var ErrExpired = fmt.Errorf("the lease ran out before an extension succeeded: %w", ledger.ErrLeaseLost)
+
 // Beat is a running heartbeat; Stop ends it.
 type Beat struct {
 	mu      sync.Mutex
 	stopped bool
 	timer   *time.Timer
+
+	// end fires when the lease as last confirmed runs out. It is reset by
+	// the beat (under mu) and fires on its own goroutine, which must not
+	// wait for mu: the beat holds mu while an extension waits on the store,
+	// and that wait is what end is there to cut short. endMu orders what it
+	// reports before Stop returns.
+	end   *time.Timer
+	endMu sync.Mutex
+	ended bool
 }
 
 // Start calls extend every third of lease until Stop. A failed extension's
 // error goes to failed, under the Beat's lock, so that what failed reports
-// comes before anything the caller reports after Stop.
-func Start(lease time.Duration, extend func() error, failed func(error)) *Beat {
+// comes before anything the caller reports after Stop. lost hears of the
+// end of the lease: the extension's error when it matches
+// ledger.ErrLeaseLost, or ErrExpired when the lease ran out unconfirmed
+// (it may hear of both, in either order).
+func Start(lease time.Duration, extend func() error, failed, lost func(error)) *Beat {
 	b := &Beat{}
 	every := lease / 3
 	tick := func() {
@@ -49,26 +76,55 @@ func Start(lease time.Duration, extend func() error, failed func(error)) *Beat {
 		start := time.Now()
 		err := extend()
 		if err == nil {
-			// The beat keeps its period whatever the extension took.
+			// The lease now ends lease after the extension was sent, or
+			// later. The beat keeps its period whatever the extension
+			// took.
+			b.end.Reset(max(lease-time.Since(start), 0))
 			b.timer.Reset(max(every-time.Since(start), 0))
 			return
 		}
 		failed(err)
-		if !errors.Is(err, ledger.ErrLeaseLost) {
-			b.timer.Reset(every / 3)
+		if errors.Is(err, ledger.ErrLeaseLost) {
+			b.endMu.Lock()
+			if !b.ended {
+				b.ended = true
+				b.end.Stop()
+				lost(err)
+			}
+			b.endMu.Unlock()
+			return
 		}
+		b.timer.Reset(every / 3)
+	}
+	expire := func() {
+		b.endMu.Lock()
+		defer b.endMu.Unlock()
+		if b.ended {
+			return
+		}
+		b.ended = true
+		lost(ErrExpired)
 	}
 	b.mu.Lock()
+	// The claim's lease began when the server ran it, before Start was
+	// called: end fires later than the server's end by the time the
+	// claim's reply took, a few milliseconds against a lease of seconds.
+	b.end = time.AfterFunc(lease, expire)
 	b.timer = time.AfterFunc(every, tick)
 	b.mu.Unlock()
 	return b
 }
 
-// Stop ends the heartbeat, waiting for an extension in progress: a claim
-// must not be extended and completed at the same time.
+// Stop ends the heartbeat, waiting for an extension in progress (a claim
+// must not be extended and completed at the same time) and for a report
+// to lost in progress.
 func (b *Beat) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stopped = true
 	b.timer.Stop()
+	b.endMu.Lock()
+	b.ended = true
+	b.end.Stop()
+	b.endMu.Unlock()
 }

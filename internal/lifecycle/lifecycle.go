@@ -43,6 +43,15 @@ type Run struct {
 	hb        *heartbeat.Beat
 	committed atomic.Bool
 	markOnce  sync.Once
+
+	// mu guards what tells the handler that its lease is gone: the
+	// cancellations of the contexts Context made, and the cause once
+	// known.
+	mu      sync.Mutex
+	cancels []context.CancelCauseFunc
+	cause   error
+	// markHeld reports whether Commit wrote the mark into the record.
+	markHeld bool
 }
 
 // Start begins the run of c, a claim that won (not a replay): it reports
@@ -57,8 +66,70 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 		return l.Extend(ctx, c)
 	}
 	failed := func(err error) { emit(ledger.Event{Kind: FailureKind(err), Op: "extend", Err: err}) }
-	r.hb = heartbeat.Start(l.Lease(), extend, failed)
+	lost := func(err error) {
+		if errors.Is(err, heartbeat.ErrExpired) {
+			if r.committed.Load() && r.markWritten() {
+				// The record passed its commit point: no retry takes it
+				// over as if nothing had happened, so the handler goes on.
+				return
+			}
+			emit(ledger.Event{Kind: ledger.EventLeaseLost, Op: "extend", Err: err})
+		}
+		r.lose(err)
+	}
+	r.hb = heartbeat.Start(l.Lease(), extend, failed, lost)
 	return r
+}
+
+// Context returns a context for the handler of r's request: it carries
+// ctx's values and r (FromContext), and is cancelled with ctx, when the
+// run stops, or when the lease is lost, with a cause that matches
+// ledger.ErrLeaseLost (context.Cause): a retry may be running the request
+// again, so the handler must not begin its effect. The lease is taken as
+// lost when an extension finds it taken over, when it runs out with no
+// extension confirmed (the store unreachable, or locked, for a whole
+// lease), and when Commit finds it gone; a run that wrote its commit mark
+// is cancelled only for the first and the last.
+func (r *Run) Context(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	r.mu.Lock()
+	if r.cause != nil {
+		cancel(r.cause)
+	} else {
+		r.cancels = append(r.cancels, cancel)
+	}
+	r.mu.Unlock()
+	return context.WithValue(ctx, ctxKey{}, r)
+}
+
+// lose cancels the handler's contexts with cause, once.
+func (r *Run) lose(cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cause != nil {
+		return
+	}
+	r.cause = cause
+	for _, cancel := range r.cancels {
+		cancel(cause)
+	}
+	r.cancels = nil
+}
+
+// Lost returns why the lease is taken as lost (matching
+// ledger.ErrLeaseLost), or nil while it is not.
+func (r *Run) Lost() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cause
+}
+
+// markWritten reports whether Commit wrote the mark (false while the
+// write is in progress).
+func (r *Run) markWritten() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.markHeld
 }
 
 // Recovered is when an earlier run of the request passed its commit point,
@@ -70,22 +141,48 @@ func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
 // first call returns (every call returns after that write); a failure to
 // write it is reported with Op "commit", and the mark then holds in this
 // process only.
-func (r *Run) Commit(ctx context.Context) {
+//
+// It returns false when the lease is lost: known lost before, or found
+// taken over by the mark's write. The run's end will not be stored then,
+// and a retry may run the request again.
+func (r *Run) Commit(ctx context.Context) bool {
 	r.committed.Store(true)
 	r.markOnce.Do(func() {
-		if err := r.l.Commit(ctx, &r.marked); err != nil {
-			r.emit(ledger.Event{Kind: FailureKind(err), Op: "commit", Err: err})
+		if err := r.Lost(); err != nil && !errors.Is(err, heartbeat.ErrExpired) {
 			return
 		}
-		r.emit(ledger.Event{Kind: ledger.EventCommitted})
+		err := r.l.Commit(ctx, &r.marked)
+		switch {
+		case err == nil:
+			r.mu.Lock()
+			r.markHeld = true
+			r.mu.Unlock()
+			r.emit(ledger.Event{Kind: ledger.EventCommitted})
+		case errors.Is(err, ledger.ErrLeaseLost):
+			r.emit(ledger.Event{Kind: ledger.EventLeaseLost, Op: "commit", Err: err})
+			r.lose(err)
+		default:
+			r.emit(ledger.Event{Kind: FailureKind(err), Op: "commit", Err: err})
+		}
 	})
+	err := r.Lost()
+	return err == nil || (errors.Is(err, heartbeat.ErrExpired) && r.markWritten())
 }
 
 // Committed reports whether the handler passed its commit point.
 func (r *Run) Committed() bool { return r.committed.Load() }
 
-// Stop ends the heartbeat; the handler has returned (or panicked).
-func (r *Run) Stop() { r.hb.Stop() }
+// Stop ends the heartbeat and cancels the handler's contexts (Context);
+// the handler has returned (or panicked).
+func (r *Run) Stop() {
+	r.hb.Stop()
+	r.mu.Lock()
+	for _, cancel := range r.cancels {
+		cancel(nil)
+	}
+	r.cancels = nil
+	r.mu.Unlock()
+}
 
 // Complete stores out, reporting EventStored with why (empty when out is
 // the handler's answer as given) and status, or the failure with Op
@@ -140,11 +237,6 @@ func FailureKind(err error) ledger.EventKind {
 // ctxKey is the context key of a run, for the integrations whose handlers
 // reach it through their context (idemgrpc, idemconnect).
 type ctxKey struct{}
-
-// NewContext returns ctx carrying r, for the handler of r's request.
-func NewContext(ctx context.Context, r *Run) context.Context {
-	return context.WithValue(ctx, ctxKey{}, r)
-}
 
 // FromContext returns the run of the request whose context is ctx.
 func FromContext(ctx context.Context) (*Run, bool) {
