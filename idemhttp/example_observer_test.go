@@ -65,6 +65,6 @@ func ExampleOptions_observer() {
 	// level=INFO msg="idempotency: replayed" method=POST route="POST /orders/{id}/pay" status=201
 	// 201
 	// level=WARN msg="idempotency: key_reused" method=POST route="POST /orders/{id}/pay" status=422
-	// 422 {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request","code":"key-reused"}
+	// 422 {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request: its method, path and query, Content-Type or body (compared in canonical form) differ from the first request's","code":"key-reused"}
 	// map[claimed POST /orders/{id}/pay:1 key_reused POST /orders/{id}/pay:1 replayed POST /orders/{id}/pay:1 stored POST /orders/{id}/pay:1]
 }

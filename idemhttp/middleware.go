@@ -286,7 +286,7 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 	case errors.Is(err, ledger.ErrKeyReused):
 		cfg.emit(p, ledger.Event{Kind: ledger.EventKeyReused, Status: http.StatusUnprocessableEntity})
 		cfg.refuse(w, r, Refusal{Status: http.StatusUnprocessableEntity, Code: CodeKeyReused,
-			Detail: "this idempotency key was used with another request", Err: err})
+			Detail: cfg.reused, Err: err})
 		return true
 	case errors.Is(err, ledger.ErrInvalidRequest):
 		// A refusal of the key, before any record: no event.
@@ -365,3 +365,12 @@ func (cfg *config) replay(w http.ResponseWriter, p *prepared, out ledger.Outcome
 		_, _ = w.Write(out.Body)
 	}
 }
+
+// The details of a 422 for a key reused with another request. The record
+// keeps only the fingerprint's digest, so nothing can say which part
+// differed; the default fingerprint's parts are named, for a client to
+// check its retry against.
+const (
+	reusedDefault = "this idempotency key was used with another request: its method, path and query, Content-Type or body (compared in canonical form) differ from the first request's"
+	reusedCustom  = "this idempotency key was used with another request: what the service compares differs from the first request's"
+)

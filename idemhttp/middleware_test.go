@@ -327,13 +327,26 @@ func TestReusedKey(t *testing.T) {
 		}
 		for _, tt := range tests {
 			a := b.do(t, tt.method, tt.target, tt.body, "k")
-			want := `{"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request","code":"key-reused"}` + "\n"
+			want := `{"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request: its method, path and query, Content-Type or body (compared in canonical form) differ from the first request's","code":"key-reused"}` + "\n"
 			if a.status != 422 || a.body != want || a.header.Get("Content-Type") != ProblemContentType {
 				t.Errorf("%s: %d %q %q", tt.name, a.status, a.body, a.header.Get("Content-Type"))
 			}
 		}
 		if n := b.calls.Load(); n != 1 {
 			t.Fatalf("handler ran %d times, want 1", n)
+		}
+
+		// A service's own fingerprint: the detail cannot name its parts.
+		own := setup(t, e, Options{Fingerprint: func(r *http.Request, body []byte) (hash.Digest, error) {
+			return hash.Request(r.Method, r.URL.Path, "", body), nil
+		}}, ledger.Options{}, created)
+		if a := own.do(t, "POST", "/orders", `{"amount":100}`, "k"); a.status != 201 {
+			t.Fatalf("first: %+v", a)
+		}
+		a := own.do(t, "POST", "/orders", `{"amount":101}`, "k")
+		want := `{"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request: what the service compares differs from the first request's","code":"key-reused"}` + "\n"
+		if a.status != 422 || a.body != want {
+			t.Errorf("own fingerprint: %d %q", a.status, a.body)
 		}
 	})
 }

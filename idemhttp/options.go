@@ -248,6 +248,7 @@ type config struct {
 	allow            map[string]bool
 	policy           FailurePolicy
 	fingerprint      func(*http.Request, []byte) (hash.Digest, error)
+	reused           string // the detail of a 422 for a reused key
 	refuse           RefuseFunc
 	replayHeader     string
 	retryAfter       time.Duration
@@ -301,8 +302,9 @@ func newConfig(o Options, maxKey int) *config {
 			}
 		}
 	}
+	c.reused = reusedCustom
 	if c.fingerprint == nil {
-		c.fingerprint = fingerprint
+		c.fingerprint, c.reused = fingerprint, reusedDefault
 	}
 	if c.refuse == nil {
 		c.refuse = WriteProblem
