@@ -475,7 +475,8 @@ func TestMissingDatabase(t *testing.T) {
 // TestAdmin runs migrate, stats, inspect and purge against a real file
 // whose records were written through the library with a clock in the past,
 // so that some have expired by the time the commands run.
-// On PostgreSQL, -db is the URL of a fresh schema of its own.
+// On PostgreSQL and MySQL, -db is the URL of a fresh schema or database of
+// its own.
 func TestAdmin(t *testing.T) {
 	// The command reaches PostgreSQL through the postgres driver
 	// (database/sql): the engines are what it tells apart.
@@ -485,20 +486,16 @@ func TestAdmin(t *testing.T) {
 }
 
 func testAdmin(t *testing.T, e string) {
-	if e == testdb.MySQL {
-		// Written around an empty SQLite file or PostgreSQL schema that
-		// migrate creates; the MySQL commands are covered by the operator
-		// tests (stats, purge, inspect) on a database testdb migrated.
-		t.Skip("TestAdmin starts from an unmigrated database, which testdb does not make for MySQL")
-	}
 	var (
 		path string
 		db   *sql.DB
 	)
-	if e == testdb.Postgres {
-		db, path = testdb.PostgresDSN(t)
-	} else {
+	if e == testdb.SQLite {
 		path = filepath.Join(t.TempDir(), "admin.db")
+	} else {
+		// A database of its own, already migrated: migrate up finds
+		// nothing to do.
+		path, db = operatorDB(t, e)
 	}
 	r := idemledger(t, "", "migrate", "-db", path)
 	r.want(t, 0)
