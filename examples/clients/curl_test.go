@@ -53,7 +53,7 @@ func TestCurlRetry(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					if i == 1 {
-						time.Sleep(100 * time.Millisecond)
+						s.waitRunning(key)
 					}
 					outs[i] = curlPost(t, s.srv.URL, key, c.flags...)
 				}()

@@ -85,7 +85,7 @@ func TestRetryableHTTP(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					if i == 1 {
-						time.Sleep(100 * time.Millisecond)
+						s.waitRunning(key)
 					}
 					statuses[i], _, _ = postRetryable(t, client, s.srv.URL, key)
 				}()

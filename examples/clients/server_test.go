@@ -33,6 +33,15 @@ func counter(m *sync.Map, key string) *atomic.Int64 {
 func (s *shop) effectsOf(key string) int64 { return counter(&s.effects, key).Load() }
 func (s *shop) hitsOf(key string) int64    { return counter(&s.hits, key).Load() }
 
+// waitRunning returns once a request with key runs the handler (or after
+// 10 s), for a duplicate that must arrive while the first runs: a fixed
+// pause lost that race on a loaded machine.
+func (s *shop) waitRunning(key string) {
+	for deadline := time.Now().Add(10 * time.Second); s.effectsOf(key) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // start serves the shop behind idemhttp.Middleware with opts on a fresh
 // ledger of the driver.
 func (s *shop) start(t *testing.T, engine string, opts idemhttp.Options) {
