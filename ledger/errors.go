@@ -42,7 +42,10 @@ var (
 	// caller no longer holds the claim's lease: another request took the
 	// row over (its fence grew), the claim was released or completed
 	// already, the row was purged, or the claim is a replay that never held
-	// a lease. The caller must not assume its outcome was stored.
+	// a lease. The caller must not assume its outcome was stored. The
+	// integrations' handler contexts (idemhttp, idemgrpc, idemconnect,
+	// consume) end with a cause matching it when the lease is lost, or
+	// ran out with no extension confirmed.
 	ErrLeaseLost = errors.New("ledger: lease lost")
 
 	// ErrNotFound is returned (wrapped) by Get when no record exists for the
