@@ -328,7 +328,8 @@ var (
 	// run of the whole transaction may succeed.
 	ErrRetryable = errors.New("driver: retryable")
 	// ErrBusy: a lock was not granted within the engine's timeout (SQLite's
-	// busy_timeout): the store works but is contended. Errors marked with
+	// busy_timeout, PostgreSQL's lock_timeout, MySQL's
+	// innodb_lock_wait_timeout): the store works but is contended. Errors marked with
 	// it are marked ErrRetryable too.
 	ErrBusy = errors.New("driver: busy")
 	// ErrNotMigrated: the ledger's table does not exist.

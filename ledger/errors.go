@@ -183,8 +183,9 @@ var ErrNotMigrated = errors.New("ledger: not migrated")
 // ErrBusy is matched (errors.Is), together with ErrRetryable, by the errors
 // of SQLite lock failures (SQLITE_BUSY, SQLITE_LOCKED): another connection,
 // often of another process, held the database's write lock past
-// busy_timeout; and on MySQL by lock waits past innodb_lock_wait_timeout
-// (1205) and a server out of connections (1040). The store is working but
+// busy_timeout; on PostgreSQL by lock waits past lock_timeout (55P03); and
+// on MySQL by lock waits past innodb_lock_wait_timeout (1205) and a server
+// out of connections (1040). The store is working but
 // contended, not down: HTTP servers answer 503 with Retry-After rather than
 // report an outage.
 var ErrBusy = errors.New("ledger: busy")

@@ -15,6 +15,7 @@ import (
 const (
 	serializationFailure = "40001" // class 40, Transaction Rollback
 	deadlockDetected     = "40P01"
+	lockNotAvailable     = "55P03" // class 55, Object Not In Prerequisite State: lock_timeout ran out
 	undefinedTable       = "42P01" // class 42, Syntax Error or Access Rule Violation
 	connectionClass      = "08"    // class 08, Connection Exception
 	adminShutdown        = "57P01" // class 57, Operator Intervention
@@ -41,7 +42,9 @@ func (h hinted) Unwrap() error { return h.err }
 
 // Interpret marks err with the driver sentinels it matches: a
 // serialization failure or a deadlock is retryable (a new run of the whole
-// transaction may win), a missing table not migrated, a connection
+// transaction may win), a lock not granted within lock_timeout busy and
+// retryable (the store is contended, not down), a missing table not
+// migrated, a connection
 // exception, a server shutdown or a broken connection an unknown outcome.
 // A prepared statement missing or already there (what a pooler in
 // transaction mode does to pgx's statement cache) gets a hint that says
@@ -56,6 +59,8 @@ func Interpret(err error) error {
 		switch code := pg.SQLState(); {
 		case code == serializationFailure, code == deadlockDetected:
 			return driver.Mark(err, driver.ErrRetryable)
+		case code == lockNotAvailable:
+			return driver.Mark(err, driver.ErrBusy, driver.ErrRetryable)
 		case code == undefinedTable:
 			return driver.Mark(err, driver.ErrNotMigrated)
 		case strings.HasPrefix(code, connectionClass), code == adminShutdown, code == crashShutdown, code == cannotConnectNow:

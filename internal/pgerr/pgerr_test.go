@@ -23,6 +23,7 @@ func TestInterpret(t *testing.T) {
 	}{
 		{"serialization failure", pg("40001"), []error{driver.ErrRetryable}},
 		{"deadlock", pg("40P01"), []error{driver.ErrRetryable}},
+		{"lock timeout", pg("55P03"), []error{driver.ErrBusy, driver.ErrRetryable}},
 		{"undefined table", pg("42P01"), []error{driver.ErrNotMigrated}},
 		{"connection failure", pg("08006"), []error{driver.ErrOutcomeUnknown}},
 		{"admin shutdown", pg("57P01"), []error{driver.ErrOutcomeUnknown}},
