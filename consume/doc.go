@@ -22,7 +22,13 @@
 // [Consumer.Handle], lease mode, for effects outside the database (an
 // e-mail, a payment API): the key is claimed and held under a lease that a
 // heartbeat extends while the handler runs; [Commit] marks the commit
-// point, after which a failure is stored rather than retried.
+// point, after which a failure is stored rather than retried. The
+// handler's context is cancelled, with a cause matching
+// ledger.ErrLeaseLost, when the lease runs out with no extension confirmed
+// (the store locked or unreachable for a whole lease) or is found taken
+// over, and Commit then returns false: check ctx.Err() just before the
+// effect and return an error there (the key goes back, and the
+// redelivery runs or replays the run that owns it).
 //
 // # Rules
 //

@@ -64,4 +64,13 @@
 // committed, stored, released, replayed, in flight, key reused, lease
 // lost, store busy, store unavailable, outcome unknown), with Method and
 // Route the procedure and Status the Connect code (0 for success).
+//
+// # Lease loss
+//
+// As in idemgrpc (see its Lease loss section): the procedure's context is
+// cancelled with a cause matching ledger.ErrLeaseLost when the lease runs
+// out with no extension confirmed or is found taken over, and Commit then
+// returns false. Check ctx.Err() just before the effect, make the effect
+// under context.WithoutCancel(ctx) with a deadline of its own, and answer
+// unavailable when Commit returns false.
 package idemconnect

@@ -112,6 +112,22 @@
 // The outcome is written with a context that the client's cancellation does
 // not end.
 //
+// # Lease loss
+//
+// The handler's context is cancelled, with a cause that matches
+// ledger.ErrLeaseLost (context.Cause), when the lease runs out with no
+// extension confirmed (the store locked or unreachable for a whole lease),
+// and when an extension or Commit finds the key taken over; Commit then
+// returns false. A retry may be running the handler again by then: check
+// ctx.Err() just before the effect and stop there, make the effect itself
+// under context.WithoutCancel(ctx) with a deadline of its own (a client's
+// cancellation must not cut it in the middle), forward the key, and when
+// Commit returns false answer UNAVAILABLE, so that the client's retry gets
+// the outcome of the run that owns the key. The cancellation for a lease
+// that ran out unconfirmed may be a false alarm (the late extension
+// lands, and Commit returns true): stopping then costs a retry, never a
+// second effect. Past a written commit mark only a takeover found cancels.
+//
 // # Events
 //
 // ServerOptions.Observer (a ledger.Observer; nil, the default, reports
@@ -139,11 +155,18 @@
 //	replayed           -                        the stored answer's  answered from the record
 //	in_flight          -                        UNAVAILABLE          the key's first call still runs
 //	key_reused         -                        FAILED_PRECONDITION  the key came with another call
-//	lease_lost         Op extend or complete    the answer's (2)     another call took the key over
-//	store_busy         Op claim, complete,      the answer's (2)     the store stayed locked (ledger.ErrRetryable)
-//	                   release or extend
-//	store_unavailable  Op claim, complete,      the answer's (2)     the store failed otherwise
-//	                   release or extend
+//	committed          -                        0                    Commit wrote the mark into the record
+//	lease_lost         Op extend, commit        the answer's (2)     another call took the key over, or (Op extend) the
+//	                   or complete                                   lease ran out with no extension confirmed
+//	store_busy         Op claim, commit,        the answer's (2)     the store stayed locked (ledger.ErrRetryable)
+//	                   complete, release
+//	                   or extend
+//	store_unavailable  Op claim, commit,        the answer's (2)     the store failed otherwise
+//	                   complete, release
+//	                   or extend
+//	outcome_unknown    Op claim, commit,        the answer's (2)     the connection broke after the statement may have
+//	                   complete, release                             run, and retries within the lease did not settle it
+//	                   or extend
 //
 // (1) Reason error when the handler returned an error, status when it
 // returned OK and ShouldStore refuses OK. (2) A failed claim is answered
@@ -156,7 +179,8 @@
 // lease is lost. Refusals of the key or the scope, and a stored record
 // that is not a gRPC answer, report nothing.
 //
-// The failures (lease_lost, store_busy, store_unavailable, and stored for
+// The failures (lease_lost, store_busy, store_unavailable,
+// outcome_unknown, and stored for
 // a response that is no protobuf message) carry Err, the cause, with every
 // whole-word occurrence of the key and of the scope in its text, whatever
 // their length, replaced by "[redacted]": the ledger never quotes them,

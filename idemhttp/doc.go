@@ -91,13 +91,20 @@
 // running the handler again: when an extension finds the key taken over,
 // when the lease runs out with no extension confirmed (a store locked or
 // unreachable for a whole lease: lease_lost, Op extend), and when Commit
-// finds the lease gone (Commit then returns false). Make the effect under
-// that context (an outgoing request with it, a check of ctx.Err() just
-// before), so that a run that lost its key stops before the effect
-// instead of repeating the retry's. Past a written commit mark the record
-// is not taken over as if nothing had happened, so only a takeover found
-// by an extension or by Commit cancels the context then. The fence
-// (Claim.Fence) remains the guard for writes that land after the check.
+// finds the lease gone (Commit then returns false). Check the context
+// just before the effect and stop there if it ended (see Timeouts for why
+// the effect itself runs under context.WithoutCancel), so that a run that
+// lost its key stops before the effect instead of repeating the retry's.
+// When Commit returns false after the effect, the answer will not be
+// stored and another run owns the key: answer 503 with Retry-After rather
+// than the effect's result, so that clients end with the stored outcome.
+// A cancellation because the lease ran out unconfirmed may be a false
+// alarm (nobody took the key, the late extension lands and Commit returns
+// true): stopping then costs a retry, not a second effect. Past a written
+// commit mark the record is not taken over as if nothing had happened, so
+// only a takeover found by an extension or by Commit cancels the context
+// then. The fence (Claim.Fence) remains the guard for writes that land
+// after the check.
 //
 // # Timeouts
 //
@@ -112,9 +119,11 @@
 // The request's context ends when the client hangs up, as a Transport
 // attempt that times out does. An outside call made under r.Context()
 // alone is then cut in the middle, the handler answers an error, the key
-// is released, and the retry makes the call again. Make it under
-// context.WithoutCancel(r.Context()) with a deadline of its own, forward
-// the key (ClaimFrom), and mark the commit point after it.
+// is released, and the retry makes the call again. Check r.Context().Err()
+// just before the call (it also ends when the lease is lost: see Lease
+// loss), make the call under context.WithoutCancel(r.Context()) with a
+// deadline of its own, forward the key (ClaimFrom), and mark the commit
+// point after it (Example (OutsideCall)).
 //
 // # Transactional handlers
 //
