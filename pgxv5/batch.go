@@ -102,6 +102,7 @@ func (e executor) SavepointClaim(ctx context.Context, name string, a idriver.Cla
 	if d, ok := e.tx.(*deferredTx); ok && d.batchBegin() {
 		// The transaction's BEGIN travels with them (tx.go).
 		p.before = []string{"BEGIN", "SAVEPOINT " + name}
+		defer d.checkBegun(ctx)
 	}
 	res, err := executor{db: p, tx: e.tx, mode: e.mode}.Claim(ctx, a)
 	if p.beforeErr != nil {

@@ -55,11 +55,24 @@ func (t *deferredTx) open(ctx context.Context) (pgx.Tx, error) {
 		t.begun = true
 		tx, err := t.conn.Begin(ctx)
 		if err != nil {
+			// No transaction: later statements must not run in
+			// autocommit. Over, as pgx's Begin gives none then.
+			t.end(ctx, err)
 			return nil, err
 		}
 		t.inner = tx
 	}
 	return t.inner, nil
+}
+
+// checkBegun ends the transaction when a batched BEGIN left the
+// connection outside a transaction (the BEGIN failed, or was never run), so
+// that later statements fail with pgx.ErrTxClosed instead of running in
+// autocommit.
+func (t *deferredTx) checkBegun(ctx context.Context) {
+	if !t.closed && t.inner == nil && t.conn.PgConn().TxStatus() == 'I' {
+		t.end(ctx, nil)
+	}
 }
 
 // end marks the transaction over, after a COMMIT or ROLLBACK that err
