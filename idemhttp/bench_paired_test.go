@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // BenchmarkPostgresPaired measures issue 22's ratios on PostgreSQL, through
@@ -28,12 +30,16 @@ import (
 //   - first: Middleware with a fresh key, the handler inserting an order
 //     in autocommit;
 //   - bare-tx: the floor of a TxHandler: BEGIN, the same INSERT, COMMIT;
-//   - tx-first, tx-replay: TxHandler with a fresh key and a stored one.
+//   - tx-first, tx-replay: TxHandler with a fresh key and a stored one;
+//   - tx-floor, tx-read: their floors (pairedFloors), the same statements
+//     and round trips without the ledger's logic.
 //
 // Metrics: "<kind>-us" is the mean wall time of one request of the kind
 // (one client's view); "replay/read" is read's time over replay's (the
 // replay's throughput relative to the floor: 1 is at the floor, above 1
-// faster), "tx-first/bare-tx" and "tx-replay/replay" likewise. ns/op is
+// faster), and likewise "tx-first/bare-tx", "tx-replay/replay",
+// "tx-first/tx-floor", "tx-floor/bare-tx", "tx-replay/tx-read" and
+// "tx-read/replay". ns/op is
 // the wall time of one turn, all clients together.
 //
 //	IDEMLEDGER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
@@ -42,21 +48,108 @@ func BenchmarkPostgresPaired(b *testing.B) {
 	b.Run("driver=postgres", func(b *testing.B) {
 		e := postgresClientsEnv(b)
 		db := e.sqlDB
+		if _, err := db.Exec(pairedFloorTable); err != nil {
+			b.Fatal(err)
+		}
 		runPaired(b, e, func(ctx context.Context, scope, key string) (int, []byte, error) {
 			var status int
 			var headers, body []byte
 			err := db.QueryRowContext(ctx, pairedReadSQL, scope, key).Scan(&status, &headers, &body)
 			return status, body, err
+		}, pairedFloors{
+			floor: func(ctx context.Context, key, body string) (id int64, err error) {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return 0, err
+				}
+				defer tx.Rollback()
+				for _, q := range []struct {
+					sql  string
+					args []any
+				}{{"SAVEPOINT f", nil}, {"INSERT INTO floor (k) VALUES ($1)", []any{key}}} {
+					if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+						return 0, err
+					}
+				}
+				if err := tx.QueryRowContext(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id); err != nil {
+					return 0, err
+				}
+				if _, err := tx.ExecContext(ctx, "UPDATE floor SET v = $2 WHERE k = $1", key, []byte(body)); err != nil {
+					return 0, err
+				}
+				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT f"); err != nil {
+					return 0, err
+				}
+				return id, tx.Commit()
+			},
+			read: func(ctx context.Context, scope, key string) (status int, body []byte, err error) {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return 0, nil, err
+				}
+				defer tx.Rollback()
+				var headers []byte
+				if err := tx.QueryRowContext(ctx, pairedReadSQL, scope, key).Scan(&status, &headers, &body); err != nil {
+					return 0, nil, err
+				}
+				return status, body, tx.Commit()
+			},
 		})
 	})
 	b.Run("driver=pgxv5", func(b *testing.B) {
 		e := pgxClientsEnv(b)
 		pool := e.pool
+		if _, err := pool.Exec(context.Background(), pairedFloorTable); err != nil {
+			b.Fatal(err)
+		}
 		runPaired(b, e, func(ctx context.Context, scope, key string) (int, []byte, error) {
 			var status int
 			var headers, body []byte
 			err := pool.QueryRow(ctx, pairedReadSQL, scope, key).Scan(&status, &headers, &body)
 			return status, body, err
+		}, pairedFloors{
+			floor: func(ctx context.Context, key, body string) (id int64, err error) {
+				c, err := pool.Acquire(ctx)
+				if err != nil {
+					return 0, err
+				}
+				// An error leaves the connection in a transaction, and
+				// pgxpool then drops it.
+				defer c.Release()
+				batch := &pgx.Batch{}
+				batch.Queue("BEGIN")
+				batch.Queue("SAVEPOINT f")
+				batch.Queue("INSERT INTO floor (k) VALUES ($1)", key)
+				if err := c.SendBatch(ctx, batch).Close(); err != nil {
+					return 0, err
+				}
+				if err := c.QueryRow(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id); err != nil {
+					return 0, err
+				}
+				batch = &pgx.Batch{}
+				batch.Queue("UPDATE floor SET v = $2 WHERE k = $1", key, []byte(body))
+				batch.Queue("RELEASE SAVEPOINT f")
+				batch.Queue("COMMIT")
+				return id, c.SendBatch(ctx, batch).Close()
+			},
+			read: func(ctx context.Context, scope, key string) (status int, body []byte, err error) {
+				c, err := pool.Acquire(ctx)
+				if err != nil {
+					return 0, nil, err
+				}
+				defer c.Release()
+				batch := &pgx.Batch{}
+				batch.Queue("BEGIN")
+				var headers []byte
+				batch.Queue(pairedReadSQL, scope, key).QueryRow(func(row pgx.Row) error {
+					return row.Scan(&status, &headers, &body)
+				})
+				if err := c.SendBatch(ctx, batch).Close(); err != nil {
+					return 0, nil, err
+				}
+				_, err = c.Exec(ctx, "COMMIT")
+				return status, body, err
+			},
 		})
 	})
 }
@@ -68,11 +161,26 @@ const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHER
 // pairedKinds are BenchmarkPostgresPaired's kinds, and pairedRatios the
 // ratios it reports: the first kind's time over the second's.
 var (
-	pairedKinds  = []string{"read", "replay", "first", "bare-tx", "tx-first", "tx-replay"}
-	pairedRatios = [][2]string{{"read", "replay"}, {"bare-tx", "tx-first"}, {"replay", "tx-replay"}}
+	pairedKinds  = []string{"read", "replay", "first", "bare-tx", "tx-first", "tx-replay", "tx-floor", "tx-read"}
+	pairedRatios = [][2]string{{"read", "replay"}, {"bare-tx", "tx-first"}, {"replay", "tx-replay"},
+		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-read", "tx-replay"}, {"replay", "tx-read"}}
 )
 
-func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.Context, scope, key string) (int, []byte, error)) {
+// pairedFloors are a driver's floors of TxHandler: floor does what a first
+// request's transaction does without the ledger's logic, in the same round
+// trips as TxHandler on that driver (BEGIN, SAVEPOINT, an INSERT into a
+// two-column table, the order's INSERT, an UPDATE of the row, RELEASE,
+// COMMIT: batched into three round trips on pgx, seven on database/sql);
+// read reads the replayed row in a transaction of its own (BEGIN with the
+// SELECT on pgx, then COMMIT).
+type pairedFloors struct {
+	floor func(ctx context.Context, key, body string) (int64, error)
+	read  func(ctx context.Context, scope, key string) (int, []byte, error)
+}
+
+const pairedFloorTable = `CREATE TABLE floor (k text PRIMARY KEY, v bytea)`
+
+func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.Context, scope, key string) (int, []byte, error), fl pairedFloors) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			replayKey := fmt.Sprintf("paired-%d", benchKeys.Add(1))
@@ -94,6 +202,22 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 				"bare-tx":   e.bareTx(),
 				"tx-first":  e.txHandler(),
 				"tx-replay": e.txHandler(),
+				"tx-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					in, _ := io.ReadAll(r.Body)
+					id, err := fl.floor(r.Context(), fmt.Sprintf("floor-%d", benchKeys.Add(1)), string(in))
+					answerOrder(w, id, err)
+				}),
+				"tx-read": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					status, body, err := fl.read(r.Context(), "tenant-1", txReplayKey)
+					if err != nil {
+						http.Error(w, err.Error(), 500)
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(status)
+					w.Write(body)
+				}),
 			}
 			urls := make(map[string]string)
 			for name, h := range handlers {
