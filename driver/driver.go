@@ -159,6 +159,17 @@ type Batcher interface {
 	// Complete stored the outcome and the RELEASE failed, ok is true,
 	// released false and err the RELEASE's.
 	CompleteRelease(ctx context.Context, p CompleteParams, name string) (ok, released bool, err error)
+	// CompleteReleaseCommit is CompleteRelease followed, only when the
+	// RELEASE succeeded, by the commit of the Executor's transaction, for
+	// a caller that owns the transaction and runs nothing in it
+	// afterwards. ok, released and a failure before the commit are as in
+	// CompleteRelease (the transaction is still open then). When released
+	// is true, committed reports whether the commit succeeded; when it did
+	// not, err is the commit's and the transaction is over (rolled back,
+	// or, when the connection broke, with an unknown outcome). A driver
+	// that can sends the COMMIT in the same round trip as the outcome and
+	// the RELEASE.
+	CompleteReleaseCommit(ctx context.Context, p CompleteParams, name string) (ok, released, committed bool, err error)
 }
 
 // ClaimParams is one claim attempt. It wins (inserts or takes over the row)

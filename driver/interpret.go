@@ -105,3 +105,8 @@ func (i *interpretedBatcher) CompleteRelease(ctx context.Context, p CompletePara
 	ok, released, err := i.b.CompleteRelease(ctx, p, name)
 	return ok, released, i.f(err)
 }
+
+func (i *interpretedBatcher) CompleteReleaseCommit(ctx context.Context, p CompleteParams, name string) (bool, bool, bool, error) {
+	ok, released, committed, err := i.b.CompleteReleaseCommit(ctx, p, name)
+	return ok, released, committed, i.f(err)
+}

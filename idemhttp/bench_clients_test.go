@@ -71,6 +71,10 @@ type clientsEnv[TTx any] struct {
 	rollback func(ctx context.Context, tx TTx) error
 	// wal reads the server's WAL position in bytes; nil on SQLite.
 	wal func() int64
+	// sqlDB and pool are the PostgreSQL pools (database/sql, pgx), for
+	// BenchmarkPostgresPaired's read.
+	sqlDB *sql.DB
+	pool  *pgxpool.Pool
 }
 
 const clientsOrdersPostgres = `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)`
@@ -138,7 +142,7 @@ func postgresClientsEnv(b *testing.B) *clientsEnv[*sql.Tx] {
 	if _, err := db.Exec(clientsOrdersPostgres); err != nil {
 		b.Fatal(err)
 	}
-	e := &clientsEnv[*sql.Tx]{l: newClientsLedger(b, d), wal: walPosition(b, db)}
+	e := &clientsEnv[*sql.Tx]{l: newClientsLedger(b, d), wal: walPosition(b, db), sqlDB: db}
 	e.insert = func(ctx context.Context, body string) (id int64, err error) {
 		err = db.QueryRowContext(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id)
 		return id, err
@@ -171,7 +175,7 @@ func pgxClientsEnv(b *testing.B) *clientsEnv[pgx.Tx] {
 	if _, err := pool.Exec(context.Background(), clientsOrdersPostgres); err != nil {
 		b.Fatal(err)
 	}
-	e := &clientsEnv[pgx.Tx]{l: newClientsLedger(b, d), wal: walPosition(b, db)}
+	e := &clientsEnv[pgx.Tx]{l: newClientsLedger(b, d), wal: walPosition(b, db), pool: pool}
 	e.insert = func(ctx context.Context, body string) (id int64, err error) {
 		err = pool.QueryRow(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id)
 		return id, err

@@ -128,9 +128,10 @@
 // # Transactional handlers
 //
 // [TxHandler] begins a transaction on the ledger's database (through the
-// ledger's driver), runs the [TxFunc] inside ledger.MutateOutcome, so that
-// the claim, fn's writes and the stored response share one savepoint, and
-// commits. A retry after the commit gets the stored response; a retry after
+// ledger's driver), runs the [TxFunc] inside ledger.MutateOutcomeCommit, so
+// that the claim, fn's writes and the stored response share one savepoint,
+// and commits (on pgxv5, BEGIN travels with the claim and COMMIT with the
+// stored response: the round trips of a plain transaction). A retry after the commit gets the stored response; a retry after
 // a crash or rollback finds no record and runs fn again, with none of the
 // first attempt's writes left behind. The stored response is a
 // ledger.Outcome as Middleware stores it, so a key may move between the two

@@ -104,7 +104,9 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonPanic})
 		}
 	}()
-	res, err := ledger.MutateOutcome(ctx, h.l, tx, req, func(context.Context) (ledger.Outcome, error) {
+	// MutateOutcomeCommit commits tx too: on pgxv5 the COMMIT then
+	// travels with the stored answer (and BEGIN with the claim).
+	res, err := ledger.MutateOutcomeCommit(ctx, h.l, tx, req, func(context.Context) (ledger.Outcome, error) {
 		ran = true
 		cfg.emit(p, ledger.Event{Kind: ledger.EventClaimed})
 		first = h.run(w, fr, tx)
@@ -126,26 +128,19 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.send(w, p.r, notStored.buf)
 		return
 	case err != nil && ran:
-		// fn ran, and then the transaction failed: storing the answer or
-		// releasing the savepoint (the store failed, or fn ended the
-		// transaction itself). fn's writes and the claim are gone.
+		// fn ran, and then the transaction failed: storing the answer,
+		// releasing the savepoint or committing (the store failed, or fn
+		// ended the transaction itself). fn's writes and the claim are
+		// gone.
 		_ = d.Rollback(ctx, tx)
 		h.failed(w, p, err)
 		return
 	case err != nil:
+		// The claim failed, or a replay's commit.
 		_ = d.Rollback(ctx, tx)
 		// refuseLedger lets no request through with failOpen false:
 		// TxHandler's handler cannot run without the store.
 		cfg.refuseLedger(w, p, err, h.l.Lease(), false)
-		return
-	}
-	if err := d.Commit(ctx, tx); err != nil {
-		if ran {
-			h.failed(w, p, err)
-			return
-		}
-		cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
-		h.unavailable(w, p.r, err)
 		return
 	}
 	if res.Replayed {

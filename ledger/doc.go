@@ -15,7 +15,8 @@
 // so the business writes and the ledger row commit or vanish together.
 // MutateOutcome is the same for a callback whose result is an Outcome (an
 // HTTP answer), stored as lease mode stores one, so that records of the two
-// ways are interchangeable.
+// ways are interchangeable; MutateOutcomeCommit commits the transaction
+// after it, for a caller that owns it (idemhttp's TxHandler).
 //
 // Lease mode, for effects outside the database (calling a payment API):
 // Claim commits an in-flight record holding a lease; the caller performs

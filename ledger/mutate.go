@@ -53,7 +53,7 @@ func Mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx TTx, req Request
 	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
 		return Result[T]{}, err
 	}
-	return mutate(ctx, l, l.d.TxExecutor(tx), req, fn, jsonCodec[T]{})
+	return mutate(ctx, l, l.d.TxExecutor(tx), req, fn, jsonCodec[T]{}, nil)
 }
 
 // MutateOutcome is [Mutate] for an operation whose result is an Outcome (an
@@ -65,8 +65,36 @@ func MutateOutcome[TTx any](ctx context.Context, l *Ledger[TTx], tx TTx, req Req
 	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
 		return Result[Outcome]{}, err
 	}
-	return mutate(ctx, l, l.d.TxExecutor(tx), req, fn, outcomeCodec{})
+	return mutate(ctx, l, l.d.TxExecutor(tx), req, fn, outcomeCodec{}, nil)
 }
+
+// MutateOutcomeCommit is [MutateOutcome] followed by the commit of tx, for
+// a caller that owns tx, began it for this call alone (no statement of its
+// own ran in it), and has nothing to run in it afterwards (idemhttp's
+// TxHandler). fn runs, and the record is stored, exactly as with
+// MutateOutcome; then tx is committed, a replay's too. On pgxv5, in the
+// query modes where it batches (see its package doc) and with tx from the
+// driver's Begin, BEGIN travels with the claim and COMMIT with the stored
+// outcome, so that a first execution costs the round trips of a plain
+// transaction doing fn's writes, and a replay two.
+//
+// Errors: those of MutateOutcome, after which tx is still open and holds
+// nothing of the call (the caller rolls it back); or, once the outcome is
+// stored or the replay read, the commit's error, wrapped with "ledger:
+// commit:", after which tx is over, rolled back by the database (its
+// outcome unknown when the connection broke).
+func MutateOutcomeCommit[TTx any](ctx context.Context, l *Ledger[TTx], tx TTx, req Request, fn func(context.Context) (Outcome, error)) (Result[Outcome], error) {
+	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
+		return Result[Outcome]{}, err
+	}
+	return mutate(ctx, l, l.d.TxExecutor(tx), req, fn, outcomeCodec{}, func(ctx context.Context) error {
+		return l.d.Commit(ctx, tx)
+	})
+}
+
+// commitError is the error of the commit that MutateOutcomeCommit makes
+// after Mutate's work.
+func commitError(err error) error { return fmt.Errorf("ledger: commit: %w", err) }
 
 // checkMutate refuses the arguments of Mutate and MutateOutcome that
 // cannot work, before tx is used.
@@ -129,8 +157,9 @@ type outcomeCodec struct{}
 func (outcomeCodec) encode(out Outcome) (Outcome, error) { return out, nil }
 func (outcomeCodec) decode(out Outcome) (Outcome, error) { return out, nil }
 
-// mutate is Mutate after its arguments were checked.
-func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor, req Request, fn func(context.Context) (T, error), cd codec[T]) (Result[T], error) {
+// mutate is Mutate after its arguments were checked. commit, when not nil,
+// commits the transaction at the end (MutateOutcomeCommit).
+func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor, req Request, fn func(context.Context) (T, error), cd codec[T], commit func(context.Context) error) (Result[T], error) {
 	var zero Result[T]
 	sp := "idemledger_" + strconv.FormatUint(savepoints.Add(1), 10)
 	// undo drops everything since the savepoint and pops it, leaving tx as
@@ -171,7 +200,13 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		return zero, undo(err)
 	}
 	if c.Replayed() {
-		if err := release(); err != nil {
+		if commit != nil {
+			// The COMMIT ends the savepoint with the transaction, in which
+			// the claim wrote nothing.
+			if err := commit(context.WithoutCancel(ctx)); err != nil {
+				return zero, commitError(err)
+			}
+		} else if err := release(); err != nil {
 			return zero, undo(err)
 		}
 		v, err := cd.decode(c.Replay.Outcome)
@@ -196,8 +231,19 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 	// The outcome travels with the RELEASE when the driver can batch them;
 	// the RELEASE then runs only if the outcome was stored, so that a lost
 	// lease still finds the savepoint open to undo.
-	released := false
-	if b, ok := tx.(driver.Batcher); ok {
+	released, committed := false, false
+	if b, ok := tx.(driver.Batcher); ok && commit != nil {
+		var stored bool
+		stored, released, committed, err = b.CompleteReleaseCommit(context.WithoutCancel(ctx), p, sp)
+		if err != nil && released {
+			// The COMMIT failed: the transaction is over, nothing to undo.
+			return zero, commitError(err)
+		}
+		if err != nil && stored {
+			return zero, undo(fmt.Errorf("ledger: mutate: %w", err))
+		}
+		err = completed(stored, err)
+	} else if ok {
 		var stored bool
 		stored, released, err = b.CompleteRelease(context.WithoutCancel(ctx), p, sp)
 		if err != nil && stored {
@@ -221,6 +267,11 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 	if !released {
 		if err := release(); err != nil {
 			return zero, undo(err)
+		}
+	}
+	if commit != nil && !committed {
+		if err := commit(context.WithoutCancel(ctx)); err != nil {
+			return zero, commitError(err)
 		}
 	}
 	return Result[T]{Value: v, Fence: c.Fence}, nil

@@ -98,7 +98,12 @@ func (e executor) SavepointClaim(ctx context.Context, name string, a idriver.Cla
 		res, err := e.Claim(ctx, a)
 		return res, true, err
 	}
-	p := &pair{tx: e.tx, mode: e.mode, before: "SAVEPOINT " + name}
+	p := &pair{tx: e.tx, mode: e.mode, before: []string{"SAVEPOINT " + name}}
+	if d, ok := e.tx.(*deferredTx); ok && d.batchBegin() {
+		// The transaction's BEGIN travels with them (tx.go).
+		p.before = []string{"BEGIN", "SAVEPOINT " + name}
+		defer d.checkBegun(ctx)
+	}
 	res, err := executor{db: p, tx: e.tx, mode: e.mode}.Claim(ctx, a)
 	if p.beforeErr != nil {
 		return idriver.ClaimResult{}, false, txDone(p.beforeErr)
@@ -119,7 +124,7 @@ func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams,
 		err = e.ReleaseSavepoint(ctx, name)
 		return true, err == nil, err
 	}
-	p := &pair{tx: e.tx, mode: e.mode, after: "RELEASE SAVEPOINT " + name, guard: true}
+	p := &pair{tx: e.tx, mode: e.mode, after: []string{"RELEASE SAVEPOINT " + name}, guard: true}
 	if ok, err = (executor{db: p, tx: e.tx, mode: e.mode}).Complete(ctx, c); err != nil || !ok {
 		return ok, false, err
 	}
@@ -127,6 +132,40 @@ func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams,
 		return true, false, txDone(p.afterErr)
 	}
 	return true, true, nil
+}
+
+// CompleteReleaseCommit runs the outcome's UPDATE, RELEASE SAVEPOINT name
+// and COMMIT in one round trip when the transaction is the driver's own
+// (Driver.Begin's, tx.go) and the driver batches; otherwise CompleteRelease,
+// then tx.Commit (see driver.Batcher).
+func (e executor) CompleteReleaseCommit(ctx context.Context, c idriver.CompleteParams, name string) (ok, released, committed bool, err error) {
+	d, own := e.tx.(*deferredTx)
+	if !own || !e.batches() || d.inner != nil || !d.begun || d.closed {
+		if ok, released, err = e.CompleteRelease(ctx, c, name); err != nil || !released {
+			return ok, released, false, err
+		}
+		err = txDone(e.tx.Commit(ctx))
+		return true, true, err == nil, err
+	}
+	p := &pair{tx: e.tx, mode: e.mode, after: []string{"RELEASE SAVEPOINT " + name, "COMMIT"}, guard: true}
+	if ok, err = (executor{db: p, tx: e.tx, mode: e.mode}).Complete(ctx, c); err != nil || !ok {
+		// The outcome failed, or the lease did not hold: the server
+		// skipped the rest, and the transaction is still open.
+		return ok, false, false, err
+	}
+	switch {
+	case p.afterErr != nil && p.afterErrAt == 0:
+		// The RELEASE failed; the COMMIT did not run.
+		return true, false, false, txDone(p.afterErr)
+	case p.afterErr == nil && p.commitTag.String() == "ROLLBACK":
+		p.afterErr = pgx.ErrTxCommitRollback
+	}
+	// The COMMIT ran, or may have: the transaction is over either way.
+	d.end(ctx, p.afterErr)
+	if p.afterErr != nil {
+		return true, true, false, p.afterErr
+	}
+	return true, true, true, nil
 }
 
 // pair is the pgxdb.DBTX of a batched step: the first statement that the
@@ -137,7 +176,7 @@ func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams,
 type pair struct {
 	tx            pgx.Tx
 	mode          batchMode
-	before, after string // "" for none
+	before, after []string // run before and after the statement, in order
 	// guard makes the first statement, an UPDATE, fail when it changes no
 	// row, so that the server skips after: the outcome's RELEASE must not
 	// run when the lease did not hold, for Mutate to roll back to the
@@ -146,6 +185,10 @@ type pair struct {
 
 	used                bool
 	beforeErr, afterErr error
+	// afterErrAt is the index in after of the statement afterErr is
+	// from; commitTag is the last after statement's command tag.
+	afterErrAt int
+	commitTag  pgconn.CommandTag
 }
 
 // guardedSQLState is the error of a guarded UPDATE that changed no row:
@@ -210,13 +253,13 @@ func (p *pair) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 func (p *pair) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if !p.used {
 		p.used = true
-		if p.before != "" {
-			if _, err := p.tx.Exec(ctx, p.before); err != nil {
+		for _, stmt := range p.before {
+			if _, err := p.tx.Exec(ctx, stmt); err != nil {
 				p.beforeErr = err
 				return nil, err
 			}
 		}
-		if p.after != "" {
+		if len(p.after) > 0 {
 			return nil, errors.New("pgxv5: a batched step ends with a query")
 		}
 	}
@@ -227,8 +270,20 @@ func (p *pair) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 func (p *pair) send(ctx context.Context, sql string, args []any) (sent, error) {
 	// The pipeline goes to the connection under tx: check first, without
 	// a round trip, that tx is still open (an empty batch fails with
-	// pgx.ErrTxClosed when it is not, and sends nothing).
-	if err := p.tx.SendBatch(ctx, &pgx.Batch{}).Close(); err != nil {
+	// pgx.ErrTxClosed when it is not, and sends nothing; the driver's own
+	// transaction says so itself, and may not have sent its BEGIN yet).
+	var sender interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	} = p.tx
+	if d, ok := p.tx.(*deferredTx); ok {
+		if d.closed {
+			p.beforeErr = pgx.ErrTxClosed
+			return nil, pgx.ErrTxClosed
+		}
+		if d.inner == nil {
+			sender = d.conn
+		}
+	} else if err := p.tx.SendBatch(ctx, &pgx.Batch{}).Close(); err != nil {
 		p.beforeErr = err
 		return nil, err
 	}
@@ -239,19 +294,19 @@ func (p *pair) send(ctx context.Context, sql string, args []any) (sent, error) {
 	if p.mode == batchPipeline {
 		s, err = sendPipeline(ctx, p.tx.Conn(), p.before, sql, args, p.after)
 	} else {
-		s = sendBatch(ctx, p.tx, p.before, sql, args, p.after)
+		s = sendBatch(ctx, sender, p.before, sql, args, p.after)
 	}
 	if err != nil {
 		// Nothing was sent (the statement did not prepare).
 		p.beforeErr = err
 		return nil, err
 	}
-	if p.before != "" {
+	for range p.before {
 		if _, err := s.exec(); err != nil {
-			// The savepoint was not set when the server refused it, or
-			// when nothing was sent (ctx was already done, the connection
-			// closed). Any other error leaves it unknown: report it as the
-			// step's (driver.Batcher).
+			// The savepoint was not set when the server refused it (or
+			// the BEGIN before it), or when nothing was sent (ctx was
+			// already done, the connection closed). Any other error leaves
+			// it unknown: report it as the step's (driver.Batcher).
 			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
 				p.beforeErr = err
 			}
@@ -265,12 +320,23 @@ func (p *pair) send(ctx context.Context, sql string, args []any) (sent, error) {
 // finish reads after's result, if the statement succeeded, and ends the
 // batch; it returns the statement's error, or the end's.
 func (p *pair) finish(s sent, err error) error {
-	if err == nil && p.after != "" {
-		_, p.afterErr = s.exec()
+	if err == nil {
+		for i := range p.after {
+			p.commitTag, p.afterErr = s.exec()
+			if p.afterErr != nil {
+				p.afterErrAt = i
+				break
+			}
+		}
 	}
 	cerr := s.close()
 	if err == nil && p.afterErr == nil {
 		err = cerr
+		if err != nil && len(p.after) > 0 {
+			// The end of the batch failed (the connection broke): the
+			// after statements' outcome is unknown.
+			p.afterErr, p.afterErrAt = err, len(p.after)-1
+		}
 	}
 	return err
 }
@@ -311,14 +377,16 @@ type sent interface {
 // batchSent is a pgx.Batch's results.
 type batchSent struct{ br pgx.BatchResults }
 
-func sendBatch(ctx context.Context, tx pgx.Tx, before, sql string, args []any, after string) sent {
+func sendBatch(ctx context.Context, tx interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, before []string, sql string, args []any, after []string) sent {
 	b := &pgx.Batch{}
-	if before != "" {
-		b.Queue(before)
+	for _, stmt := range before {
+		b.Queue(stmt)
 	}
 	b.Queue(sql, args...)
-	if after != "" {
-		b.Queue(after)
+	for _, stmt := range after {
+		b.Queue(stmt)
 	}
 	return batchSent{tx.SendBatch(ctx, b)}
 }
@@ -337,7 +405,7 @@ type pipelineSent struct {
 	err     error // the first error read
 }
 
-func sendPipeline(ctx context.Context, conn *pgx.Conn, before, sql string, args []any, after string) (sent, error) {
+func sendPipeline(ctx context.Context, conn *pgx.Conn, before []string, sql string, args []any, after []string) (sent, error) {
 	// Prepared once per connection under a name derived from sql; later
 	// calls find it without a round trip.
 	sd, err := conn.Prepare(ctx, sql, sql)
@@ -349,12 +417,12 @@ func sendPipeline(ctx context.Context, conn *pgx.Conn, before, sql string, args 
 		return nil, err
 	}
 	pl := conn.PgConn().StartPipeline(ctx)
-	if before != "" {
-		pl.SendQueryParams(before, nil, nil, nil, nil)
+	for _, stmt := range before {
+		pl.SendQueryParams(stmt, nil, nil, nil, nil)
 	}
 	pl.SendQueryStatement(sd, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
-	if after != "" {
-		pl.SendQueryParams(after, nil, nil, nil, nil)
+	for _, stmt := range after {
+		pl.SendQueryParams(stmt, nil, nil, nil, nil)
 	}
 	s := &pipelineSent{p: pl, typeMap: conn.TypeMap()}
 	if err := pl.Sync(); err != nil {

@@ -38,7 +38,18 @@
 //     describe round trip of its own).
 //
 // The mode is read from the pool's or connection's configuration when
-// [New] is called. A pipeline would run below pgx's tracers, so when that
+// [New] is called.
+//
+// Where it batches, [Driver.Begin] takes a connection and defers the BEGIN
+// to the transaction's first statement: when that is Mutate's, BEGIN travels
+// with the SAVEPOINT and the claim; any other first statement sends BEGIN
+// alone first, as pgx's own Begin would. ledger.MutateOutcomeCommit (what
+// idemhttp's TxHandler uses) sends COMMIT with the outcome and the RELEASE
+// too, so that such a transaction costs as many round trips as a plain one
+// doing fn's writes: three for a first execution whose fn makes one
+// statement, two for a replay. Pseudo-nested Begin and LargeObjects on that
+// transaction, after a batched BEGIN, cost one more round trip (pgx makes
+// them only for its own transactions). A pipeline would run below pgx's tracers, so when that
 // configuration has a Tracer (otelpgx's, say), Mutate sends one statement
 // at a time in every mode, and the tracer sees each of them: seven round
 // trips for a first execution instead of five.

@@ -63,8 +63,23 @@ func (d *Driver) TxExecutor(tx pgx.Tx) idriver.Executor {
 }
 
 // Begin begins a transaction on the database, at the server's default
-// isolation level.
+// isolation level. Where the driver batches Mutate's statements (see the
+// package doc, Round trips) it takes a connection and defers the BEGIN to
+// the transaction's first statement, which carries it when that is
+// Mutate's claim; the transaction behaves as pgx's own otherwise.
 func (d *Driver) Begin(ctx context.Context) (pgx.Tx, error) {
+	if d.mode != batchNone {
+		switch db := d.db.(type) {
+		case *pgxpool.Pool:
+			c, err := db.Acquire(ctx)
+			if err != nil {
+				return nil, pgerr.Interpret(err)
+			}
+			return &deferredTx{conn: c.Conn(), release: c.Release}, nil
+		case *pgx.Conn:
+			return &deferredTx{conn: db}, nil
+		}
+	}
 	tx, err := d.db.Begin(ctx)
 	return tx, pgerr.Interpret(err)
 }

@@ -1,0 +1,107 @@
+package idemhttp
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/pgxv5"
+	"github.com/idemledger/idemledger/postgres"
+)
+
+// writeCounter counts writes to the server: pgconn writes everything it
+// has queued in one Write when it waits for an answer, so each write is one
+// round trip.
+type writeCounter struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c writeCounter) Write(b []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestReplayRoundTrips: on both PostgreSQL drivers, a replay through
+// Middleware is one round trip (the claim statement, which reads and does
+// not write), as a plain read of the row is (issue 22).
+func TestReplayRoundTrips(t *testing.T) {
+	_, dsn := testdb.PostgresDSN(t)
+	var writes atomic.Int64
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return writeCounter{c, &writes}, err
+	}
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.MaxConns = 1
+	pcfg.ConnConfig.DialFunc = dial
+	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ccfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccfg.DialFunc = dial
+	db := stdlib.OpenDB(*ccfg)
+	db.SetMaxOpenConns(1)
+	defer db.Close()
+	created := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	for _, c := range []struct {
+		name string
+		mw   func() (func(http.Handler) http.Handler, error)
+	}{
+		{"pgxv5", func() (func(http.Handler) http.Handler, error) {
+			l, err := ledger.New(pgxv5.New(pool), ledger.Options{})
+			if err != nil {
+				return nil, err
+			}
+			return Middleware(l, benchOptions()), nil
+		}},
+		{"postgres", func() (func(http.Handler) http.Handler, error) {
+			l, err := ledger.New(postgres.New(db), ledger.Options{})
+			if err != nil {
+				return nil, err
+			}
+			return Middleware(l, benchOptions()), nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mw, err := c.mw()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := mw(created)
+			for i := range 4 { // the first stores; then the statement is prepared
+				writes.Store(0)
+				req := httptest.NewRequest("POST", "/orders", strings.NewReader(`{"a":1}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(HeaderName, "k-"+c.name)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				replayed := rec.Header().Get(DefaultReplayHeader) == "true"
+				if rec.Code != http.StatusCreated || replayed != (i > 0) {
+					t.Fatalf("request %d: %d, replayed %v", i, rec.Code, replayed)
+				}
+				if n := writes.Load(); i >= 2 && n != 1 {
+					t.Errorf("replay %d: %d round trips; want 1", i, n)
+				}
+			}
+		})
+	}
+}
