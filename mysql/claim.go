@@ -12,10 +12,12 @@ import (
 // Claim claims a key in up to four statements, since MySQL has no UPDATE
 // ... RETURNING and no conditional upsert that reports what it did:
 //
-//  1. A plain read of the row with the server's clock. When the row
-//     stands (a replay, an in-flight answer, a reused key), that is the
-//     answer: no lock is taken and nothing is written.
-//  2. For a key without a row, an INSERT. It wins, or fails with a
+//  1. A plain read of the row with the server's clock (the clock alone
+//     when the key has no row). When the row stands (a replay, an
+//     in-flight answer, a reused key), that is the answer: no lock is
+//     taken and nothing is written.
+//  2. For a key without a row, an INSERT, its lease counted from the
+//     read's clock. It wins, or fails with a
 //     duplicate-key error when another claim inserted first (waiting
 //     first, when that claim's transaction has not ended).
 //  3. Otherwise a locking read (LOCK IN SHARE MODE, then FOR UPDATE only
@@ -45,22 +47,17 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 
 func (e executor) claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
 	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key)})
-	found := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	if found {
-		// The row with the clock of its statement (queries/mysql, Get).
-		now := at(a.Now, g.Now)
-		if r := row(g.IdempotencyLedger); !idriver.MayTakeOver(&r, a, now) {
-			return idriver.ClaimResult{Now: now, Row: &r}, nil
+	// The row, if any, with the clock of its statement (queries/mysql,
+	// Get), which a miss carries too: the new lease counts from it.
+	now := at(a.Now, g.Now)
+	if r := found(g); r != nil {
+		if !idriver.MayTakeOver(r, a, now) {
+			return idriver.ClaimResult{Now: now, Row: r}, nil
 		}
 	} else {
-		// A miss carries no clock: the new lease counts from the server's.
-		now, err := e.clock(ctx, a.Now)
-		if err != nil {
-			return idriver.ClaimResult{}, err
-		}
 		err = e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
 			Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fingerprint: a.Fingerprint,
 			LeaseToken:     token(a.Token),

@@ -94,16 +94,11 @@ func (e executor) clock(ctx context.Context, now int64) (int64, error) {
 
 func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
 	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key)})
-	if errors.Is(err, sql.ErrNoRows) {
-		// A miss carries no clock; a miss makes a claim start over, where
-		// now is unused.
-		return idriver.GetResult{Now: p.Now}, nil
-	}
 	if err != nil {
 		return idriver.GetResult{}, err
 	}
-	r := row(g.IdempotencyLedger)
-	return idriver.GetResult{Now: at(p.Now, g.Now), Row: &r}, nil
+	// Get answers a miss too, with the clock and a NULL row.
+	return idriver.GetResult{Now: at(p.Now, g.Now), Row: found(g)}, nil
 }
 
 // at is now, or the server's clock read with a statement when now is 0.
@@ -128,8 +123,8 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
 	n, err := e.q().Complete(ctx, mysqldb.CompleteParams{
 		Status:         sql.NullInt64{Int64: p.Status, Valid: true},
-		Headers:        nullBytes(p.Headers),
-		Body:           nullBytes(p.Body),
+		Headers:        p.Headers,
+		Body:           p.Body,
 		Kind:           sql.NullString{String: p.Kind, Valid: p.Kind != ""},
 		Now:            clockArg(p.Now),
 		TtlMillis:      p.TTLMillis,
@@ -306,24 +301,46 @@ func rows(got []mysqldb.IdempotencyLedger) []idriver.Row {
 // row is the driver's one mapping of a stored row; NULLs read as zero
 // values (driver.Row), a NULL headers as nil.
 func row(g mysqldb.IdempotencyLedger) idriver.Row {
-	r := idriver.Row{
+	return idriver.Row{
 		Scope: string(g.Scope), Key: string(g.Key), Fingerprint: g.Fingerprint, State: g.State,
-		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
-		Status: g.Status.Int64, CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
+		LeaseToken: string(g.LeaseToken), LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, Headers: g.Headers, Body: emptyNil(g.Body), CreatedAt: g.CreatedAt,
+		CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt, CommittedAt: g.CommittedAt.Int64,
+		Kind: g.Kind.String,
 	}
-	if g.Headers.Valid {
-		r.Headers = []byte(g.Headers.String)
-	}
-	if g.Body.String != "" {
-		r.Body = []byte(g.Body.String)
-	}
-	return r
 }
 
-func nullBytes(b []byte) sql.NullString { return sql.NullString{String: string(b), Valid: b != nil} }
+// found is row for Get's answer, whose row columns are all NULL when the
+// key has no row: nil then.
+func found(g mysqldb.GetRow) *idriver.Row {
+	if !g.State.Valid {
+		return nil
+	}
+	r := row(mysqldb.IdempotencyLedger{
+		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State.String,
+		LeaseToken: g.LeaseToken, LeaseExpiresAt: g.LeaseExpiresAt, Fence: g.Fence.Int64,
+		Status: g.Status, Headers: g.Headers, Body: g.Body, CreatedAt: g.CreatedAt.Int64,
+		CompletedAt: g.CompletedAt, ExpiresAt: g.ExpiresAt.Int64, CommittedAt: g.CommittedAt, Kind: g.Kind,
+	})
+	return &r
+}
 
-func token(t string) sql.NullString { return sql.NullString{String: t, Valid: true} }
+// emptyNil is b, or nil when b is empty: a body stored empty reads as nil,
+// as on the other engines.
+func emptyNil(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// token is a lease token as a statement's argument, never NULL.
+func token(t string) []byte {
+	if t == "" {
+		return []byte{}
+	}
+	return []byte(t)
+}
 
 // isDuplicate reports whether err is MySQL's duplicate-key error (1062).
 func isDuplicate(err error) bool {

@@ -20,7 +20,7 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 type AbandonParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 }
 
 // Ends the lease of a claim whose caller never learned that it won, as on
@@ -44,7 +44,7 @@ type ClaimInsertParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
 	Fingerprint    []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	LeaseExpiresAt sql.NullInt64
 	CreatedAt      int64
 	ExpiresAt      int64
@@ -85,7 +85,7 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ? AND fence = ?
 
 type ClaimTakeoverParams struct {
 	Fingerprint    []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	LeaseExpiresAt sql.NullInt64
 	NewFence       int64
 	CreatedAt      int64
@@ -134,14 +134,14 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 
 type CompleteParams struct {
 	Status         sql.NullInt64
-	Headers        sql.NullString
-	Body           sql.NullString
+	Headers        []byte
+	Body           []byte
 	Kind           sql.NullString
 	Now            sql.NullInt64
 	TtlMillis      int64
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
@@ -179,7 +179,7 @@ type ExtendParams struct {
 	LeaseExpiresAt int64
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
@@ -255,9 +255,10 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 }
 
 const get = `-- name: Get :one
-SELECT idempotency_ledger.scope, idempotency_ledger.` + "`" + `key` + "`" + `, idempotency_ledger.fingerprint, idempotency_ledger.state, idempotency_ledger.lease_token, idempotency_ledger.lease_expires_at, idempotency_ledger.fence, idempotency_ledger.status, idempotency_ledger.headers, idempotency_ledger.body, idempotency_ledger.created_at, idempotency_ledger.completed_at, idempotency_ledger.expires_at, idempotency_ledger.committed_at, idempotency_ledger.kind, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now
-FROM idempotency_ledger
-WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
+SELECT c.now, l.scope, l.` + "`" + `key` + "`" + `, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
+       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind
+FROM (SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now) AS c
+LEFT JOIN idempotency_ledger AS l ON l.scope = ? AND l.` + "`" + `key` + "`" + ` = ?
 `
 
 type GetParams struct {
@@ -266,35 +267,51 @@ type GetParams struct {
 }
 
 type GetRow struct {
-	IdempotencyLedger IdempotencyLedger
-	Now               int64
+	Now            int64
+	Scope          []byte
+	Key            []byte
+	Fingerprint    []byte
+	State          sql.NullString
+	LeaseToken     []byte
+	LeaseExpiresAt sql.NullInt64
+	Fence          sql.NullInt64
+	Status         sql.NullInt64
+	Headers        []byte
+	Body           []byte
+	CreatedAt      sql.NullInt64
+	CompletedAt    sql.NullInt64
+	ExpiresAt      sql.NullInt64
+	CommittedAt    sql.NullInt64
+	Kind           sql.NullString
 }
 
-// The row and the server's clock in one round trip: a replay's whole read.
-// The clock is the statement's start, like the PostgreSQL driver's
-// statement_timestamp(); the row comes from a snapshot taken no later (in
-// a caller's transaction, possibly much earlier), so a row unexpired at
-// that clock was unexpired in the snapshot.
+// The row and the server's clock in one round trip: a replay's whole read,
+// and on a miss the clock the new claim's lease counts from (the row's
+// columns are then NULL, state included), so that the INSERT needs no
+// statement of its own to read it. The clock is the statement's start,
+// like the PostgreSQL driver's statement_timestamp(); the row comes from a
+// snapshot taken no later (in a caller's transaction, possibly much
+// earlier), so a row unexpired at that clock was unexpired in the snapshot.
 func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 	row := q.db.QueryRowContext(ctx, get, arg.Scope, arg.IdempotencyKey)
 	var i GetRow
 	err := row.Scan(
-		&i.IdempotencyLedger.Scope,
-		&i.IdempotencyLedger.Key,
-		&i.IdempotencyLedger.Fingerprint,
-		&i.IdempotencyLedger.State,
-		&i.IdempotencyLedger.LeaseToken,
-		&i.IdempotencyLedger.LeaseExpiresAt,
-		&i.IdempotencyLedger.Fence,
-		&i.IdempotencyLedger.Status,
-		&i.IdempotencyLedger.Headers,
-		&i.IdempotencyLedger.Body,
-		&i.IdempotencyLedger.CreatedAt,
-		&i.IdempotencyLedger.CompletedAt,
-		&i.IdempotencyLedger.ExpiresAt,
-		&i.IdempotencyLedger.CommittedAt,
-		&i.IdempotencyLedger.Kind,
 		&i.Now,
+		&i.Scope,
+		&i.Key,
+		&i.Fingerprint,
+		&i.State,
+		&i.LeaseToken,
+		&i.LeaseExpiresAt,
+		&i.Fence,
+		&i.Status,
+		&i.Headers,
+		&i.Body,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CommittedAt,
+		&i.Kind,
 	)
 	return i, err
 }
@@ -389,7 +406,7 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 type HeldParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
@@ -465,7 +482,7 @@ type MarkCommittedParams struct {
 	Now            sql.NullInt64
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
@@ -550,7 +567,7 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 type ReleaseParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
