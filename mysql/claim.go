@@ -46,19 +46,29 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 }
 
 func (e executor) claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
+	r, now, err := e.read(ctx, a)
+	if err != nil || (r != nil && !idriver.MayTakeOver(r, a, now)) {
+		return idriver.ClaimResult{Now: now, Row: r}, err
+	}
+	return e.write(ctx, a, r, now)
+}
+
+// read is step 1 of Claim: the key's row (nil when none) and the server's
+// clock of the same statement (queries/mysql, Get), which a miss carries
+// too, so that a new lease counts from it.
+func (e executor) read(ctx context.Context, a idriver.ClaimParams) (*idriver.Row, int64, error) {
 	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key)})
 	if err != nil {
-		return idriver.ClaimResult{}, err
+		return nil, 0, err
 	}
-	// The row, if any, with the clock of its statement (queries/mysql,
-	// Get), which a miss carries too: the new lease counts from it.
-	now := at(a.Now, g.Now)
-	if r := found(g); r != nil {
-		if !idriver.MayTakeOver(r, a, now) {
-			return idriver.ClaimResult{Now: now, Row: r}, nil
-		}
-	} else {
-		err = e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
+	return found(g), at(a.Now, g.Now), nil
+}
+
+// write is the rest of Claim, after a read that found no row (r nil) or one
+// that may be taken over, at now.
+func (e executor) write(ctx context.Context, a idriver.ClaimParams, r *idriver.Row, now int64) (idriver.ClaimResult, error) {
+	if r == nil {
+		err := e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
 			Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fingerprint: a.Fingerprint,
 			LeaseToken:     token(a.Token),
 			LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
@@ -75,6 +85,41 @@ func (e executor) claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		return e.takeOver(ctx, a, true)
 	}
 	return e.takeOverOnPool(ctx, a)
+}
+
+// SavepointClaim is Claim with SAVEPOINT name set between its read and its
+// write (driver.Batcher): a row that stands is answered from the read
+// alone, with no savepoint set (saved false), so that a replay inside a
+// caller's transaction costs one round trip instead of three (SAVEPOINT,
+// the read, RELEASE). The read writes nothing and locks nothing, so it
+// needs no savepoint around it.
+func (e executor) SavepointClaim(ctx context.Context, name string, a idriver.ClaimParams) (idriver.ClaimResult, bool, error) {
+	if e.tx == nil {
+		return idriver.ClaimResult{}, false, errNoTx
+	}
+	r, now, err := e.read(ctx, a)
+	if err != nil || (r != nil && !idriver.MayTakeOver(r, a, now)) {
+		return idriver.ClaimResult{Now: now, Row: r}, false, err
+	}
+	if err := e.Savepoint(ctx, name); err != nil {
+		return idriver.ClaimResult{}, false, err
+	}
+	res, err := e.write(ctx, a, r, now)
+	return res, true, err
+}
+
+// CompleteRelease runs Complete and, when it stored the outcome, RELEASE
+// SAVEPOINT name (driver.Batcher), one round trip each: without the DSN's
+// multiStatements, go-sql-driver sends one statement at a time.
+func (e executor) CompleteRelease(ctx context.Context, p idriver.CompleteParams, name string) (ok, released bool, err error) {
+	if e.tx == nil {
+		return false, false, errNoTx
+	}
+	if ok, err = e.complete(ctx, p); err != nil || !ok {
+		return ok, false, err
+	}
+	err = e.ReleaseSavepoint(ctx, name)
+	return true, err == nil, err
 }
 
 // takeOverOnPool is takeOver in a transaction of the driver's own.

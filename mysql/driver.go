@@ -22,7 +22,10 @@ type Driver struct {
 	pool idriver.Executor
 }
 
-var _ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+var (
+	_ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+	_ idriver.Batcher         = executor{}
+)
 
 // New returns the driver for db, a pool opened with the "mysql" driver of
 // github.com/go-sql-driver/mysql (sql.Open("mysql", dsn), or
