@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"sync/atomic"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -15,15 +16,19 @@ import (
 // Driver is the ledger's driver for a MySQL or MariaDB database reached
 // through database/sql with github.com/go-sql-driver/mysql; its
 // transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
-// It holds nothing but the *sql.DB, which stays the caller's to close.
+// It holds the *sql.DB, which stays the caller's to close (after the
+// ledger), and the statements it prepares there (see Prepare).
 type Driver struct {
 	db *sql.DB
+	// prepared is nil before Prepare and after Close.
+	prepared atomic.Pointer[prepared]
 	// pool is the Executor on db, made once.
 	pool idriver.Executor
 }
 
 var (
 	_ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+	_ idriver.Preparer        = (*Driver)(nil)
 	_ idriver.Batcher         = executor{}
 )
 
@@ -31,10 +36,12 @@ var (
 // github.com/go-sql-driver/mysql (sql.Open("mysql", dsn), or
 // sql.OpenDB(mysql.NewConnector(cfg))). The DSN needs no particular
 // parameter: times are stored as integers, so parseTime and loc do not
-// matter. It does not use db until an operation does. A nil db is refused
-// by ledger.New.
+// matter. It does not use db until ledger.New prepares the statements
+// every request runs (see Prepare). A nil db is refused by ledger.New.
 func New(db *sql.DB) *Driver {
-	return &Driver{db: db, pool: idriver.Interpreted(executor{db: db, pool: db}, interpret)}
+	d := &Driver{db: db}
+	d.pool = idriver.Interpreted(executor{d: d, db: db, pool: db}, interpret)
+	return d
 }
 
 // DB returns the Executor on the pool.
@@ -42,7 +49,7 @@ func (d *Driver) DB() idriver.Executor { return d.pool }
 
 // TxExecutor returns the Executor inside tx.
 func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor {
-	return idriver.Interpreted(executor{db: tx, tx: tx}, interpret)
+	return idriver.Interpreted(executor{d: d, db: tx, tx: tx, own: new(owner)}, interpret)
 }
 
 // Begin begins a transaction on the pool, at the session's isolation
@@ -78,12 +85,21 @@ func (d *Driver) SQL() *sql.DB { return d.db }
 
 // executor runs the queries of queries/mysql through sqlc's package.
 type executor struct {
+	d    *Driver
 	db   mysqldb.DBTX
 	tx   *sql.Tx // nil on the pool
 	pool *sql.DB // nil inside a transaction
+	own  *owner  // whether tx is the pool's; nil on the pool
 }
 
-func (e executor) q() *mysqldb.Queries { return mysqldb.New(e.db) }
+// q returns the queries to run, with the statements of hot prepared once
+// the driver has prepared them.
+func (e executor) q() *mysqldb.Queries {
+	if p := e.d.prepared.Load(); p != nil {
+		return mysqldb.New(preparedDB{DBTX: e.db, tx: e.tx, p: p, own: e.own})
+	}
+	return mysqldb.New(e.db)
+}
 
 func (e executor) Now(ctx context.Context) (int64, error) { return e.q().Now(ctx) }
 

@@ -156,6 +156,16 @@ func TestRoundTrips(t *testing.T) {
 			}
 			read := trips.Load() - before
 			t.Logf("round trips: plain transaction %d, first Mutate %d, replay in a transaction %d, plain read %d", plain, first, replay, read)
+			// A first run adds five of the ledger's own (the read with
+			// the clock, SAVEPOINT, INSERT, the outcome, RELEASE), each
+			// one round trip, prepared or interpolated; a replay is the
+			// read alone, between BEGIN and COMMIT.
+			if first > plain+5 {
+				t.Errorf("a first Mutate took %d round trips, the plain transaction %d; want at most 5 more", first, plain)
+			}
+			if replay > read+2 {
+				t.Errorf("a replay in a transaction took %d round trips, a plain read %d; want at most BEGIN and COMMIT more", replay, read)
+			}
 		})
 	}
 }
