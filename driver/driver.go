@@ -151,6 +151,13 @@ type Batcher interface {
 	// ran (the connection broke, ctx ended) is reported with saved true,
 	// as the claim's: the ledger then rolls back to the savepoint, which
 	// fails on a broken connection and says so.
+	//
+	// A driver whose claim reads the row before it writes may read it
+	// first and set the savepoint only when the claim goes on to write:
+	// when the row stands (see Executor.Claim) it returns it with saved
+	// false, res.Won false, res.Row and res.Now set, and a nil err, and
+	// has written nothing; a failure of that read is returned with saved
+	// false too. A claim that wins always has set the savepoint.
 	SavepointClaim(ctx context.Context, name string, p ClaimParams) (res ClaimResult, saved bool, err error)
 	// CompleteRelease runs Complete(p) and then, only when Complete
 	// stored the outcome (the lease held), RELEASE SAVEPOINT name. ok and

@@ -108,13 +108,12 @@ func (l *Ledger[TTx]) Claim(ctx context.Context, req Request) (*Claim, error) {
 // claim is Claim on ex (the pool, or a transaction for Mutate) after the
 // checks.
 func (l *Ledger[TTx]) claim(ctx context.Context, ex driver.Executor, req Request) (*Claim, error) {
-	return l.claimFirst(ctx, ex, req, ex.Claim)
+	return l.claimWith(ctx, ex, req, ex.Claim)
 }
 
-// claimFirst is claim whose first attempt runs through first instead of
-// ex.Claim (Mutate's sends its savepoint with it).
-func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Request, first func(context.Context, driver.ClaimParams) (driver.ClaimResult, error)) (*Claim, error) {
-	attempt := first
+// claimWith is claim whose attempts run through attempt instead of
+// ex.Claim (Mutate's sets its savepoint with the first that needs one).
+func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Request, attempt func(context.Context, driver.ClaimParams) (driver.ClaimResult, error)) (*Claim, error) {
 	for range claimAttempts {
 		a := driver.ClaimParams{
 			Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint[:],
@@ -122,7 +121,6 @@ func (l *Ledger[TTx]) claimFirst(ctx context.Context, ex driver.Executor, req Re
 			Now: l.clock(), Recover: req.Recover,
 		}
 		won, err := attempt(ctx, a)
-		attempt = ex.Claim
 		if err != nil {
 			err = classify(err)
 			if ex == l.db && mayHaveRun(err) || ctx.Err() != nil {

@@ -56,7 +56,9 @@
 // rollback:") may the claim and fn's writes remain: roll tx back then.
 // Mutate can be nested: each call has its own savepoint. Drivers that can
 // (pgxv5) send the SAVEPOINT with the claim and the outcome with the
-// RELEASE in one round trip each (driver.Batcher), with the same results.
+// RELEASE in one round trip each (driver.Batcher), with the same results;
+// the mysql driver answers a replay from its claim's read before it sets
+// the savepoint, so a replay there sets none.
 //
 // A concurrent duplicate in another transaction waits for the first to
 // commit or roll back, then replays (or, after a rollback, runs fn). It

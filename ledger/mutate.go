@@ -184,11 +184,20 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 
 	// The savepoint travels with the first claim attempt when the driver
 	// can batch them (driver.Batcher); a savepoint that fails stops the
-	// claim, and there is nothing to undo.
-	var spErr error
-	c, err := l.claimFirst(ctx, tx, req, func(ctx context.Context, a driver.ClaimParams) (driver.ClaimResult, error) {
-		res, saved, err := savepointClaim(ctx, tx, sp, a)
-		if !saved {
+	// claim, and there is nothing to undo. A Batcher may also answer a
+	// record that stands from a read before it sets the savepoint: then
+	// nothing was written, and nothing is left to undo or release.
+	var (
+		spErr error
+		saved bool
+	)
+	c, err := l.claimWith(ctx, tx, req, func(ctx context.Context, a driver.ClaimParams) (driver.ClaimResult, error) {
+		if saved {
+			return tx.Claim(ctx, a)
+		}
+		res, ok, err := savepointClaim(ctx, tx, sp, a)
+		saved = ok
+		if !ok && err != nil {
 			spErr = err
 		}
 		return res, err
@@ -197,23 +206,33 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		return zero, wrapOp("mutate", classify(spErr))
 	}
 	if err != nil {
+		if !saved {
+			return zero, err
+		}
 		return zero, undo(err)
 	}
 	if c.Replayed() {
 		if commit != nil {
-			// The COMMIT ends the savepoint with the transaction, in which
-			// the claim wrote nothing.
+			// The COMMIT ends the savepoint, if one was set, with the
+			// transaction, in which the claim wrote nothing.
 			if err := commit(context.WithoutCancel(ctx)); err != nil {
 				return zero, commitError(err)
 			}
-		} else if err := release(); err != nil {
-			return zero, undo(err)
+		} else if saved {
+			if err := release(); err != nil {
+				return zero, undo(err)
+			}
 		}
 		v, err := cd.decode(c.Replay.Outcome)
 		if err != nil {
 			return zero, err
 		}
 		return Result[T]{Value: v, Replayed: true, Fence: c.Fence}, nil
+	}
+	if !saved {
+		// A claim that won always set the savepoint first
+		// (driver.Batcher); a driver that broke that rule wrote outside it.
+		return zero, fmt.Errorf("ledger: mutate: the driver claimed the key without setting savepoint %s", sp)
 	}
 
 	v, err := runGuarded(ctx, fn, undo)
@@ -279,8 +298,9 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 
 // savepointClaim sets savepoint sp in tx and makes claim attempt a, in one
 // round trip when tx is a driver.Batcher. saved reports whether the
-// savepoint was set; when it was not, err is the SAVEPOINT's error and the
-// claim did not run.
+// savepoint was set; when it was not, nothing was written, and err is why
+// (the SAVEPOINT's error), or nil when a Batcher answered the claim from a
+// read of a record that stands (res.Row).
 func savepointClaim(ctx context.Context, tx driver.Executor, sp string, a driver.ClaimParams) (res driver.ClaimResult, saved bool, err error) {
 	if b, ok := tx.(driver.Batcher); ok {
 		return b.SavepointClaim(ctx, sp, a)

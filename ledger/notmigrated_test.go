@@ -10,13 +10,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
 // TestNotMigrated: on a database whose ledger table is missing (schema.Migrate
-// never ran), New on SQLite and every operation on PostgreSQL fail with an
-// error matching ErrNotMigrated that says what to do, and nothing else
+// never ran), New on the drivers that prepare statements (SQLite, MySQL) and
+// every operation on the others fail with an error matching ErrNotMigrated
+// that says what to do, and nothing else
 // (not ErrRetryable, which would be retried for ever, nor a bare driver
 // error that idemhttp's FailOpen would take for an outage).
 func TestNotMigrated(t *testing.T) {
@@ -46,9 +48,9 @@ func notMigrated[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		}
 	}
 	l, err := ledger.New(d.Driver, ledger.Options{})
-	if d.Engine == "sqlite" {
+	if _, ok := d.Driver.(driver.Preparer); ok {
 		// The driver prepares its statements in New, which reads the
-		// schema.
+		// schema (SQLite, MySQL).
 		if l != nil {
 			t.Fatalf("New = %v, %v; want an error", l, err)
 		}

@@ -4,12 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
+	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/mysql"
@@ -24,9 +30,15 @@ import (
 //   - mutate: ledger.Mutate's first run of a new key, inserting the order;
 //   - read: a plain SELECT of a completed record by its key (the baseline
 //     of a replay);
-//   - replay: Mutate of a completed key, answered from the record.
+//   - replay: Mutate of a completed key, answered from the record;
+//   - bare, mw-first, mw-replay: an HTTP handler inserting an order (in
+//     autocommit), bare and behind idemhttp.Middleware (lease mode), served
+//     in process;
+//   - bare-tx, tx-first, tx-replay: the same insert in a transaction of
+//     its own, bare and as an idemhttp.TxHandler.
 //
-// Ratios in BENCHMARKS.md are taken against plain and read of the same run.
+// Ratios in BENCHMARKS.md are taken against plain, read, bare and bare-tx
+// of the same run.
 func BenchmarkMySQL(b *testing.B) {
 	for _, clients := range []int{1, 16} {
 		d := testdb.MySQLDB(b)
@@ -119,8 +131,13 @@ func BenchmarkMySQL(b *testing.B) {
 				})
 			},
 		}
-		for _, name := range []string{"plain", "floor", "mutate", "read", "replay"} {
-			b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) { parallel(b, clients, ops[name]) })
+		for name, op := range httpOps(b, db, l) {
+			ops[name] = op
+		}
+		// Names as key=value, so that benchstat -col /op sets each beside
+		// its baseline (plain, read, bare, bare-tx).
+		for _, name := range []string{"plain", "floor", "mutate", "read", "replay", "bare", "mw-first", "mw-replay", "bare-tx", "tx-first", "tx-replay"} {
+			b.Run(fmt.Sprintf("clients=%d/op=%s", clients, name), func(b *testing.B) { parallel(b, clients, ops[name]) })
 		}
 		l.Close()
 	}
@@ -157,4 +174,82 @@ func parallel(b *testing.B, clients int, op func(i int) error) {
 		b.Fatal(fail)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+}
+
+// httpOps are the HTTP handlers of BenchmarkMySQL, each request sent in
+// process (ServeHTTP), so that the figures hold the handler's and the
+// ledger's work and none of a network client's.
+func httpOps(b *testing.B, db *sql.DB, l *ledger.Ledger[*sql.Tx]) map[string]func(int) error {
+	var seq atomic.Int64
+	opts := idemhttp.Options{Scope: func(*http.Request) (string, error) { return "tenant-1", nil }}
+	const body = `{"amount":1250,"currency":"EUR","customer":"cus_42"}`
+	answer := func(w http.ResponseWriter, res sql.Result, err error) {
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		id, _ := res.LastInsertId()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"id":`+strconv.FormatInt(id, 10)+`}`)
+	}
+	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, _ := io.ReadAll(r.Body)
+		res, err := db.ExecContext(r.Context(), "INSERT INTO orders (item) VALUES (?)", string(in[:32]))
+		answer(w, res, err)
+	})
+	bareTx := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, _ := io.ReadAll(r.Body)
+		tx, err := db.BeginTx(r.Context(), nil)
+		if err != nil {
+			answer(w, nil, err)
+			return
+		}
+		defer tx.Rollback()
+		res, err := tx.ExecContext(r.Context(), "INSERT INTO orders (item) VALUES (?)", string(in[:32]))
+		if err == nil {
+			err = tx.Commit()
+		}
+		answer(w, res, err)
+	})
+	txh := idemhttp.TxHandler(l, opts, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+		in, _ := io.ReadAll(r.Body)
+		res, err := tx.ExecContext(r.Context(), "INSERT INTO orders (item) VALUES (?)", string(in[:32]))
+		answer(w, res, err)
+	})
+	mw := idemhttp.Middleware(l, opts)(bare)
+	send := func(h http.Handler, key string) error {
+		req := httptest.NewRequest("POST", "/orders", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set(idemhttp.HeaderName, key)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			return fmt.Errorf("status %d: %s", rec.Code, rec.Body)
+		}
+		return nil
+	}
+	fresh := func() string { return "h-" + strconv.FormatInt(seq.Add(1), 10) }
+	// Completed records for the replays.
+	const done = 64
+	for i := range done {
+		for _, h := range []struct {
+			h      http.Handler
+			prefix string
+		}{{mw, "mw-"}, {txh, "tx-"}} {
+			if err := send(h.h, h.prefix+strconv.Itoa(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return map[string]func(int) error{
+		"bare":      func(int) error { return send(bare, "") },
+		"mw-first":  func(int) error { return send(mw, fresh()) },
+		"mw-replay": func(i int) error { return send(mw, "mw-"+strconv.Itoa(i%done)) },
+		"bare-tx":   func(int) error { return send(bareTx, "") },
+		"tx-first":  func(int) error { return send(txh, fresh()) },
+		"tx-replay": func(i int) error { return send(txh, "tx-"+strconv.Itoa(i%done)) },
+	}
 }

@@ -12,10 +12,12 @@ import (
 // Claim claims a key in up to four statements, since MySQL has no UPDATE
 // ... RETURNING and no conditional upsert that reports what it did:
 //
-//  1. A plain read of the row with the server's clock. When the row
-//     stands (a replay, an in-flight answer, a reused key), that is the
-//     answer: no lock is taken and nothing is written.
-//  2. For a key without a row, an INSERT. It wins, or fails with a
+//  1. A plain read of the row with the server's clock (the clock alone
+//     when the key has no row). When the row stands (a replay, an
+//     in-flight answer, a reused key), that is the answer: no lock is
+//     taken and nothing is written.
+//  2. For a key without a row, an INSERT, its lease counted from the
+//     read's clock. It wins, or fails with a
 //     duplicate-key error when another claim inserted first (waiting
 //     first, when that claim's transaction has not ended).
 //  3. Otherwise a locking read (LOCK IN SHARE MODE, then FOR UPDATE only
@@ -44,24 +46,29 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 }
 
 func (e executor) claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
-	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key)})
-	found := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return idriver.ClaimResult{}, err
+	r, now, err := e.read(ctx, a)
+	if err != nil || (r != nil && !idriver.MayTakeOver(r, a, now)) {
+		return idriver.ClaimResult{Now: now, Row: r}, err
 	}
-	if found {
-		// The row with the clock of its statement (queries/mysql, Get).
-		now := at(a.Now, g.Now)
-		if r := row(g.IdempotencyLedger); !idriver.MayTakeOver(&r, a, now) {
-			return idriver.ClaimResult{Now: now, Row: &r}, nil
-		}
-	} else {
-		// A miss carries no clock: the new lease counts from the server's.
-		now, err := e.clock(ctx, a.Now)
-		if err != nil {
-			return idriver.ClaimResult{}, err
-		}
-		err = e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
+	return e.write(ctx, a, r, now)
+}
+
+// read is step 1 of Claim: the key's row (nil when none) and the server's
+// clock of the same statement (queries/mysql, Get), which a miss carries
+// too, so that a new lease counts from it.
+func (e executor) read(ctx context.Context, a idriver.ClaimParams) (*idriver.Row, int64, error) {
+	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key)})
+	if err != nil {
+		return nil, 0, err
+	}
+	return found(g), at(a.Now, g.Now), nil
+}
+
+// write is the rest of Claim, after a read that found no row (r nil) or one
+// that may be taken over, at now.
+func (e executor) write(ctx context.Context, a idriver.ClaimParams, r *idriver.Row, now int64) (idriver.ClaimResult, error) {
+	if r == nil {
+		err := e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
 			Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fingerprint: a.Fingerprint,
 			LeaseToken:     token(a.Token),
 			LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
@@ -80,13 +87,65 @@ func (e executor) claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	return e.takeOverOnPool(ctx, a)
 }
 
+// SavepointClaim is Claim with SAVEPOINT name set between its read and its
+// write (driver.Batcher): a row that stands is answered from the read
+// alone, with no savepoint set (saved false), so that a replay inside a
+// caller's transaction costs one round trip instead of three (SAVEPOINT,
+// the read, RELEASE). The read writes nothing and locks nothing, so it
+// needs no savepoint around it.
+func (e executor) SavepointClaim(ctx context.Context, name string, a idriver.ClaimParams) (idriver.ClaimResult, bool, error) {
+	if e.tx == nil {
+		return idriver.ClaimResult{}, false, errNoTx
+	}
+	r, now, err := e.read(ctx, a)
+	if err != nil || (r != nil && !idriver.MayTakeOver(r, a, now)) {
+		return idriver.ClaimResult{Now: now, Row: r}, false, err
+	}
+	if err := e.Savepoint(ctx, name); err != nil {
+		return idriver.ClaimResult{}, false, err
+	}
+	res, err := e.write(ctx, a, r, now)
+	return res, true, err
+}
+
+// CompleteRelease runs Complete and, when it stored the outcome, RELEASE
+// SAVEPOINT name (driver.Batcher), one round trip each: without the DSN's
+// multiStatements, go-sql-driver sends one statement at a time.
+func (e executor) CompleteRelease(ctx context.Context, p idriver.CompleteParams, name string) (ok, released bool, err error) {
+	if e.tx == nil {
+		return false, false, errNoTx
+	}
+	if ok, err = e.complete(ctx, p); err != nil || !ok {
+		return ok, false, err
+	}
+	err = e.ReleaseSavepoint(ctx, name)
+	return true, err == nil, err
+}
+
+// CompleteReleaseCommit stores the outcome and, when the lease held,
+// commits: the COMMIT releases the savepoint with the transaction, so no
+// RELEASE is sent (one round trip fewer; database/sql sends one statement
+// at a time, so there is nothing to batch).
+func (e executor) CompleteReleaseCommit(ctx context.Context, p idriver.CompleteParams, name string) (ok, released, committed bool, err error) {
+	if e.tx == nil {
+		return false, false, false, errNoTx
+	}
+	if ok, err = e.complete(ctx, p); err != nil || !ok {
+		return ok, false, false, err
+	}
+	if err := e.tx.Commit(); err != nil {
+		return true, true, false, err
+	}
+	return true, true, true, nil
+}
+
 // takeOverOnPool is takeOver in a transaction of the driver's own.
 func (e executor) takeOverOnPool(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
 	tx, err := e.pool.BeginTx(ctx, nil)
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	res, err := executor{db: tx, tx: tx}.takeOver(ctx, a, false)
+	res, err := executor{d: e.d, db: tx, tx: tx, own: new(owner)}.takeOver(ctx, a, false)
 	if err != nil {
 		_ = tx.Rollback()
 		return idriver.ClaimResult{}, err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"sync/atomic"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -15,23 +16,32 @@ import (
 // Driver is the ledger's driver for a MySQL or MariaDB database reached
 // through database/sql with github.com/go-sql-driver/mysql; its
 // transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
-// It holds nothing but the *sql.DB, which stays the caller's to close.
+// It holds the *sql.DB, which stays the caller's to close (after the
+// ledger), and the statements it prepares there (see Prepare).
 type Driver struct {
 	db *sql.DB
+	// prepared is nil before Prepare and after Close.
+	prepared atomic.Pointer[prepared]
 	// pool is the Executor on db, made once.
 	pool idriver.Executor
 }
 
-var _ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+var (
+	_ idriver.Driver[*sql.Tx] = (*Driver)(nil)
+	_ idriver.Preparer        = (*Driver)(nil)
+	_ idriver.Batcher         = executor{}
+)
 
 // New returns the driver for db, a pool opened with the "mysql" driver of
 // github.com/go-sql-driver/mysql (sql.Open("mysql", dsn), or
 // sql.OpenDB(mysql.NewConnector(cfg))). The DSN needs no particular
 // parameter: times are stored as integers, so parseTime and loc do not
-// matter. It does not use db until an operation does. A nil db is refused
-// by ledger.New.
+// matter. It does not use db until ledger.New prepares the statements
+// every request runs (see Prepare). A nil db is refused by ledger.New.
 func New(db *sql.DB) *Driver {
-	return &Driver{db: db, pool: idriver.Interpreted(executor{db: db, pool: db}, interpret)}
+	d := &Driver{db: db}
+	d.pool = idriver.Interpreted(executor{d: d, db: db, pool: db}, interpret)
+	return d
 }
 
 // DB returns the Executor on the pool.
@@ -39,7 +49,7 @@ func (d *Driver) DB() idriver.Executor { return d.pool }
 
 // TxExecutor returns the Executor inside tx.
 func (d *Driver) TxExecutor(tx *sql.Tx) idriver.Executor {
-	return idriver.Interpreted(executor{db: tx, tx: tx}, interpret)
+	return idriver.Interpreted(executor{d: d, db: tx, tx: tx, own: new(owner)}, interpret)
 }
 
 // Begin begins a transaction on the pool, at the session's isolation
@@ -75,12 +85,21 @@ func (d *Driver) SQL() *sql.DB { return d.db }
 
 // executor runs the queries of queries/mysql through sqlc's package.
 type executor struct {
+	d    *Driver
 	db   mysqldb.DBTX
 	tx   *sql.Tx // nil on the pool
 	pool *sql.DB // nil inside a transaction
+	own  *owner  // whether tx is the pool's; nil on the pool
 }
 
-func (e executor) q() *mysqldb.Queries { return mysqldb.New(e.db) }
+// q returns the queries to run, with the statements of hot prepared once
+// the driver has prepared them.
+func (e executor) q() *mysqldb.Queries {
+	if p := e.d.prepared.Load(); p != nil {
+		return mysqldb.New(preparedDB{DBTX: e.db, tx: e.tx, p: p, own: e.own})
+	}
+	return mysqldb.New(e.db)
+}
 
 func (e executor) Now(ctx context.Context) (int64, error) { return e.q().Now(ctx) }
 
@@ -94,16 +113,11 @@ func (e executor) clock(ctx context.Context, now int64) (int64, error) {
 
 func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResult, error) {
 	g, err := e.q().Get(ctx, mysqldb.GetParams{Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key)})
-	if errors.Is(err, sql.ErrNoRows) {
-		// A miss carries no clock; a miss makes a claim start over, where
-		// now is unused.
-		return idriver.GetResult{Now: p.Now}, nil
-	}
 	if err != nil {
 		return idriver.GetResult{}, err
 	}
-	r := row(g.IdempotencyLedger)
-	return idriver.GetResult{Now: at(p.Now, g.Now), Row: &r}, nil
+	// Get answers a miss too, with the clock and a NULL row.
+	return idriver.GetResult{Now: at(p.Now, g.Now), Row: found(g)}, nil
 }
 
 // at is now, or the server's clock read with a statement when now is 0.
@@ -128,8 +142,8 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
 	n, err := e.q().Complete(ctx, mysqldb.CompleteParams{
 		Status:         sql.NullInt64{Int64: p.Status, Valid: true},
-		Headers:        nullBytes(p.Headers),
-		Body:           nullBytes(p.Body),
+		Headers:        p.Headers,
+		Body:           p.Body,
 		Kind:           sql.NullString{String: p.Kind, Valid: p.Kind != ""},
 		Now:            clockArg(p.Now),
 		TtlMillis:      p.TTLMillis,
@@ -306,24 +320,46 @@ func rows(got []mysqldb.IdempotencyLedger) []idriver.Row {
 // row is the driver's one mapping of a stored row; NULLs read as zero
 // values (driver.Row), a NULL headers as nil.
 func row(g mysqldb.IdempotencyLedger) idriver.Row {
-	r := idriver.Row{
+	return idriver.Row{
 		Scope: string(g.Scope), Key: string(g.Key), Fingerprint: g.Fingerprint, State: g.State,
-		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
-		Status: g.Status.Int64, CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
+		LeaseToken: string(g.LeaseToken), LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
+		Status: g.Status.Int64, Headers: g.Headers, Body: emptyNil(g.Body), CreatedAt: g.CreatedAt,
+		CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt, CommittedAt: g.CommittedAt.Int64,
+		Kind: g.Kind.String,
 	}
-	if g.Headers.Valid {
-		r.Headers = []byte(g.Headers.String)
-	}
-	if g.Body.String != "" {
-		r.Body = []byte(g.Body.String)
-	}
-	return r
 }
 
-func nullBytes(b []byte) sql.NullString { return sql.NullString{String: string(b), Valid: b != nil} }
+// found is row for Get's answer, whose row columns are all NULL when the
+// key has no row: nil then.
+func found(g mysqldb.GetRow) *idriver.Row {
+	if !g.State.Valid {
+		return nil
+	}
+	r := row(mysqldb.IdempotencyLedger{
+		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State.String,
+		LeaseToken: g.LeaseToken, LeaseExpiresAt: g.LeaseExpiresAt, Fence: g.Fence.Int64,
+		Status: g.Status, Headers: g.Headers, Body: g.Body, CreatedAt: g.CreatedAt.Int64,
+		CompletedAt: g.CompletedAt, ExpiresAt: g.ExpiresAt.Int64, CommittedAt: g.CommittedAt, Kind: g.Kind,
+	})
+	return &r
+}
 
-func token(t string) sql.NullString { return sql.NullString{String: t, Valid: true} }
+// emptyNil is b, or nil when b is empty: a body stored empty reads as nil,
+// as on the other engines.
+func emptyNil(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// token is a lease token as a statement's argument, never NULL.
+func token(t string) []byte {
+	if t == "" {
+		return []byte{}
+	}
+	return []byte(t)
+}
 
 // isDuplicate reports whether err is MySQL's duplicate-key error (1062).
 func isDuplicate(err error) bool {

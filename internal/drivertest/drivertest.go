@@ -334,6 +334,24 @@ func batched[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	if ok1 != ok2 || !rowEqual(*ga.Row, *gb.Row) {
 		t.Fatalf("batched row %+v, unbatched %+v", ga.Row, gb.Row)
 	}
+	// A claim of a record that stands (a replay) loses; a driver may
+	// answer it from its read without setting the savepoint, and then with
+	// the row. Last: a failed ROLLBACK TO SAVEPOINT may end tx.
+	r3, saved, err := b.SavepointClaim(ctx, "sp_c", claimParams("a", "tok-c", t0))
+	switch {
+	case err != nil || r3.Won:
+		t.Fatalf("batched claim of a completed record: %+v, %v; want a loss", r3, err)
+	case saved:
+		if err := ex.ReleaseSavepoint(ctx, "sp_c"); err != nil {
+			t.Fatal(err)
+		}
+	case r3.Row == nil || r3.Row.State != "completed":
+		t.Fatalf("claim answered without a savepoint, row %+v; want the completed row", r3.Row)
+	default:
+		if err := ex.RollbackToSavepoint(ctx, "sp_c"); err == nil {
+			t.Fatal("SavepointClaim reported no savepoint, yet ROLLBACK TO SAVEPOINT sp_c succeeded")
+		}
+	}
 }
 
 // notMigrated: without the ledger's table, statements fail marked

@@ -10,7 +10,7 @@ import (
 	"database/sql"
 )
 
-const abandon = `-- name: Abandon :exec
+const Abandon = `-- name: Abandon :exec
 UPDATE idempotency_ledger
 SET lease_expires_at = created_at
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
@@ -20,17 +20,17 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 type AbandonParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 }
 
 // Ends the lease of a claim whose caller never learned that it won, as on
 // the other engines.
 func (q *Queries) Abandon(ctx context.Context, arg AbandonParams) error {
-	_, err := q.db.ExecContext(ctx, abandon, arg.Scope, arg.IdempotencyKey, arg.LeaseToken)
+	_, err := q.db.ExecContext(ctx, Abandon, arg.Scope, arg.IdempotencyKey, arg.LeaseToken)
 	return err
 }
 
-const claimInsert = `-- name: ClaimInsert :exec
+const ClaimInsert = `-- name: ClaimInsert :exec
 INSERT INTO idempotency_ledger (
     scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
     created_at, expires_at
@@ -44,7 +44,7 @@ type ClaimInsertParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
 	Fingerprint    []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	LeaseExpiresAt sql.NullInt64
 	CreatedAt      int64
 	ExpiresAt      int64
@@ -53,7 +53,7 @@ type ClaimInsertParams struct {
 // A new in-flight row with fence 1; fails with a duplicate-key error when
 // the key has a row.
 func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) error {
-	_, err := q.db.ExecContext(ctx, claimInsert,
+	_, err := q.db.ExecContext(ctx, ClaimInsert,
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.Fingerprint,
@@ -65,7 +65,7 @@ func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) error 
 	return err
 }
 
-const claimTakeover = `-- name: ClaimTakeover :execrows
+const ClaimTakeover = `-- name: ClaimTakeover :execrows
 UPDATE idempotency_ledger
 SET fingerprint      = ?,
     state            = 'in_flight',
@@ -85,7 +85,7 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ? AND fence = ?
 
 type ClaimTakeoverParams struct {
 	Fingerprint    []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	LeaseExpiresAt sql.NullInt64
 	NewFence       int64
 	CreatedAt      int64
@@ -99,7 +99,7 @@ type ClaimTakeoverParams struct {
 // Takes over the row read and locked by GetForUpdate, whose fence it
 // names: the new fence and commit mark were decided from that read.
 func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, claimTakeover,
+	result, err := q.db.ExecContext(ctx, ClaimTakeover,
 		arg.Fingerprint,
 		arg.LeaseToken,
 		arg.LeaseExpiresAt,
@@ -117,7 +117,7 @@ func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (i
 	return result.RowsAffected()
 }
 
-const complete = `-- name: Complete :execrows
+const Complete = `-- name: Complete :execrows
 UPDATE idempotency_ledger
 SET state            = 'completed',
     lease_token      = NULL,
@@ -134,14 +134,14 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 
 type CompleteParams struct {
 	Status         sql.NullInt64
-	Headers        sql.NullString
-	Body           sql.NullString
+	Headers        []byte
+	Body           []byte
 	Kind           sql.NullString
 	Now            sql.NullInt64
 	TtlMillis      int64
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
@@ -149,7 +149,7 @@ type CompleteParams struct {
 // The row always changes (its state), so the rows MySQL reports changed
 // are the rows matched.
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, complete,
+	result, err := q.db.ExecContext(ctx, Complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
@@ -168,7 +168,7 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 	return result.RowsAffected()
 }
 
-const extend = `-- name: Extend :execrows
+const Extend = `-- name: Extend :execrows
 UPDATE idempotency_ledger
 SET lease_expires_at = GREATEST(lease_expires_at, CAST(? AS SIGNED))
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
@@ -179,7 +179,7 @@ type ExtendParams struct {
 	LeaseExpiresAt int64
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
@@ -188,7 +188,7 @@ type ExtendParams struct {
 // its end all the same, so an extension that waited for a lock may land
 // after a later one.
 func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, extend,
+	result, err := q.db.ExecContext(ctx, Extend,
 		arg.LeaseExpiresAt,
 		arg.Scope,
 		arg.IdempotencyKey,
@@ -201,7 +201,7 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (int64, error) {
 	return result.RowsAffected()
 }
 
-const findKey = `-- name: FindKey :many
+const FindKey = `-- name: FindKey :many
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
@@ -216,7 +216,7 @@ type FindKeyParams struct {
 }
 
 func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]IdempotencyLedger, error) {
-	rows, err := q.db.QueryContext(ctx, findKey, arg.IdempotencyKey, arg.Limit)
+	rows, err := q.db.QueryContext(ctx, FindKey, arg.IdempotencyKey, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -254,10 +254,11 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 	return items, nil
 }
 
-const get = `-- name: Get :one
-SELECT idempotency_ledger.scope, idempotency_ledger.` + "`" + `key` + "`" + `, idempotency_ledger.fingerprint, idempotency_ledger.state, idempotency_ledger.lease_token, idempotency_ledger.lease_expires_at, idempotency_ledger.fence, idempotency_ledger.status, idempotency_ledger.headers, idempotency_ledger.body, idempotency_ledger.created_at, idempotency_ledger.completed_at, idempotency_ledger.expires_at, idempotency_ledger.committed_at, idempotency_ledger.kind, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now
-FROM idempotency_ledger
-WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
+const Get = `-- name: Get :one
+SELECT c.now, l.scope, l.` + "`" + `key` + "`" + `, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
+       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind
+FROM (SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now) AS c
+LEFT JOIN idempotency_ledger AS l ON l.scope = ? AND l.` + "`" + `key` + "`" + ` = ?
 `
 
 type GetParams struct {
@@ -266,40 +267,56 @@ type GetParams struct {
 }
 
 type GetRow struct {
-	IdempotencyLedger IdempotencyLedger
-	Now               int64
+	Now            int64
+	Scope          []byte
+	Key            []byte
+	Fingerprint    []byte
+	State          sql.NullString
+	LeaseToken     []byte
+	LeaseExpiresAt sql.NullInt64
+	Fence          sql.NullInt64
+	Status         sql.NullInt64
+	Headers        []byte
+	Body           []byte
+	CreatedAt      sql.NullInt64
+	CompletedAt    sql.NullInt64
+	ExpiresAt      sql.NullInt64
+	CommittedAt    sql.NullInt64
+	Kind           sql.NullString
 }
 
-// The row and the server's clock in one round trip: a replay's whole read.
-// The clock is the statement's start, like the PostgreSQL driver's
-// statement_timestamp(); the row comes from a snapshot taken no later (in
-// a caller's transaction, possibly much earlier), so a row unexpired at
-// that clock was unexpired in the snapshot.
+// The row and the server's clock in one round trip: a replay's whole read,
+// and on a miss the clock the new claim's lease counts from (the row's
+// columns are then NULL, state included), so that the INSERT needs no
+// statement of its own to read it. The clock is the statement's start,
+// like the PostgreSQL driver's statement_timestamp(); the row comes from a
+// snapshot taken no later (in a caller's transaction, possibly much
+// earlier), so a row unexpired at that clock was unexpired in the snapshot.
 func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
-	row := q.db.QueryRowContext(ctx, get, arg.Scope, arg.IdempotencyKey)
+	row := q.db.QueryRowContext(ctx, Get, arg.Scope, arg.IdempotencyKey)
 	var i GetRow
 	err := row.Scan(
-		&i.IdempotencyLedger.Scope,
-		&i.IdempotencyLedger.Key,
-		&i.IdempotencyLedger.Fingerprint,
-		&i.IdempotencyLedger.State,
-		&i.IdempotencyLedger.LeaseToken,
-		&i.IdempotencyLedger.LeaseExpiresAt,
-		&i.IdempotencyLedger.Fence,
-		&i.IdempotencyLedger.Status,
-		&i.IdempotencyLedger.Headers,
-		&i.IdempotencyLedger.Body,
-		&i.IdempotencyLedger.CreatedAt,
-		&i.IdempotencyLedger.CompletedAt,
-		&i.IdempotencyLedger.ExpiresAt,
-		&i.IdempotencyLedger.CommittedAt,
-		&i.IdempotencyLedger.Kind,
 		&i.Now,
+		&i.Scope,
+		&i.Key,
+		&i.Fingerprint,
+		&i.State,
+		&i.LeaseToken,
+		&i.LeaseExpiresAt,
+		&i.Fence,
+		&i.Status,
+		&i.Headers,
+		&i.Body,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.ExpiresAt,
+		&i.CommittedAt,
+		&i.Kind,
 	)
 	return i, err
 }
 
-const getForUpdate = `-- name: GetForUpdate :one
+const GetForUpdate = `-- name: GetForUpdate :one
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
@@ -316,7 +333,7 @@ type GetForUpdateParams struct {
 // claim decides a takeover on. It waits for a transaction that holds the
 // row (a duplicate in flight inside another caller's transaction).
 func (q *Queries) GetForUpdate(ctx context.Context, arg GetForUpdateParams) (IdempotencyLedger, error) {
-	row := q.db.QueryRowContext(ctx, getForUpdate, arg.Scope, arg.IdempotencyKey)
+	row := q.db.QueryRowContext(ctx, GetForUpdate, arg.Scope, arg.IdempotencyKey)
 	var i IdempotencyLedger
 	err := row.Scan(
 		&i.Scope,
@@ -338,7 +355,7 @@ func (q *Queries) GetForUpdate(ctx context.Context, arg GetForUpdateParams) (Ide
 	return i, err
 }
 
-const getShared = `-- name: GetShared :one
+const GetShared = `-- name: GetShared :one
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
@@ -358,7 +375,7 @@ type GetSharedParams struct {
 // another never deadlocks them; most such rows stand (a replay), and only
 // a takeover goes on to GetForUpdate.
 func (q *Queries) GetShared(ctx context.Context, arg GetSharedParams) (IdempotencyLedger, error) {
-	row := q.db.QueryRowContext(ctx, getShared, arg.Scope, arg.IdempotencyKey)
+	row := q.db.QueryRowContext(ctx, GetShared, arg.Scope, arg.IdempotencyKey)
 	var i IdempotencyLedger
 	err := row.Scan(
 		&i.Scope,
@@ -380,7 +397,7 @@ func (q *Queries) GetShared(ctx context.Context, arg GetSharedParams) (Idempoten
 	return i, err
 }
 
-const held = `-- name: Held :one
+const Held = `-- name: Held :one
 SELECT COUNT(*) FROM idempotency_ledger
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
   AND state = 'in_flight' AND lease_token = ? AND fence = ?
@@ -389,13 +406,13 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 type HeldParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
 // Whether the lease still holds, for the updates that may change nothing.
 func (q *Queries) Held(ctx context.Context, arg HeldParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, held,
+	row := q.db.QueryRowContext(ctx, Held,
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.LeaseToken,
@@ -406,7 +423,7 @@ func (q *Queries) Held(ctx context.Context, arg HeldParams) (int64, error) {
 	return count, err
 }
 
-const listInFlight = `-- name: ListInFlight :many
+const ListInFlight = `-- name: ListInFlight :many
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger
@@ -416,7 +433,7 @@ LIMIT ?
 `
 
 func (q *Queries) ListInFlight(ctx context.Context, limit int32) ([]IdempotencyLedger, error) {
-	rows, err := q.db.QueryContext(ctx, listInFlight, limit)
+	rows, err := q.db.QueryContext(ctx, ListInFlight, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +471,7 @@ func (q *Queries) ListInFlight(ctx context.Context, limit int32) ([]IdempotencyL
 	return items, nil
 }
 
-const markCommitted = `-- name: MarkCommitted :execrows
+const MarkCommitted = `-- name: MarkCommitted :execrows
 UPDATE idempotency_ledger
 SET committed_at = COALESCE(committed_at, ?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED))
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
@@ -465,7 +482,7 @@ type MarkCommittedParams struct {
 	Now            sql.NullInt64
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
@@ -473,7 +490,7 @@ type MarkCommittedParams struct {
 // there. A second mark changes nothing, which MySQL reports as no row: the
 // driver then reads whether the lease holds (Held).
 func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markCommitted,
+	result, err := q.db.ExecContext(ctx, MarkCommitted,
 		arg.Now,
 		arg.Scope,
 		arg.IdempotencyKey,
@@ -486,7 +503,7 @@ func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (i
 	return result.RowsAffected()
 }
 
-const now = `-- name: Now :one
+const Now = `-- name: Now :one
 
 SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now
 `
@@ -506,13 +523,13 @@ SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS
 // of a datetime would go through the session's time zone, and be an hour
 // off in the hour a daylight-saving zone repeats.)
 func (q *Queries) Now(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, now)
+	row := q.db.QueryRowContext(ctx, Now)
 	var now int64
 	err := row.Scan(&now)
 	return now, err
 }
 
-const purgeBatch = `-- name: PurgeBatch :execrows
+const PurgeBatch = `-- name: PurgeBatch :execrows
 DELETE FROM idempotency_ledger
 WHERE expires_at <= CAST(? AS SIGNED)
   AND (state = 'completed' OR lease_expires_at <= CAST(? AS SIGNED))
@@ -533,14 +550,14 @@ type PurgeBatchParams struct {
 // keys sqlc cannot bind; a batch that deadlocks with a claim is tried
 // again by the driver instead.)
 func (q *Queries) PurgeBatch(ctx context.Context, arg PurgeBatchParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, purgeBatch, arg.Now, arg.Now, arg.Limit)
+	result, err := q.db.ExecContext(ctx, PurgeBatch, arg.Now, arg.Now, arg.Limit)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected()
 }
 
-const release = `-- name: Release :execrows
+const Release = `-- name: Release :execrows
 DELETE FROM idempotency_ledger
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
   AND state = 'in_flight' AND lease_token = ? AND fence = ?
@@ -550,14 +567,14 @@ WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 type ReleaseParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	Fence          int64
 }
 
 // Drops an in-flight claim held by the caller, unless it passed its commit
 // point.
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, release,
+	result, err := q.db.ExecContext(ctx, Release,
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.LeaseToken,
@@ -569,7 +586,7 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 	return result.RowsAffected()
 }
 
-const stats = `-- name: Stats :one
+const Stats = `-- name: Stats :one
 SELECT
     CAST(COALESCE(SUM(state = 'in_flight'), 0) AS SIGNED) AS in_flight,
     CAST(COALESCE(SUM(state = 'completed'), 0) AS SIGNED) AS completed,
@@ -603,7 +620,7 @@ type StatsRow struct {
 // Counts rows for the stats command. Unlike the other engines' it reads
 // the whole table: every figure is exact, and it is an operator's query.
 func (q *Queries) Stats(ctx context.Context, arg StatsParams) (StatsRow, error) {
-	row := q.db.QueryRowContext(ctx, stats,
+	row := q.db.QueryRowContext(ctx, Stats,
 		arg.Now,
 		arg.Now,
 		arg.Now,

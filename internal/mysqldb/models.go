@@ -13,12 +13,12 @@ type IdempotencyLedger struct {
 	Key            []byte
 	Fingerprint    []byte
 	State          string
-	LeaseToken     sql.NullString
+	LeaseToken     []byte
 	LeaseExpiresAt sql.NullInt64
 	Fence          int64
 	Status         sql.NullInt64
-	Headers        sql.NullString
-	Body           sql.NullString
+	Headers        []byte
+	Body           []byte
 	CreatedAt      int64
 	CompletedAt    sql.NullInt64
 	ExpiresAt      int64

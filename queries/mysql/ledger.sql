@@ -17,14 +17,17 @@
 SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now;
 
 -- name: Get :one
--- The row and the server's clock in one round trip: a replay's whole read.
--- The clock is the statement's start, like the PostgreSQL driver's
--- statement_timestamp(); the row comes from a snapshot taken no later (in
--- a caller's transaction, possibly much earlier), so a row unexpired at
--- that clock was unexpired in the snapshot.
-SELECT sqlc.embed(idempotency_ledger), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now
-FROM idempotency_ledger
-WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key);
+-- The row and the server's clock in one round trip: a replay's whole read,
+-- and on a miss the clock the new claim's lease counts from (the row's
+-- columns are then NULL, state included), so that the INSERT needs no
+-- statement of its own to read it. The clock is the statement's start,
+-- like the PostgreSQL driver's statement_timestamp(); the row comes from a
+-- snapshot taken no later (in a caller's transaction, possibly much
+-- earlier), so a row unexpired at that clock was unexpired in the snapshot.
+SELECT c.now, l.scope, l.`key`, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
+       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind
+FROM (SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now) AS c
+LEFT JOIN idempotency_ledger AS l ON l.scope = sqlc.arg(scope) AND l.`key` = sqlc.arg(idempotency_key);
 
 -- name: GetShared :one
 -- The latest committed row under a shared lock, until the transaction

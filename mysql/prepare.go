@@ -1,0 +1,145 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+
+	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/mysqldb"
+)
+
+// hot are the statements the driver prepares: those of every request (a
+// claim's read and INSERT, the outcome's UPDATE). Prepared, each is one
+// round trip (COM_STMT_EXECUTE) instead of two (prepare, then execute)
+// under go-sql-driver's default DSN. The others, rare, run as text: every
+// prepared statement costs the server memory on every connection of every
+// pool (max_prepared_stmt_count, 16,382 by default, bounds them all), and
+// three per connection leave room.
+var hot = [...]string{mysqldb.Get, mysqldb.ClaimInsert, mysqldb.Complete}
+
+// prepared is the set of statements prepared on the pool, by their text.
+type prepared struct {
+	stmts map[string]*sql.Stmt
+}
+
+func (p *prepared) close() error {
+	var errs []error
+	for _, s := range p.stmts {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Prepare prepares the statements every request runs on the pool, once:
+// ledger.New calls it, never an operation (a pool of one connection inside
+// a transaction would wait for ever). database/sql prepares each again on
+// any other connection of the pool the first time it runs there, also
+// inside a caller's *sql.Tx of this pool, and keeps it per connection.
+// A missing table fails it, marked driver.ErrNotMigrated, as on SQLite.
+// Any other failure (the server cannot be reached) does not: the ledger
+// then runs its statements unprepared, as after Close, so that a program
+// that starts while its database is down still starts (and answers
+// idemhttp's FailOpen as it would). A nil db is an error.
+func (d *Driver) Prepare(ctx context.Context) error {
+	if d.NilDB() {
+		return errors.New("mysql: nil *sql.DB")
+	}
+	p := &prepared{stmts: make(map[string]*sql.Stmt, len(hot))}
+	for _, q := range hot {
+		s, err := d.db.PrepareContext(ctx, q)
+		if err != nil {
+			_ = p.close()
+			if err = interpret(err); errors.Is(err, idriver.ErrNotMigrated) {
+				return err
+			}
+			return nil
+		}
+		p.stmts[q] = s
+	}
+	if old := d.prepared.Swap(p); old != nil {
+		_ = old.close()
+	}
+	return nil
+}
+
+// Close releases the prepared statements (on the server too, on every
+// connection that prepared them); statements run unprepared afterwards.
+// It never closes the *sql.DB. A second Close returns nil.
+func (d *Driver) Close() error {
+	if p := d.prepared.Swap(nil); p != nil {
+		return p.close()
+	}
+	return nil
+}
+
+// preparedDB is the mysqldb.DBTX of an executor once statements are
+// prepared: a statement of hot runs prepared, on the pool or, through
+// Tx.StmtContext, on tx's connection; every other one runs on DBTX, the
+// pool or tx, as text.
+type preparedDB struct {
+	mysqldb.DBTX
+	tx  *sql.Tx // nil on the pool
+	p   *prepared
+	own *owner // nil on the pool
+}
+
+// owner remembers whether a caller's tx was begun on the driver's pool,
+// the condition for Tx.StmtContext to take the pool's statements.
+type owner struct{ yes atomic.Bool }
+
+// owns reports whether tx was begun on the pool, asking it the first time:
+// Tx.StmtContext answers a statement of another pool (or a finished
+// transaction, or a cancelled ctx) with a Stmt whose every method returns
+// that error, Close included, and runs nothing; an accepted one closes with
+// nil (having prepared s on tx's connection, when it was not yet, which the
+// statement about to run needs anyway). Whatever made it refuse, the
+// unprepared path then does the right thing: it runs, or fails with the
+// same cause. Only a yes is remembered.
+func (o *owner) owns(ctx context.Context, tx *sql.Tx, s *sql.Stmt) bool {
+	if o.yes.Load() {
+		return true
+	}
+	if tx.StmtContext(ctx, s).Close() != nil {
+		return false
+	}
+	o.yes.Store(true)
+	return true
+}
+
+// stmt returns the prepared statement of query to run, or nil to run it
+// as text.
+func (x preparedDB) stmt(ctx context.Context, query string) *sql.Stmt {
+	s := x.p.stmts[query]
+	switch {
+	case s == nil:
+		return nil
+	case x.tx == nil:
+		return s
+	case !x.own.owns(ctx, x.tx, s):
+		return nil
+	}
+	return x.tx.StmtContext(ctx, s)
+}
+
+func (x preparedDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := x.stmt(ctx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return x.DBTX.ExecContext(ctx, query, args...)
+}
+
+func (x preparedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := x.stmt(ctx, query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return x.DBTX.QueryContext(ctx, query, args...)
+}
+
+func (x preparedDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := x.stmt(ctx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return x.DBTX.QueryRowContext(ctx, query, args...)
+}
