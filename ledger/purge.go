@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/retry"
 )
 
 // DefaultPurgeBatchSize is the most rows a batch of Purge deletes when
@@ -187,7 +188,12 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int6
 	// fails the batch's statement with driver.ErrBadConn, which
 	// database/sql does not retry inside a transaction. Nothing was
 	// deleted then, so the batch is tried again on another connection.
-	for attempt := 1; ; attempt++ {
+	// A batch that deadlocked with another purger's (MySQL: both delete
+	// from the head of the expiry index) was rolled back whole, and is
+	// tried again after a jittered pause, so that the two do not meet
+	// again at once.
+	bad, conflicts := 0, 0
+	for {
 		n, err := l.purgeBatchTx(ctx, now, size)
 		if err == nil {
 			return n, nil
@@ -197,11 +203,28 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int6
 			// the connection it closed as bad): say so first.
 			return 0, fmt.Errorf("%w: %w", cerr, err)
 		}
-		if !errors.Is(err, sqldriver.ErrBadConn) || attempt == 3 {
+		switch {
+		case errors.Is(err, sqldriver.ErrBadConn) && bad < 2:
+			bad++
+		case errors.Is(err, driver.ErrRetryable) && conflicts < purgeConflictTries:
+			conflicts++
+			if err := retry.Sleep(ctx, retry.Backoff(purgeConflictWait, 50*purgeConflictWait, conflicts)); err != nil {
+				return 0, err
+			}
+		default:
 			return 0, err
 		}
 	}
 }
+
+// purgeConflictTries bounds the retries of a batch that deadlocked with
+// another purger's; purgeConflictWait is the first pause (see
+// retry.Backoff). Four purgers on one MariaDB table failed one test run in
+// ten with five immediate retries.
+const (
+	purgeConflictTries = 10
+	purgeConflictWait  = 2 * time.Millisecond
+)
 
 // purgeBatchTx is one attempt of purgeBatch.
 func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, now int64, size int) (int64, error) {
