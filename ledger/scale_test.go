@@ -36,7 +36,6 @@ import (
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/postgres"
-	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -75,27 +74,19 @@ func scaleSize(t *testing.T) (records int, phase time.Duration) {
 }
 
 // scaleVariant is one way to set an SQLite ledger up: the scale work's
-// three changes that touch the request path, each on or off, so that "today"
-// (before the scale work) and each change alone run in the same process.
+// three changes that touch the request path, each on or off, so that the
+// set-up before the scale work and each change alone run in one process.
 type scaleVariant struct {
 	name string
-	// gate: the pool is sqlite.Open's, whose writers queue in Go; else
-	// sql.Open with sqlite.DSN, whose writers meet in SQLite's busy
-	// handler.
-	gate bool
-	// indexes: migration 4's in-flight and created_at indexes stay.
-	indexes bool
-	// autoVacuum: the file has incremental auto-vacuum (sqlite.Open gives
-	// it to new files), whose pointer-map pages each new page updates.
-	autoVacuum bool
+	sqliteSetup
 }
 
 var scaleVariants = []scaleVariant{
-	{"before", false, false, false},
-	{"gate", true, false, false},
-	{"indexes", false, true, false},
-	{"autovacuum", false, false, true},
-	{"now", true, true, true},
+	{"before", sqliteSetup{false, false, false}},
+	{"gate", sqliteSetup{true, false, false}},
+	{"indexes", sqliteSetup{false, true, false}},
+	{"autovacuum", sqliteSetup{false, false, true}},
+	{"now", sqliteSetup{true, true, true}},
 }
 
 // pickVariants returns the variants named in IDEMLEDGER_SCALE_VARIANTS, or
@@ -132,48 +123,7 @@ type scaleLedger struct {
 func openScaleSQLite(t *testing.T, v scaleVariant) *scaleLedger {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	var db *sql.DB
-	var err error
-	if v.gate {
-		db, err = sqlite.Open(path)
-	} else {
-		db, err = sql.Open(sqlite.DriverName, sqlite.DSN(path))
-		if err == nil {
-			db.SetMaxOpenConns(sqlite.DefaultMaxOpenConns)
-			db.SetMaxIdleConns(sqlite.DefaultMaxOpenConns)
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	// The mode of an empty file changes with the pragma and a VACUUM, on
-	// one connection.
-	mode := "NONE"
-	if v.autoVacuum {
-		mode = "INCREMENTAL"
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"PRAGMA auto_vacuum = " + mode, "VACUUM"} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	conn.Close()
-	if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
-		t.Fatal(err)
-	}
-	if !v.indexes {
-		for _, q := range []string{"DROP INDEX idemledger_ledger_in_flight", "DROP INDEX idemledger_ledger_created_at"} {
-			if _, err := db.ExecContext(ctx, q); err != nil {
-				t.Fatal(q, err)
-			}
-		}
-	}
+	db, path := openSQLiteAs(t, sqlite.DefaultSynchronous, v.sqliteSetup)
 	if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +542,22 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		deleted  time.Time
 		rowsSeen int64
 	)
-	batchDone = func(_ int64, took time.Duration) { mu.Lock(); batches = append(batches, took); mu.Unlock() }
+	// Batches that held the gate long, with when they ended and their
+	// rows, to find where the load's longest waits come from.
+	type slow struct {
+		at   time.Duration
+		rows int64
+		took time.Duration
+	}
+	var slowest []slow
+	batchDone = func(rows int64, took time.Duration) {
+		mu.Lock()
+		batches = append(batches, took)
+		if took > 100*time.Millisecond && len(slowest) < 20 {
+			slowest = append(slowest, slow{time.Since(t0), rows, took})
+		}
+		mu.Unlock()
+	}
 	defer func() { batchDone = nil }()
 	t1 := time.Now()
 	n, err := s.l.Purge(context.Background(), PurgeOptions{Progress: func(total int64) {
@@ -617,6 +582,9 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 	slices.Sort(batches)
 	t.Logf("%s purge: %d rows in %.1f s (%.0f rows/s), %d batches, median %s ms, max %s ms; then its reclaim %.1f s",
 		s.engine, n, dt.Seconds(), float64(n)/dt.Seconds(), len(batches), ms(batches.at(0.5)), ms(batches.at(1)), t2.Sub(deleted).Seconds())
+	for _, b := range slowest {
+		t.Logf("%s purge: a batch of %d rows took %s ms, ending %.1f s into the load", s.engine, b.rows, ms(b.took), b.at.Seconds())
+	}
 	for _, p := range []struct {
 		name     string
 		from, to time.Time
