@@ -21,14 +21,15 @@ type Stats struct {
 	// delete now (see Record.Expired). It is an estimate when
 	// ExpiredEstimated is set.
 	Expired int64
-	// ExpiredEstimated reports that Expired is an estimate: on SQLite, past
-	// 100,000 expired records, which it would otherwise count one entry of
-	// the expiry index at a time (seconds at millions), it is estimated
-	// from the rowids of the oldest record and of the expired record that
-	// expires last, since records are numbered as they are inserted and
-	// expire in about that order; records deleted out of that order
-	// (Release, a purge that fell behind) make it high. Below that, and
-	// on the other engines, Expired is a count.
+	// ExpiredEstimated reports that Expired is an estimate. Past 100,000
+	// expired records, which would otherwise be counted one entry of the
+	// expiry index at a time (seconds at millions): on SQLite it is
+	// estimated from the rowids of the oldest record and of the expired
+	// record that expires last, since records are numbered as they are
+	// inserted and expire in about that order (records deleted out of that
+	// order, by Release, make it high); on PostgreSQL it is the planner's
+	// estimate, as of the table's last ANALYZE. Below that, and on MySQL,
+	// Expired is a count.
 	ExpiredEstimated bool
 	// LeaseExpired counts the records in flight whose lease has run out:
 	// their holder is presumed gone (a crash, a kill), and a retry with the
@@ -54,7 +55,7 @@ type Stats struct {
 
 // Stats counts the records, on the driver's pool. It reads indexes, not
 // the records themselves: its cost grows with the records in flight and
-// the expired ones (on SQLite up to 100,000 of them, see
+// the expired ones (up to 100,000 of them on SQLite and PostgreSQL, see
 // Stats.ExpiredEstimated), and with the table's size only in the count of
 // all records (SQLite counts the entries of an index page by page;
 // PostgreSQL estimates, see Stats.Estimated). It is meant for operators and monitoring, not for a

@@ -154,8 +154,11 @@ SELECT
         WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= @now LIMIT 100001)) AS expires_passed,
+    -- The unary + keeps SQLite from reading this through the expiry index
+    -- (every expired row, then the table) instead of the in-flight one: at
+    -- 2.5M expired records that took 1.5 s.
     (SELECT count(*) FROM idempotency_ledger AS f
-        WHERE f.state = 'in_flight' AND f.expires_at <= @now AND f.lease_expires_at > @now) AS expires_passed_leased,
+        WHERE f.state = 'in_flight' AND +f.expires_at <= @now AND f.lease_expires_at > @now) AS expires_passed_leased,
     CAST(COALESCE((SELECT min(r.rowid) FROM idempotency_ledger AS r), 0) AS INTEGER) AS first_rowid,
     CAST(COALESCE((SELECT x.rowid FROM idempotency_ledger AS x
         WHERE x.expires_at <= @now ORDER BY x.expires_at DESC LIMIT 1), 0) AS INTEGER) AS last_expired_rowid,
