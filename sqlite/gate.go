@@ -464,6 +464,12 @@ func kind(query string) stmtKind {
 		// (table_info); one that sets a value (=) or acts
 		// (incremental_vacuum(N), wal_checkpoint(…)) counts as a write.
 		rest := strings.ToLower(q[len(word):])
+		if strings.Contains(rest, "wal_checkpoint(passive)") {
+			// A PASSIVE checkpoint waits for no writer and blocks none:
+			// holding the slot would only make the queue wait for its
+			// copy and sync (see checkpointPages).
+			return stmtRead
+		}
 		if strings.Contains(rest, "=") || strings.Contains(rest, "vacuum") || strings.Contains(rest, "checkpoint") || strings.Contains(rest, "optimize") {
 			return stmtWrite
 		}
