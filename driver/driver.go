@@ -312,11 +312,14 @@ type PurgeBatchParams struct {
 // created_at, 0 for an empty table. A driver answers from indexes, never
 // reading every row (Stats serves monitoring): every figure is exact except
 // Completed when CompletedEstimated is set (an engine's own row estimate,
-// less the exact InFlight).
+// less the exact InFlight) and Expired when ExpiredEstimated is set.
 type StatsResult struct {
 	InFlight, Completed, Expired, LeaseExpired, Committed int64
 	Oldest, Newest                                        int64
 	CompletedEstimated                                    bool
+	// ExpiredEstimated: Expired is an estimate too (a driver that would
+	// otherwise count millions of expired rows one by one).
+	ExpiredEstimated bool
 	// OldestExpired is the expires_at of the expired row that expired
 	// first (what Purge has not caught up with), 0 when none has.
 	OldestExpired int64

@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/cputime"
-	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -17,11 +20,98 @@ var syncModes = []sqlite.Synchronous{sqlite.SynchronousFull, sqlite.SynchronousN
 
 func benchDB(b *testing.B, s sqlite.Synchronous) *sql.DB {
 	b.Helper()
-	db, _ := testdb.SQLiteFile(b, sqlite.Options{Synchronous: s})
+	v := sqliteSetup{gate: true, indexes: true, autoVacuum: true}
+	for _, off := range strings.Split(os.Getenv(benchWithoutEnv), ",") {
+		switch off {
+		case "":
+		case "gate":
+			v.gate = false
+		case "indexes":
+			v.indexes = false
+		case "autovacuum":
+			v.autoVacuum = false
+		default:
+			b.Fatalf("%s: unknown change %q", benchWithoutEnv, off)
+		}
+	}
+	db, _ := openSQLiteAs(b, s, v)
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
 	return db
+}
+
+// benchWithoutEnv names the environment variable that takes changes of
+// the scale work (issue 25) out of the SQLite benchmarks, comma-separated:
+// "gate" (a pool built with sql.Open and sqlite.DSN instead of sqlite.Open,
+// so its writers meet in SQLite's busy handler), "indexes" (migration 4's
+// in-flight and created_at indexes dropped), "autovacuum" (a file without
+// incremental auto-vacuum). BENCHMARKS.md, "a regression to explain",
+// weighs each so.
+const benchWithoutEnv = "IDEMLEDGER_BENCH_WITHOUT"
+
+// sqliteSetup says which of the scale work's changes that touch the
+// request path an SQLite ledger has.
+type sqliteSetup struct {
+	// gate: the pool is sqlite.Open's, whose writers queue in Go; else
+	// sql.Open with sqlite.DSN, whose writers meet in SQLite's busy
+	// handler.
+	gate bool
+	// indexes: migration 4's in-flight and created_at indexes stay.
+	indexes bool
+	// autoVacuum: the file has incremental auto-vacuum (sqlite.Open gives
+	// it to new files), whose pointer-map pages each new page updates.
+	autoVacuum bool
+}
+
+// openSQLiteAs opens a new, migrated SQLite file in a temporary directory
+// with synchronous s and the changes of v.
+func openSQLiteAs(tb testing.TB, s sqlite.Synchronous, v sqliteSetup) (db *sql.DB, path string) {
+	tb.Helper()
+	ctx := context.Background()
+	path = filepath.Join(tb.TempDir(), "ledger.db")
+	var err error
+	if v.gate {
+		db, err = sqlite.Options{Synchronous: s}.Open(path)
+	} else {
+		// DSN has the default settings (FULL); a test may change them.
+		db, err = sql.Open(sqlite.DriverName, strings.Replace(sqlite.DSN(path), "synchronous(FULL)", "synchronous("+s.String()+")", 1))
+		if err == nil {
+			db.SetMaxOpenConns(sqlite.DefaultMaxOpenConns)
+			db.SetMaxIdleConns(sqlite.DefaultMaxOpenConns)
+		}
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	// The mode of an empty file changes with the pragma and a VACUUM, on
+	// one connection.
+	mode := "NONE"
+	if v.autoVacuum {
+		mode = "INCREMENTAL"
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, q := range []string{"PRAGMA auto_vacuum = " + mode, "VACUUM"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			tb.Fatal(q, err)
+		}
+	}
+	conn.Close()
+	if err := schema.Migrate(ctx, sqlite.New(db)); err != nil {
+		tb.Fatal(err)
+	}
+	if !v.indexes {
+		for _, q := range []string{"DROP INDEX idemledger_ledger_in_flight", "DROP INDEX idemledger_ledger_created_at"} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				tb.Fatal(q, err)
+			}
+		}
+	}
+	return db, path
 }
 
 // cpuMeter reports the process's CPU time per operation as cpu-ns/op, next

@@ -14,12 +14,23 @@ type Stats struct {
 	// Estimated reports that Completed is the engine's estimate rather than
 	// a count: on PostgreSQL, the planner's row count as of the table's
 	// last VACUUM or ANALYZE (autovacuum's included), less InFlight, since
-	// counting millions of rows takes seconds. Every other figure is exact
-	// on every engine.
+	// counting millions of rows takes seconds. Every other figure but
+	// Expired (see ExpiredEstimated) is exact on every engine.
 	Estimated bool
 	// Expired counts records that Claim already ignores and Purge would
-	// delete now (see Record.Expired).
+	// delete now (see Record.Expired). It is an estimate when
+	// ExpiredEstimated is set.
 	Expired int64
+	// ExpiredEstimated reports that Expired is an estimate. Past 100,000
+	// expired records, which would otherwise be counted one entry of the
+	// expiry index at a time (seconds at millions): on SQLite it is
+	// estimated from the rowids of the oldest record and of the expired
+	// record that expires last, since records are numbered as they are
+	// inserted and expire in about that order (records deleted out of that
+	// order, by Release, make it high); on PostgreSQL it is the planner's
+	// estimate, as of the table's last ANALYZE. Below that, and on MySQL,
+	// Expired is a count.
+	ExpiredEstimated bool
 	// LeaseExpired counts the records in flight whose lease has run out:
 	// their holder is presumed gone (a crash, a kill), and a retry with the
 	// same fingerprint takes them over. Those past their ExpiresAt too are
@@ -44,9 +55,10 @@ type Stats struct {
 
 // Stats counts the records, on the driver's pool. It reads indexes, not
 // the records themselves: its cost grows with the records in flight and
-// the expired ones, and with the table's size only in the count of all
-// records (SQLite counts the entries of an index; PostgreSQL estimates, see
-// Stats.Estimated). It is meant for operators and monitoring, not for a
+// the expired ones (up to 100,000 of them on SQLite and PostgreSQL, see
+// Stats.ExpiredEstimated), and with the table's size only in the count of
+// all records (SQLite counts the entries of an index page by page;
+// PostgreSQL estimates, see Stats.Estimated). It is meant for operators and monitoring, not for a
 // request's path. Errors are wrapped with "ledger: stats:".
 func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	if err := l.checkCall(ctx); err != nil {
@@ -62,7 +74,7 @@ func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	}
 	s := Stats{
 		InFlight: row.InFlight, Completed: row.Completed, Estimated: row.CompletedEstimated,
-		Expired: row.Expired, LeaseExpired: row.LeaseExpired, Committed: row.Committed,
+		Expired: row.Expired, ExpiredEstimated: row.ExpiredEstimated, LeaseExpired: row.LeaseExpired, Committed: row.Committed,
 	}
 	if row.Oldest != 0 || row.Newest != 0 || row.InFlight > 0 || (!row.CompletedEstimated && row.Completed > 0) {
 		s.Oldest, s.Newest = fromMillis(row.Oldest), fromMillis(row.Newest)

@@ -43,6 +43,13 @@
 // Reads outside a transaction never wait for it, and run beside the writer
 // thanks to WAL.
 //
+// The pool also checkpoints the WAL itself (wal_autocheckpoint is 0 on its
+// connections): after every 1000 pages its writers wrote, the writer that
+// crossed the count runs a PASSIVE checkpoint once it has left the gate.
+// SQLite's own automatic checkpoint would run inside that writer's COMMIT,
+// while the gate still held every other writer behind it. A pool built by
+// hand with [DSN] keeps SQLite's automatic checkpoint.
+//
 // A wait for the gate is bounded by the busy timeout, as a wait for the lock
 // was: past it the write fails with an error that reads as SQLITE_BUSY
 // (busy and retryable for the ledger). The wait then in SQLite for another

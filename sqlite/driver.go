@@ -358,14 +358,25 @@ func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (i
 	return e.queries(ctx).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: p.Now, BatchSize: int64(p.Limit)})
 }
 
+// statsCountLimit is how many expired rows the Stats query counts one by
+// one (its LIMIT is one more): past it, Expired is an estimate.
+const statsCountLimit = 100_000
+
 func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {
 	row, err := e.queries(ctx).Stats(ctx, sql.NullInt64{Int64: now, Valid: true})
 	if err != nil {
 		return idriver.StatsResult{}, err
 	}
+	expired, estimated := row.ExpiresPassed, false
+	if expired > statsCountLimit {
+		// Counted up to the limit only: estimated from the rowids (see
+		// the query), at least the limit and at most every record.
+		expired = min(row.Total, max(statsCountLimit+1, row.LastExpiredRowid-row.FirstRowid+1))
+		estimated = true
+	}
 	return idriver.StatsResult{
 		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight), CompletedEstimated: false,
-		Expired: row.ExpiresPassed - row.ExpiresPassedLeased, LeaseExpired: row.LeaseExpired,
+		Expired: max(0, expired-row.ExpiresPassedLeased), ExpiredEstimated: estimated, LeaseExpired: row.LeaseExpired,
 		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
 		OldestExpired: row.OldestExpiresAt,
 	}, nil

@@ -226,6 +226,9 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if s.Estimated {
 		fmt.Fprintf(tw, "  (completed is an estimate)\t\n")
 	}
+	if s.ExpiredEstimated {
+		fmt.Fprintf(tw, "  (expired is an estimate)\t\n")
+	}
 	fmt.Fprintf(tw, "purge backlog\t%v\n", s.PurgeBacklog)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))
 	fmt.Fprintf(tw, "newest created\t%s\n", formatTime(s.Newest))

@@ -225,9 +225,11 @@ WHERE d.scope = x.scope AND d.key = x.key;
 --     total_estimated says which;
 --   the in-flight figures: exact, through the partial index of in-flight
 --     rows;
---   expired: exact, the entries of the expiry index up to @now (an
---     index-only scan where the visibility map allows) less the in-flight
---     rows there whose lease still holds;
+--   expired: the entries of the expiry index up to @now (an index-only
+--     scan where the visibility map allows), counted up to 100,001 (2.5M
+--     of them took 0.6 s); past that the drivers ask the planner for its
+--     estimate instead (issue 25); less the in-flight rows there whose
+--     lease still holds;
 --   oldest_expires_at: the first expired row in expiry order;
 --   oldest and newest created_at: exact, the ends of the created_at index.
 SELECT
@@ -241,7 +243,8 @@ SELECT
         WHERE f.state = 'in_flight' AND f.lease_expires_at <= @now::bigint) AS lease_expired,
     (SELECT count(*) FROM idempotency_ledger AS f
         WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
-    (SELECT count(*) FROM idempotency_ledger AS e WHERE e.expires_at <= @now::bigint) AS expires_passed,
+    (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
+        WHERE e.expires_at <= @now::bigint LIMIT 100001) AS capped) AS expires_passed,
     (SELECT count(*) FROM idempotency_ledger AS f
         WHERE f.state = 'in_flight' AND f.expires_at <= @now::bigint AND f.lease_expires_at > @now::bigint) AS expires_passed_leased,
     COALESCE((SELECT o.expires_at FROM idempotency_ledger AS o
