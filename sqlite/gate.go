@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -32,27 +31,7 @@ type gate struct {
 	// wait bounds a wait for the slot, as busy_timeout bounds a wait for
 	// the lock: a writer that waited this long fails as if SQLITE_BUSY.
 	wait time.Duration
-	// walPages counts the pages the pool's writers wrote to the WAL since
-	// the last checkpoint; see checkpointPages.
-	walPages atomic.Int64
 }
-
-// checkpointPages is how many pages the pool's writers write to the WAL
-// before one of them checkpoints it: SQLite's own default threshold
-// (wal_autocheckpoint), which Open turns off on its connections.
-//
-// SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL
-// past the threshold: it copies the WAL's pages back into the database file
-// and, under synchronous=FULL, syncs it, tens of milliseconds on a large
-// file (seconds on a busy disk). SQLite has released its write lock by
-// then, but the gate lets the next writer in only when COMMIT returns, so
-// every queued writer waited for the copy too (issue 25: a purge's batches
-// and the requests queued behind them). Here the writer that takes the
-// count past the threshold gives the slot back first and then runs a
-// PASSIVE checkpoint, which waits for no one and blocks no one: it alone
-// pays for the copy, as under SQLite's automatic checkpoint, and the queue
-// moves on meanwhile.
-const checkpointPages = 1000
 
 func newGate(wait time.Duration) *gate { return &gate{slot: make(chan struct{}, 1), wait: wait} }
 
@@ -160,61 +139,15 @@ func (c *gateConn) enter(ctx context.Context, begin bool) error {
 }
 
 // end gives the slot back, if this connection holds it, and leaves the
-// transaction; then, when the pool's writes since the last checkpoint
-// reach checkpointPages, it checkpoints the WAL (see checkpointPages).
+// transaction.
 func (c *gateConn) end() {
-	if c.leave(true) {
-		c.checkpoint()
-	}
-}
-
-// leave gives the slot back, if this connection holds it, and leaves the
-// transaction; with count, it adds the connection's pages to the pool's
-// count first and reports whether a checkpoint is due. A closed connection
-// (Close) has nothing left to count.
-func (c *gateConn) leave(count bool) (checkpoint bool) {
 	c.mu.Lock()
 	held := c.held
 	c.held, c.tx = false, false
 	c.mu.Unlock()
-	if !held {
-		return false
+	if held {
+		c.gate.release()
 	}
-	due := count && c.countPages()
-	c.gate.release()
-	return due
-}
-
-// pageCounter is modernc's per-connection counter of pages written.
-type pageCounter interface {
-	Status(op msqlite.DBStatusOp, reset bool) (current, high int, err error)
-}
-
-// countPages adds the pages this connection wrote to the WAL since the last
-// call to the pool's count, and reports whether they reach
-// checkpointPages (the count then starts again).
-func (c *gateConn) countPages() bool {
-	pc, ok := c.Conn.(pageCounter)
-	if !ok {
-		return false
-	}
-	n, _, err := pc.Status(msqlite.DBStatusCacheWrite, true)
-	if err != nil || n == 0 {
-		return false
-	}
-	if c.gate.walPages.Add(int64(n)) < checkpointPages {
-		return false
-	}
-	c.gate.walPages.Store(0)
-	return true
-}
-
-// checkpoint copies the WAL back into the database file, without waiting
-// for readers or writers (PASSIVE): what it cannot copy now waits for the
-// next one. Its error is not the caller's, whose write has committed: a
-// failed checkpoint leaves the WAL longer, and the next one tries again.
-func (c *gateConn) checkpoint() {
-	c.Conn.(driver.ExecerContext).ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)", nil)
 }
 
 func (c *gateConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -264,13 +197,13 @@ func (t gateTx) Rollback() error {
 	return t.Tx.Rollback()
 }
 
-// guard runs a statement of kind k: freely inside a transaction or for a
-// read; otherwise holding the slot, and for a BEGIN or COMMIT executed as
-// text taking or giving it back for the transaction.
-func (c *gateConn) guard(ctx context.Context, k stmtKind, run func() error) error {
+// guard runs a statement: freely inside a transaction or for a read;
+// otherwise holding the slot, and for a BEGIN or COMMIT executed as text
+// taking or giving it back for the transaction.
+func (c *gateConn) guard(ctx context.Context, query string, run func() error) error {
 	if c.inTx() {
 		err := run()
-		if k == stmtEnd {
+		if kind(query) == stmtEnd {
 			// COMMIT, END or ROLLBACK as text: whatever the outcome, a
 			// transaction that is still open is ended by the pool (see
 			// IsValid), so give the slot back now.
@@ -278,7 +211,7 @@ func (c *gateConn) guard(ctx context.Context, k stmtKind, run func() error) erro
 		}
 		return err
 	}
-	switch k {
+	switch kind(query) {
 	case stmtRead:
 		return run()
 	case stmtBegin:
@@ -301,7 +234,7 @@ func (c *gateConn) guard(ctx context.Context, k stmtKind, run func() error) erro
 
 func (c *gateConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	var res driver.Result
-	err := c.guard(ctx, kind(query), func() (err error) {
+	err := c.guard(ctx, query, func() (err error) {
 		res, err = c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 		return err
 	})
@@ -312,20 +245,20 @@ func (c *gateConn) ExecContext(ctx context.Context, query string, args []driver.
 // holds the slot until its rows are closed, since SQLite holds the lock
 // until the statement is reset.
 func (c *gateConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, kind(query), func() (driver.Rows, error) {
+	return c.query(ctx, query, func() (driver.Rows, error) {
 		return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 	})
 }
 
-func (c *gateConn) query(ctx context.Context, k stmtKind, run func() (driver.Rows, error)) (driver.Rows, error) {
-	if k == stmtRead || c.inTx() && k != stmtEnd {
+func (c *gateConn) query(ctx context.Context, query string, run func() (driver.Rows, error)) (driver.Rows, error) {
+	if c.inTx() || kind(query) == stmtRead {
 		return run()
 	}
-	if k != stmtWrite {
+	if kind(query) != stmtWrite {
 		// BEGIN or COMMIT through Query: rare enough to take the Exec
 		// path's rules.
 		var rows driver.Rows
-		err := c.guard(ctx, k, func() (err error) { rows, err = run(); return err })
+		err := c.guard(ctx, query, func() (err error) { rows, err = run(); return err })
 		return rows, err
 	}
 	if err := c.enter(ctx, false); err != nil {
@@ -357,7 +290,7 @@ func (c *gateConn) PrepareContext(ctx context.Context, query string) (driver.Stm
 	if err != nil {
 		return nil, err
 	}
-	return &gateStmt{Stmt: s, c: c, kind: kind(query)}, nil
+	return &gateStmt{Stmt: s, c: c, query: query}, nil
 }
 
 // Prepare is database/sql's fallback; it never calls it while
@@ -385,17 +318,16 @@ func (c *gateConn) IsValid() bool {
 // Close closes the connection and gives back the slot it may hold.
 func (c *gateConn) Close() error {
 	err := c.Conn.Close()
-	c.leave(false)
+	c.end()
 	return err
 }
 
 // gateStmt is a prepared statement of a gateConn; it follows the same rules
-// as the connection's own Exec and Query. Its kind is read once, when it is
-// prepared, not at every execution.
+// as the connection's own Exec and Query.
 type gateStmt struct {
 	driver.Stmt
-	c    *gateConn
-	kind stmtKind
+	c     *gateConn
+	query string
 }
 
 var (
@@ -405,7 +337,7 @@ var (
 
 func (s *gateStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	var res driver.Result
-	err := s.c.guard(ctx, s.kind, func() (err error) {
+	err := s.c.guard(ctx, s.query, func() (err error) {
 		res, err = s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 		return err
 	})
@@ -413,7 +345,7 @@ func (s *gateStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 }
 
 func (s *gateStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.c.query(ctx, s.kind, func() (driver.Rows, error) {
+	return s.c.query(ctx, s.query, func() (driver.Rows, error) {
 		return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	})
 }
@@ -464,12 +396,6 @@ func kind(query string) stmtKind {
 		// (table_info); one that sets a value (=) or acts
 		// (incremental_vacuum(N), wal_checkpoint(…)) counts as a write.
 		rest := strings.ToLower(q[len(word):])
-		if strings.Contains(rest, "wal_checkpoint(passive)") {
-			// A PASSIVE checkpoint waits for no writer and blocks none:
-			// holding the slot would only make the queue wait for its
-			// copy and sync (see checkpointPages).
-			return stmtRead
-		}
 		if strings.Contains(rest, "=") || strings.Contains(rest, "vacuum") || strings.Contains(rest, "checkpoint") || strings.Contains(rest, "optimize") {
 			return stmtWrite
 		}

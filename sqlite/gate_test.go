@@ -31,7 +31,6 @@ func TestKind(t *testing.T) {
 		{"PRAGMA user_version = 3", stmtWrite},
 		{"PRAGMA incremental_vacuum(100)", stmtWrite},
 		{"PRAGMA wal_checkpoint(TRUNCATE)", stmtWrite},
-		{"PRAGMA wal_checkpoint(PASSIVE)", stmtRead},
 		{"-- name: ClaimInsert :execrows\nINSERT INTO t VALUES (1)", stmtWrite},
 		{"UPDATE t SET x = 1 RETURNING x", stmtWrite},
 		{"WITH x AS (SELECT 1) DELETE FROM t", stmtWrite},

@@ -50,14 +50,7 @@ func (d *Driver) Reclaim(ctx context.Context, full bool) (before, after int64, e
 	} else if err := d.incrementalVacuum(ctx); err != nil {
 		return before, 0, interpretError(err)
 	}
-	// TRUNCATE blocks every writer while it copies the WAL and syncs the
-	// file: seconds after the pages a reclaim moved (issue 25). A PASSIVE
-	// checkpoint first does that work beside the writers (Open's gate lets
-	// it pass), and leaves TRUNCATE only the WAL to empty.
 	var busy, logPages, done int64
-	if err := d.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done); err != nil {
-		return before, 0, interpretError(err)
-	}
 	if err := d.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done); err != nil {
 		return before, 0, interpretError(err)
 	}
