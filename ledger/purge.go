@@ -224,7 +224,9 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int6
 		switch {
 		case errors.Is(err, sqldriver.ErrBadConn) && bad < 2:
 			bad++
-		case errors.Is(err, driver.ErrRetryable) && conflicts < purgeConflictTries:
+		case errors.Is(err, driver.ErrRetryable) && !errors.Is(err, driver.ErrBusy) && conflicts < purgeConflictTries:
+			// Not a busy store: that error came after a whole busy or lock
+			// timeout already, and ten more would hold the caller for ten.
 			conflicts++
 			if err := retry.Sleep(ctx, retry.Backoff(purgeConflictWait, 50*purgeConflictWait, conflicts)); err != nil {
 				return 0, err
