@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pace"
 	"github.com/idemledger/idemledger/internal/retry"
 )
 
@@ -162,7 +163,7 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 			break
 		}
 		if target > 0 {
-			size = nextBatch(size, most, target, took)
+			size = pace.Next(size, most, target, took)
 		}
 		if opts.Pause > 0 {
 			select {
@@ -177,19 +178,6 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 		}
 	}
 	return total, nil
-}
-
-// nextBatch sizes the batch after one of size rows that took took: the rows
-// that fit in target at that pace, at most twice size (one slow batch must
-// not be followed by a huge one on a guess), between 1 and most.
-func nextBatch(size, most int, target, took time.Duration) int {
-	next := 2 * size
-	if took > 0 {
-		if fit := int(float64(size) * float64(target) / float64(took)); fit < next {
-			next = fit
-		}
-	}
-	return max(1, min(next, most))
 }
 
 // purgeBatch deletes one batch in a transaction of its own and returns how
