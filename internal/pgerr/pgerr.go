@@ -8,6 +8,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/idemledger/idemledger/driver"
 )
 
@@ -21,6 +23,8 @@ const (
 	adminShutdown        = "57P01" // class 57, Operator Intervention
 	crashShutdown        = "57P02"
 	cannotConnectNow     = "57P03"
+	tooManyConnections   = "53300" // class 53, Insufficient Resources: max_connections, or a role's or database's CONNECTION LIMIT
+	prerequisiteState    = "55000" // class 55; while connecting: the database does not allow connections (ALLOW_CONNECTIONS false)
 	// A prepared statement missing, or already there, on the session: what
 	// pgx's statement cache meets behind a pooler in transaction mode.
 	invalidStatementName   = "26000" // class 26, Invalid SQL Statement Name
@@ -46,6 +50,13 @@ func (h hinted) Unwrap() error { return h.err }
 // retryable (the store is contended, not down), a missing table not
 // migrated, a connection
 // exception, a server shutdown or a broken connection an unknown outcome.
+// A connection the server refused for now (too many connections, or a
+// database closed to new ones) is busy and retryable: nothing was sent on
+// it, and a new connection a moment later may be let in. Left unmarked,
+// such a refusal during a short outage ended the retries of a lease's
+// commit mark and outcome at once, and the key was taken over after the
+// lease while its effect had happened (issue 23's double effect, met again
+// by a newcomer with a role at its CONNECTION LIMIT).
 // A prepared statement missing or already there (what a pooler in
 // transaction mode does to pgx's statement cache) gets a hint that says
 // which query mode to use.
@@ -59,7 +70,9 @@ func Interpret(err error) error {
 		switch code := pg.SQLState(); {
 		case code == serializationFailure, code == deadlockDetected:
 			return driver.Mark(err, driver.ErrRetryable)
-		case code == lockNotAvailable:
+		case code == lockNotAvailable, code == tooManyConnections:
+			return driver.Mark(err, driver.ErrBusy, driver.ErrRetryable)
+		case code == prerequisiteState && connecting(err):
 			return driver.Mark(err, driver.ErrBusy, driver.ErrRetryable)
 		case code == undefinedTable:
 			return driver.Mark(err, driver.ErrNotMigrated)
@@ -74,4 +87,11 @@ func Interpret(err error) error {
 		return driver.Mark(err, driver.ErrOutcomeUnknown)
 	}
 	return err
+}
+
+// connecting reports whether err was raised while a connection was being
+// made (pgconn.ConnectError), when no statement had been sent.
+func connecting(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce)
 }

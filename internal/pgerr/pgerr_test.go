@@ -1,9 +1,13 @@
 package pgerr
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,6 +33,8 @@ func TestInterpret(t *testing.T) {
 		{"admin shutdown", pg("57P01"), []error{driver.ErrOutcomeUnknown}},
 		{"crash shutdown", pg("57P02"), []error{driver.ErrOutcomeUnknown}},
 		{"cannot connect now", pg("57P03"), []error{driver.ErrOutcomeUnknown}},
+		{"too many connections", pg("53300"), []error{driver.ErrBusy, driver.ErrRetryable}},
+		{"object not in prerequisite state, on a connection", pg("55000"), nil},
 		{"unique violation", pg("23505"), nil},
 		{"query canceled", pg("57014"), nil},
 		{"reply cut", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), []error{driver.ErrOutcomeUnknown}},
@@ -58,5 +64,60 @@ func TestInterpretPooledHint(t *testing.T) {
 				t.Errorf("%s: marked %v", code, mark)
 			}
 		}
+	}
+}
+
+// TestInterpretConnectRefused: what the server answers a new connection
+// with, read from a real server: a database closed to connections is busy
+// and retryable (a moment later it may open), one that does not exist is
+// not marked (waiting does not make it).
+func TestInterpretConnectRefused(t *testing.T) {
+	base := os.Getenv("IDEMLEDGER_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("set IDEMLEDGER_TEST_POSTGRES to run it")
+	}
+	if os.Getenv("IDEMLEDGER_TEST_PGBOUNCER") != "" {
+		t.Skip("makes a database over the direct connection; nothing here differs behind a pooler")
+	}
+	ctx := context.Background()
+	admin, err := pgconn.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) }) // after the database is dropped
+	var b [6]byte
+	rand.Read(b[:])
+	name := "idemledger_closed_" + hex.EncodeToString(b[:])
+	if err := admin.Exec(ctx, "CREATE DATABASE "+name+" ALLOW_CONNECTIONS false").Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := admin.Exec(ctx, "DROP DATABASE "+name).Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, tt := range []struct {
+		db   string
+		code string
+		want []error
+	}{
+		{name, "55000", []error{driver.ErrBusy, driver.ErrRetryable}},
+		{name + "_missing", "3D000", nil},
+	} {
+		cfg, err := pgconn.ParseConfig(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Database = tt.db
+		conn, err := pgconn.ConnectConfig(ctx, cfg)
+		if err == nil {
+			conn.Close(ctx)
+			t.Fatalf("connecting to %s: no error", tt.db)
+		}
+		var pg *pgconn.PgError
+		if !errors.As(err, &pg) || pg.Code != tt.code {
+			t.Fatalf("connecting to %s: %v, want SQLSTATE %s", tt.db, err, tt.code)
+		}
+		marktest.CheckMarks(t, tt.code+" while connecting", err, Interpret(err), tt.want...)
 	}
 }
