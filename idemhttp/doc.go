@@ -155,14 +155,21 @@
 //     client gets fn's answer). Requests that pass through unprotected (no
 //     key, or a method outside Methods) follow the same rule, without the
 //     ledger.
-//   - A response longer than MaxBodyBytes cannot be stored, so the
-//     transaction is rolled back and the client gets 500
-//     (CodeResponseTooLarge): raise the limit for such handlers.
+//   - A response longer than MaxBodyBytes is more than TxHandler holds
+//     back until its commit (and stores), so the transaction is rolled back
+//     and the client gets 500 (CodeResponseTooLarge), also on a request
+//     without a key: raise the limit for such handlers.
 //   - A concurrent duplicate waits for the first transaction (SQLite's
-//     write lock; immediate transactions) and then replays, rather than
-//     answering 409; 409 remains for a key held by a lease-mode claim. A
-//     duplicate that waits longer than the database's busy timeout gets
-//     503 busy (CodeBusy, with Retry-After).
+//     write lock; on PostgreSQL and MySQL the lock on the key's row) and
+//     then replays, rather than answering 409; 409 remains for a key held
+//     by a lease-mode claim. Each waiting duplicate holds a connection of
+//     the pool while it waits, so a burst of duplicates of one slow request
+//     can leave other keys waiting for a connection; its client hanging up
+//     does not free it. Bound the wait: SQLite's busy timeout does;
+//     on PostgreSQL set lock_timeout (a connection parameter, for example
+//     lock_timeout=1000 in the URL, in milliseconds), on MySQL
+//     innodb_lock_wait_timeout (50 s by default). A duplicate that waits
+//     longer gets 503 busy (CodeBusy, with Retry-After).
 //   - On SQLite, fn's whole run holds the database's write lock, for every
 //     process that opens the file: every other TxHandler request, every
 //     Middleware claim and completion, and every other writer wait for it,

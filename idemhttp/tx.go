@@ -190,11 +190,13 @@ func (h *txHandler[TTx]) run(w http.ResponseWriter, r *http.Request, tx TTx) *bu
 }
 
 // send writes fn's buffered answer, or 500 (CodeResponseTooLarge) when it
-// was too long to store.
+// was too long to hold back until the commit. The detail names the limit
+// and says the writes are gone: "could not be stored" misled on a request
+// without a key, which stores nothing but is held back all the same.
 func (h *txHandler[TTx]) send(w http.ResponseWriter, r *http.Request, buf *buffer) {
 	if buf.tooLarge() {
 		h.cfg.refuse(w, r, Refusal{Status: http.StatusInternalServerError, Code: CodeResponseTooLarge,
-			Detail: "the response is longer than " + strconv.FormatInt(h.cfg.maxBody, 10) + " bytes and could not be stored"})
+			Detail: "the response is longer than " + strconv.FormatInt(h.cfg.maxBody, 10) + " bytes (MaxBodyBytes), the most TxHandler holds back until its commit; the transaction was rolled back"})
 		return
 	}
 	buf.writeTo(w)

@@ -164,7 +164,7 @@ func TestTxHandlerResponseTooLarge(t *testing.T) {
 		}
 		b2 := txSetup(t, e, Options{MaxBodyBytes: 7}, createOrder)
 		a = b2.do(t, "POST", "/orders", "1", "k")
-		want := `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the response is longer than 7 bytes and could not be stored","code":"response-too-large"}` + "\n"
+		want := `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the response is longer than 7 bytes (MaxBodyBytes), the most TxHandler holds back until its commit; the transaction was rolled back","code":"response-too-large"}` + "\n"
 		if a.status != 500 || a.body != want || a.header.Get("Set-Cookie") != "" {
 			t.Fatalf("over-long answer: %d %q %q", a.status, a.body, a.header)
 		}
