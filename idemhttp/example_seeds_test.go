@@ -205,7 +205,7 @@ func Example_defaults() {
 	// Output:
 	// 500 failure 1
 	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"this request needs an Idempotency-Key header","code":"key-missing"}
-	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"the Idempotency-Key header is not a valid key: it must be a non-empty string of printable ASCII, sent once","code":"key-invalid"}
+	// 400 {"type":"about:blank","title":"Bad Request","status":400,"detail":"the Idempotency-Key header is not a valid key: it starts with a double quote but is not an RFC 9651 string (a closing quote missing, text after it, an escape of anything but a quote or a backslash, or a character outside printable ASCII)","code":"key-invalid"}
 	// 409 Retry-After=1 {"type":"about:blank","title":"Conflict","status":409,"detail":"a request with this idempotency key is in flight","code":"in-flight"}
 	// 201 {"id":"pay_1"}
 	// 422 {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this idempotency key was used with another request: its method, path and query, Content-Type or body (compared in canonical form) differ from the first request's","code":"key-reused"}

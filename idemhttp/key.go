@@ -1,6 +1,7 @@
 package idemhttp
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -61,7 +62,7 @@ func ParseKey(h http.Header, rules KeyRules) (string, error) {
 	default:
 		// The draft forbids a second field line; joining them would make
 		// a list, which is no key at all.
-		return "", fmt.Errorf("%w: %d %s field lines", ErrInvalidKey, len(lines), HeaderName)
+		return "", fmt.Errorf("%w: %w (%d)", ErrInvalidKey, errKeyLines, len(lines))
 	}
 	max := rules.MaxLength
 	if max <= 0 {
@@ -70,10 +71,19 @@ func ParseKey(h http.Header, rules KeyRules) (string, error) {
 	return parseKeyValue(lines[0], max, rules.Strict)
 }
 
+// The ways a key can be malformed that keyProblem explains to the client;
+// their texts end the errors of ParseKey after ErrInvalidKey's.
+var (
+	errKeyEmpty     = errors.New("empty")
+	errKeyLines     = errors.New("sent on more than one field line")
+	errKeyMalformed = errors.New("malformed sf-string")
+	errKeyUnquoted  = errors.New("not an RFC 9651 sf-string")
+)
+
 func parseKeyValue(raw string, max int, strict bool) (string, error) {
 	v := strings.Trim(raw, " \t")
 	if v == "" {
-		return "", fmt.Errorf("%w: empty", ErrInvalidKey)
+		return "", fmt.Errorf("%w: %w", ErrInvalidKey, errKeyEmpty)
 	}
 	// A value far longer than any acceptable key is refused before parsing:
 	// the quoted form of a key of max bytes is at most 2*max+2 bytes, and
@@ -84,7 +94,7 @@ func parseKeyValue(raw string, max int, strict bool) (string, error) {
 
 	if v[0] != '"' {
 		if strict {
-			return "", fmt.Errorf("%w: not an RFC 9651 sf-string", ErrInvalidKey)
+			return "", fmt.Errorf("%w: %w", ErrInvalidKey, errKeyUnquoted)
 		}
 		// A bare key is the whole value, never parsed as a Token with
 		// parameters: cutting `batch;x` and `batch;y` at ';' would make two
@@ -97,7 +107,7 @@ func parseKeyValue(raw string, max int, strict bool) (string, error) {
 		// It looks quoted but is not a valid sf-string (an unknown escape,
 		// a control character, a missing closing quote, text after it): a
 		// bare reading would keep the quotes and name another key.
-		return "", fmt.Errorf("%w: malformed sf-string", ErrInvalidKey)
+		return "", fmt.Errorf("%w: %w", ErrInvalidKey, errKeyMalformed)
 	}
 	// Parameters after the closing quote (`"k";v=1`) are ignored, as the
 	// draft says.
@@ -108,7 +118,7 @@ func parseKeyValue(raw string, max int, strict bool) (string, error) {
 // characters its form allows.
 func checkKey(key string, quoted bool, max int) (string, error) {
 	if key == "" {
-		return "", fmt.Errorf("%w: empty", ErrInvalidKey)
+		return "", fmt.Errorf("%w: %w", ErrInvalidKey, errKeyEmpty)
 	}
 	if err := syntax.Check(key, quoted); err != nil {
 		return "", err

@@ -256,8 +256,18 @@ func keyProblem(err error, max int) string {
 		return "longer than " + strconv.Itoa(max) + " bytes"
 	}
 	var ce *syntax.CharError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		return ce.Problem()
+	case errors.Is(err, errKeyEmpty):
+		return "it is empty"
+	case errors.Is(err, errKeyLines):
+		return "it was sent on more than one field line; send it once"
+	case errors.Is(err, errKeyMalformed):
+		return "it starts with a double quote but is not an RFC 9651 string (a closing quote missing, text after it, " +
+			"an escape of anything but a quote or a backslash, or a character outside printable ASCII)"
+	case errors.Is(err, errKeyUnquoted):
+		return `this route takes keys only as RFC 9651 strings, in double quotes (KeyRules.Strict)`
 	}
 	return "it must be a non-empty string of printable ASCII, sent once"
 }
