@@ -16,7 +16,7 @@
 // [Consumer.HandleTx], for a handler whose effects are all writes in the
 // ledger's database: the handler gets a transaction of that database, and
 // its writes, its [Output] and the ledger's record commit together
-// (ledger.MutateOutcome); only then is the message acknowledged. A crash
+// (ledger.MutateOutcomeCommit); only then is the message acknowledged. A crash
 // at any point leaves either all of it or none of it.
 //
 // [Consumer.Handle], lease mode, for effects outside the database (an

@@ -18,9 +18,9 @@ type TxHandler[TTx any] func(ctx context.Context, tx TTx, msg Message) (Output, 
 // HandleTx runs fn at most once per message key inside a transaction of
 // the ledger's database, and returns the Decision for the delivery (see
 // the package doc, Rules). It begins the transaction, runs fn inside
-// ledger.MutateOutcome, so that fn's writes, its Output and the ledger's
-// record share one savepoint, and commits; the Decision is Ack with fn's
-// Output only once the commit succeeded. fn's error rolls everything back
+// ledger.MutateOutcomeCommit, so that fn's writes, its Output and the
+// ledger's record share one savepoint, and commits; the Decision is Ack
+// with fn's Output only once the commit succeeded. fn's error rolls everything back
 // (Nack with the error, unchanged); a failed commit too (Nack with the
 // store's error). A panic of fn rolls back and goes on.
 //
@@ -66,7 +66,10 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 			c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonPanic})
 		}
 	}()
-	res, err := ledger.MutateOutcome(tctx, c.l, tx, dv.req, func(ctx context.Context) (ledger.Outcome, error) {
+	// MutateOutcomeCommit commits tx too: on pgxv5 the COMMIT then travels
+	// with the stored outcome (and BEGIN with the claim), as in idemhttp's
+	// TxHandler.
+	res, err := ledger.MutateOutcomeCommit(tctx, c.l, tx, dv.req, func(ctx context.Context) (ledger.Outcome, error) {
 		ran = true
 		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventClaimed})
 		out, err := fn(ctx, tx, msg)
@@ -83,19 +86,14 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Err: he.err})
 		return nack(c.opts.NackDelay, he.err)
 	case err != nil && ran:
-		// fn ran, then storing its outcome failed: all of it is rolled back.
+		// fn ran, then storing its outcome or the commit failed: all of
+		// it is rolled back.
 		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Err: err})
 		return nack(c.opts.NackDelay, err)
 	case err != nil:
+		// The claim failed, or a replay's commit (a failure of the store,
+		// as refuse reports it).
 		return c.refuse(ctx, dv, err)
-	}
-	if err := d.Commit(tctx, tx); err != nil {
-		if ran {
-			c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Err: err})
-		} else {
-			c.emit(ctx, dv, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
-		}
-		return nack(c.opts.NackDelay, err)
 	}
 	if res.Replayed {
 		return c.replay(ctx, dv, res.Value)

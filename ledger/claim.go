@@ -60,17 +60,17 @@ const claimAttempts = 5
 // Claim claims req's key with an atomic conditional write, attempted only
 // when a plain read of the key's record shows none or one that may be
 // taken over (see the package doc, Replays): on PostgreSQL one statement
-// whose CTE reads the row and runs INSERT … ON CONFLICT DO UPDATE … WHERE …
-// RETURNING only then; on SQLite a SELECT, then an INSERT … ON CONFLICT DO
-// NOTHING for a key without a record or one conditional UPDATE … RETURNING
-// for a record that may be taken over (each write decides and reports in
-// one step, so a claim never writes without knowing it won; see
-// queries/sqlite/ledger.sql for why SQLite splits it). It wins, and
-// returns a Claim holding a fresh lease, when the key has no record, when
-// the record has expired (anyone may take it over; see Record.Expired), or
-// when the record is in flight with a lease that has run out and the same
-// fingerprint (the earlier holder is presumed dead; the fence grows so that
-// it cannot write any more). Otherwise it answers from the record it read
+// that reads the row and only then calls a function (schema migration 5)
+// running INSERT … ON CONFLICT DO UPDATE … WHERE … RETURNING; on SQLite
+// a SELECT, then an INSERT … ON CONFLICT DO NOTHING for a key without a
+// record or one conditional UPDATE … RETURNING for a record that may be
+// taken over (each write decides and reports in one step, so a claim never
+// writes without knowing it won; see queries/sqlite/ledger.sql for why
+// SQLite splits it). It wins, and returns a Claim holding a fresh lease,
+// when the key has no record, when the record has expired (anyone may take
+// it over; see Record.Expired), or when the record is in flight with a
+// lease that has run out and the same fingerprint (the earlier holder is
+// presumed dead; the fence grows so that it cannot write any more). Otherwise it answers from the record it read
 // (reading it again if a write lost a race), in this order of precedence:
 //
 //   - ErrKeyReused when the fingerprint differs;

@@ -217,3 +217,42 @@ func testPurgeConcurrently[TTx any](t *testing.T, b0 *bundle[TTx]) {
 		t.Errorf("left %q\nwant %q", got, keep)
 	}
 }
+
+// TestPostgresReplayWritesNothing: on PostgreSQL the claim writes only
+// when the row it read does not stand (queries/postgres, Claim), and a
+// replay's statement holds no INSERT at all (the write is a function the
+// plan skips), so a replay is answered inside a READ ONLY transaction,
+// where any statement holding an INSERT is refused. A first execution
+// there is refused, as it must write.
+func TestPostgresReplayWritesNothing(t *testing.T) {
+	b := setupOn(t, testdb.PostgresDB(t))
+	b.inTx(t, func(tx *sql.Tx) {
+		if _, err := ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(b, tx, "book", nil)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	readOnly := &sql.TxOptions{ReadOnly: true}
+	runs := 0
+	var res ledger.Result[order]
+	var err error
+	b.inTxOpts(t, readOnly, func(tx *sql.Tx) {
+		res, err = ledger.Mutate(b.ctx, b.l, tx, req("k", "p"), placeOrder(b, tx, "book", &runs))
+	})
+	if want := (ledger.Result[order]{Value: order{ID: 1, Item: "book"}, Replayed: true, Fence: 1}); err != nil || res != want || runs != 0 {
+		t.Fatalf("replay in a read-only transaction = %+v, %v (fn ran %d times); want %+v", res, err, runs, want)
+	}
+	if c, err := b.l.Claim(b.ctx, req("k", "p")); err != nil || !c.Replayed() {
+		t.Fatalf("Claim = %+v, %v; want a replay", c, err)
+	}
+
+	tx, err := b.db.BeginTx(b.ctx, readOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	_, err = ledger.Mutate(b.ctx, b.l, tx, req("new", "p"), placeOrder(b, tx, "book", &runs))
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != "25006" || runs != 0 { // read_only_sql_transaction
+		t.Fatalf("first execution in a read-only transaction = %v (fn ran %d times); want SQLSTATE 25006", err, runs)
+	}
+}

@@ -184,9 +184,10 @@ func (e executor) Now(ctx context.Context) (int64, error) {
 }
 
 // Claim runs the one statement of queries/postgres (Claim): it reads the
-// row and writes only when the row does not stand, so a replay, an in-flight
-// answer or a reused key costs one round trip and no write (see the query's
-// comment for why that is safe). It returns the row it read, with the
+// row and writes only when the row does not stand (through the function of
+// migration 5, which the statement's plan skips otherwise), so a replay, an
+// in-flight answer or a reused key costs one round trip and the server's
+// cost of a plain read (see the query's comment for why that is safe). It returns the row it read, with the
 // server's clock at the read, for the ledger to explain a lost claim.
 func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
 	r, err := pgxdb.New(e.db).Claim(ctx, pgxdb.ClaimParams{

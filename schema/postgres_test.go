@@ -17,14 +17,18 @@ import (
 	"github.com/idemledger/idemledger/postgres"
 )
 
-// pgObjects lists the tables and indexes in the current schema of db, as
-// "type name".
+// pgObjects lists the tables, indexes and functions in the current schema
+// of db, as "type name".
 func pgObjects(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.Query(`
 		SELECT CASE c.relkind WHEN 'r' THEN 'table' ELSE 'index' END || ' ' || c.relname
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')
+		UNION ALL
+		SELECT 'function ' || p.proname
+		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = current_schema()
 		ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +57,7 @@ func TestPostgresVersionDownUp(t *testing.T) {
 	db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	migrated := []string{
+		"function idemledger_claim_write",
 		"index app_orders_pkey",
 		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",

@@ -19,12 +19,15 @@ const (
 	deadlockDetected     = "40P01"
 	lockNotAvailable     = "55P03" // class 55, Object Not In Prerequisite State: lock_timeout ran out
 	undefinedTable       = "42P01" // class 42, Syntax Error or Access Rule Violation
-	connectionClass      = "08"    // class 08, Connection Exception
-	adminShutdown        = "57P01" // class 57, Operator Intervention
-	crashShutdown        = "57P02"
-	cannotConnectNow     = "57P03"
-	tooManyConnections   = "53300" // class 53, Insufficient Resources: max_connections, or a role's or database's CONNECTION LIMIT
-	prerequisiteState    = "55000" // class 55; while connecting: the database does not allow connections (ALLOW_CONNECTIONS false)
+	// The function of migration 5 (the write half of Claim) missing: a
+	// database migrated by an earlier release.
+	undefinedFunction  = "42883"
+	connectionClass    = "08"    // class 08, Connection Exception
+	adminShutdown      = "57P01" // class 57, Operator Intervention
+	crashShutdown      = "57P02"
+	cannotConnectNow   = "57P03"
+	tooManyConnections = "53300" // class 53, Insufficient Resources: max_connections, or a role's or database's CONNECTION LIMIT
+	prerequisiteState  = "55000" // class 55; while connecting: the database does not allow connections (ALLOW_CONNECTIONS false)
 	// A prepared statement missing, or already there, on the session: what
 	// pgx's statement cache meets behind a pooler in transaction mode.
 	invalidStatementName   = "26000" // class 26, Invalid SQL Statement Name
@@ -47,8 +50,8 @@ func (h hinted) Unwrap() error { return h.err }
 // Interpret marks err with the driver sentinels it matches: a
 // serialization failure or a deadlock is retryable (a new run of the whole
 // transaction may win), a lock not granted within lock_timeout busy and
-// retryable (the store is contended, not down), a missing table not
-// migrated, a connection
+// retryable (the store is contended, not down), a missing table or
+// function (migration 5's) not migrated, a connection
 // exception, a server shutdown or a broken connection an unknown outcome.
 // A connection the server refused for now (too many connections, or a
 // database closed to new ones) is busy and retryable: nothing was sent on
@@ -74,7 +77,7 @@ func Interpret(err error) error {
 			return driver.Mark(err, driver.ErrBusy, driver.ErrRetryable)
 		case code == prerequisiteState && connecting(err):
 			return driver.Mark(err, driver.ErrBusy, driver.ErrRetryable)
-		case code == undefinedTable:
+		case code == undefinedTable, code == undefinedFunction:
 			return driver.Mark(err, driver.ErrNotMigrated)
 		case strings.HasPrefix(code, connectionClass), code == adminShutdown, code == crashShutdown, code == cannotConnectNow:
 			return driver.Mark(err, driver.ErrOutcomeUnknown)

@@ -29,6 +29,7 @@ func TestInterpret(t *testing.T) {
 		{"deadlock", pg("40P01"), []error{driver.ErrRetryable}},
 		{"lock timeout", pg("55P03"), []error{driver.ErrBusy, driver.ErrRetryable}},
 		{"undefined table", pg("42P01"), []error{driver.ErrNotMigrated}},
+		{"undefined function (migration 5 missing)", pg("42883"), []error{driver.ErrNotMigrated}},
 		{"connection failure", pg("08006"), []error{driver.ErrOutcomeUnknown}},
 		{"admin shutdown", pg("57P01"), []error{driver.ErrOutcomeUnknown}},
 		{"crash shutdown", pg("57P02"), []error{driver.ErrOutcomeUnknown}},

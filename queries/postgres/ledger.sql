@@ -13,96 +13,39 @@
 SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now;
 
 -- name: Claim :one
--- One statement that reads the key's row first (cur) and writes only when
--- that row does not stand: it inserts a new in-flight row, or takes over
--- the existing one when it has expired (anyone may) or when it is in flight
--- with a lease that ran out and the same fingerprint. It always returns one
--- row: the won lease (won_fence, won_lease_expires_at; NULL when nothing
--- was won), the row as cur read it (cur_found false when the key had none)
--- and the clock (now) by which cur was judged.
+-- One statement that reads the key's row first (r) and writes only when
+-- that row does not stand: then it calls idemledger_claim_write (schema/
+-- postgres/000005_claim_write.up.sql), which inserts a new in-flight row, or
+-- takes over the existing one when it has expired (anyone may) or when it
+-- is in flight with a lease that ran out and the same fingerprint. It
+-- always returns one row: the won lease (won_fence, won_lease_expires_at;
+-- 0 when nothing was won), the row as r read it (cur_found false when the
+-- key had none) and the clock (now) by which r was judged.
 --
--- When cur shows a standing row (completed and unexpired, in flight under a
--- live lease, or another fingerprint and unexpired) the INSERT's SELECT
--- yields no row, so nothing is inserted, no row is locked and no
--- transaction id is assigned: the statement commits without writing WAL. A
--- replay is then one round trip and one plain read. This is safe because a
--- standing row only changes by its own lease holder (Complete, Release,
--- Extend, Abandon) or once it has expired, and expiry is judged by the
--- same clock as cur: the answer the ledger derives from cur was true at
--- the statement's snapshot.
+-- When r shows a standing row (completed and unexpired, in flight under a
+-- live lease, or another fingerprint and unexpired) the plan's one-time
+-- filter skips the function: nothing is inserted, no row is locked, no
+-- transaction id is assigned, and the statement holds no INSERT for the
+-- server to set up. A replay is then one round trip and one plain read.
+-- This is safe because a standing row only changes by its own lease holder
+-- (Complete, Release, Extend, Abandon) or once it has expired, and expiry
+-- is judged by the same clock as r: the answer the ledger derives from r
+-- was true at the statement's snapshot.
 --
--- When cur shows no row, or a row that may be taken over, the upsert runs
--- as before: ON CONFLICT decides against the latest committed row, waiting
--- for an uncommitted one (a duplicate in another transaction waits until
--- the first commits or rolls back). If that row stands after all (it was
--- committed after cur's snapshot), nothing is won and cur is stale or
--- absent: the ledger reads the row again (Get) to explain.
-WITH clock AS (
-    SELECT COALESCE(sqlc.narg(now)::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
-), cur AS (
-    SELECT c.scope, c.key, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
-           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
-           COALESCE((
-                c.expires_at <= clock.now
-                AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
-           ) OR (
-                c.state = 'in_flight'
-                AND c.lease_expires_at <= clock.now
-                AND c.fingerprint = @fingerprint::bytea
-                AND (c.committed_at IS NULL OR @recover::boolean)
-           ), false) AS open
-    FROM idempotency_ledger AS c, clock
-    WHERE c.scope = @scope::text AND c.key = @key::text
-), won AS (
-    INSERT INTO idempotency_ledger AS l (
-        scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-        status, headers, body, created_at, completed_at, expires_at
-    )
-    SELECT @scope::text, @key::text, @fingerprint::bytea, 'in_flight', @lease_token::text,
-           clock.now + @lease_millis::bigint, 1,
-           NULL::bigint, NULL::bytea, NULL::bytea, clock.now, NULL::bigint, clock.now + @ttl_millis::bigint
-    FROM clock
-    WHERE NOT EXISTS (SELECT 1 FROM cur AS s WHERE NOT s.open)
-    ON CONFLICT (scope, key) DO UPDATE SET
-        fingerprint      = excluded.fingerprint,
-        state            = 'in_flight',
-        lease_token      = excluded.lease_token,
-        lease_expires_at = excluded.lease_expires_at,
-        fence            = l.fence + 1,
-        status           = NULL,
-        headers          = NULL,
-        body             = NULL,
-        kind             = NULL,
-        created_at       = excluded.created_at,
-        completed_at     = NULL,
-        expires_at       = excluded.expires_at,
-        -- An expired record starts afresh; a recovery (@recover) of one
-        -- that passed its commit point keeps the mark, since the effect it
-        -- stands for happened whatever the new holder does.
-        committed_at     = CASE
-            WHEN l.expires_at <= excluded.created_at
-                 AND (l.state = 'completed' OR l.lease_expires_at <= excluded.created_at)
-            THEN NULL ELSE l.committed_at END
-    WHERE (
-            l.expires_at <= excluded.created_at
-            AND (l.state = 'completed' OR l.lease_expires_at <= excluded.created_at)
-        ) OR (
-            l.state = 'in_flight'
-            AND l.lease_expires_at <= excluded.created_at
-            AND l.fingerprint = excluded.fingerprint
-            AND (l.committed_at IS NULL OR @recover::boolean)
-        )
-    RETURNING l.fence, l.lease_expires_at, l.committed_at
-)
--- Columns that a missing row (or a nullable column) leaves NULL read as
--- zero values here, which the driver's Row documents; won_fence is 0 when
--- nothing was won (a won fence is at least 1). headers and body stay
--- nullable bytea.
+-- When r shows no row, or a row that may be taken over, the function's
+-- upsert decides against the latest committed row, waiting for an
+-- uncommitted one (a duplicate in another transaction waits until the first
+-- commits or rolls back). If that row stands after all (it was committed
+-- after r's snapshot), nothing is won and r is stale or absent: the ledger
+-- reads the row again (Get) to explain.
+--
+-- OFFSET 0 keeps the function's subquery from being merged into the join,
+-- so that its WHERE, which names only r, stays the one-time filter that
+-- skips the call.
 SELECT clock.now::bigint AS now,
-       COALESCE(w.fence, 0)::bigint AS won_fence,
-       COALESCE(w.lease_expires_at, 0)::bigint AS won_lease_expires_at,
-       COALESCE(w.committed_at, 0)::bigint AS won_committed_at,
+       COALESCE(w.won_fence, 0)::bigint AS won_fence,
+       COALESCE(w.won_lease_expires_at, 0)::bigint AS won_lease_expires_at,
+       COALESCE(w.won_committed_at, 0)::bigint AS won_committed_at,
        (r.scope IS NOT NULL)::boolean AS cur_found,
        COALESCE(r.fingerprint, ''::bytea)::bytea AS fingerprint,
        COALESCE(r.state, '')::text AS state,
@@ -117,9 +60,35 @@ SELECT clock.now::bigint AS now,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
        COALESCE(r.committed_at, 0)::bigint AS committed_at,
        COALESCE(r.kind, '')::text AS kind
-FROM clock
-LEFT JOIN won AS w ON true
-LEFT JOIN cur AS r ON true;
+FROM (
+    SELECT COALESCE(sqlc.narg(now)::bigint,
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+) AS clock
+LEFT JOIN LATERAL (
+    -- Columns that a missing row (or a nullable column) leaves NULL read
+    -- as zero values above, which the driver's Row documents; headers and
+    -- body stay nullable bytea.
+    SELECT c.scope, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
+           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
+           COALESCE((
+                c.expires_at <= clock.now
+                AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
+           ) OR (
+                c.state = 'in_flight'
+                AND c.lease_expires_at <= clock.now
+                AND c.fingerprint = @fingerprint::bytea
+                AND (c.committed_at IS NULL OR @recover::boolean)
+           ), false) AS open
+    FROM idempotency_ledger AS c
+    WHERE c.scope = @scope::text AND c.key = @key::text
+) AS r ON true
+LEFT JOIN LATERAL (
+    SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
+    FROM idemledger_claim_write(@scope::text, @key::text, @fingerprint::bytea, @lease_token::text,
+                                clock.now, @lease_millis::bigint, @ttl_millis::bigint, @recover::boolean) AS f
+    WHERE r.open IS NOT FALSE
+    OFFSET 0
+) AS w ON true;
 
 -- name: Get :one
 -- The row, and the clock at the read ("now"), by which a lost claim is

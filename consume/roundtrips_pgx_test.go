@@ -1,0 +1,93 @@
+package consume_test
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemledger/idemledger/consume"
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/pgxv5"
+)
+
+// countingConn counts the writes to the server: pgconn writes everything
+// it has queued in one Write when it waits for an answer, so each write is
+// one round trip.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestHandleTxRoundTrips: on pgxv5 in pgx's default query mode, HandleTx
+// sends BEGIN with the claim and COMMIT with the stored outcome
+// (ledger.MutateOutcomeCommit), so that a first delivery whose handler
+// inserts one row takes the three round trips of a plain transaction
+// (BEGIN, INSERT, COMMIT), and a redelivery two (the claim, which answers
+// it, then COMMIT).
+func TestHandleTxRoundTrips(t *testing.T) {
+	if testdb.Pooling() == "transaction" {
+		t.Skip("pgx's default mode prepares statements, which transaction pooling does not keep (see pgxv5's pooler tests)")
+	}
+	_, dsn := testdb.PostgresDSN(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int64
+	cfg.MaxConns = 1
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return countingConn{conn, &writes}, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE effects (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, msg text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.New(pgxv5.New(pool), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := consume.New(l, consume.Options{Scope: "orders-sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	handle := func(id string) (consume.Decision, int64) {
+		start := writes.Load()
+		d := c.HandleTx(ctx, consume.Message{ID: id, Payload: []byte(`{"order":1}`)}, func(ctx context.Context, tx pgx.Tx, msg consume.Message) (consume.Output, error) {
+			runs++
+			_, err := tx.Exec(ctx, "INSERT INTO effects (msg) VALUES ($1)", msg.ID)
+			return consume.Output{}, err
+		})
+		return d, writes.Load() - start
+	}
+	// Warm up: statements prepared on the one connection.
+	for range 2 {
+		if d, _ := handle("warm"); d.Action != consume.Ack {
+			t.Fatalf("warm-up: %+v", d)
+		}
+	}
+	runs = 0
+	if d, n := handle("m1"); d.Action != consume.Ack || d.Replayed || runs != 1 || n != 3 {
+		t.Errorf("first delivery: %+v, ran %d times, %d round trips; want Ack, ran once, 3", d, runs, n)
+	}
+	if d, n := handle("m1"); d.Action != consume.Ack || !d.Replayed || runs != 1 || n != 2 {
+		t.Errorf("redelivery: %+v, ran %d times in all, %d round trips; want a replayed Ack, ran once, 2", d, runs, n)
+	}
+}
