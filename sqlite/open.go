@@ -296,5 +296,12 @@ func verify(db *sql.DB, o Options) error {
 	if Synchronous(sync) != o.Synchronous {
 		return fmt.Errorf("%w: synchronous is %v, want %v", ErrPragmaMismatch, Synchronous(sync), o.Synchronous)
 	}
+	var pages int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&pages); err != nil {
+		return err
+	}
+	if pages != 0 {
+		return fmt.Errorf("%w: wal_autocheckpoint is %d pages, want 0 (the pool checkpoints the WAL itself)", ErrPragmaMismatch, pages)
+	}
 	return nil
 }
