@@ -470,6 +470,41 @@ func (s *scaleLedger) sqliteSize(t *testing.T) string {
 	return fmt.Sprintf("file %.0f MB (%d pages, %d free), WAL %.0f MB", size(s.path), pages, free, size(s.path+"-wal"))
 }
 
+// sizeSample is the SQLite file's and its WAL's size at a moment.
+type sizeSample struct {
+	at        time.Time
+	file, wal int64
+}
+
+// sampleSizes records the SQLite file's and WAL's sizes every 250 ms
+// until stop is closed, and then sends them (none on PostgreSQL).
+func (s *scaleLedger) sampleSizes(stop <-chan struct{}) <-chan []sizeSample {
+	out := make(chan []sizeSample, 1)
+	go func() {
+		var all []sizeSample
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for s.path != "" {
+			select {
+			case <-stop:
+				out <- all
+				return
+			case now := <-tick.C:
+				z := sizeSample{at: now}
+				if fi, err := os.Stat(s.path); err == nil {
+					z.file = fi.Size()
+				}
+				if fi, err := os.Stat(s.path + "-wal"); err == nil {
+					z.wal = fi.Size()
+				}
+				all = append(all, z)
+			}
+		}
+		out <- all
+	}()
+	return out
+}
+
 // postgresSize describes the table with its indexes and its dead rows.
 func (s *scaleLedger) postgresSize(t *testing.T) string {
 	t.Helper()
@@ -563,6 +598,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 
 	stop := make(chan struct{})
 	load := startOpenLoop(100, s, replays, stop)
+	sizes := s.sampleSizes(stop)
 	t0 := time.Now()
 	time.Sleep(phase)
 
@@ -639,6 +675,21 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		t.Logf("%s load %s: all %s", s.engine, p.name, both.summary())
 		t.Logf("%s load %s: first executions %s", s.engine, p.name, f.summary())
 		t.Logf("%s load %s: replays %s", s.engine, p.name, r.summary())
+	}
+	// Where the longest waits were, against the phases and the files'
+	// sizes, to find what made them.
+	worst := slices.SortedFunc(slices.Values(load.samples), func(a, b sample) int { return int(b.took - a.took) })
+	for _, w := range worst[:min(10, len(worst))] {
+		t.Logf("%s load: a request due %.2f s into the load waited %s ms (the deletes %.1f–%.1f s, the reclaim to %.1f s)",
+			s.engine, w.at.Sub(t0).Seconds(), ms(w.took), t1.Sub(t0).Seconds(), deleted.Sub(t0).Seconds(), t2.Sub(t0).Seconds())
+	}
+	var last sizeSample
+	for _, z := range <-sizes {
+		// From a second before the deletes end, each change of a MB or more.
+		if z.at.After(deleted.Add(-time.Second)) && (z.file>>20 != last.file>>20 || z.wal>>20 != last.wal>>20) {
+			t.Logf("%s at %.2f s: file %d MB, WAL %d MB", s.engine, z.at.Sub(t0).Seconds(), z.file>>20, z.wal>>20)
+			last = z
+		}
 	}
 	t.Logf("%s after the purge: %s", s.engine, s.size(t))
 	s.admin(t, "after the purge", cli)
