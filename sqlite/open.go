@@ -160,7 +160,10 @@ func Open(path string) (*sql.DB, error) { return Options{}.Open(path) }
 //
 // The pool queues its write transactions and writing statements in Go, in
 // order, so that its connections never wait for one another inside SQLite's
-// busy handler: see the package documentation, Writers in order.
+// busy handler: see the package documentation, Writers in order. It
+// checkpoints its WAL itself, on one connection beyond MaxOpenConns that
+// it opens at its first checkpoint and closes with the pool (the package
+// documentation says when and why).
 //
 // Several processes may open the same file at once, even one that does
 // not exist yet: see the package documentation's section on opening.
