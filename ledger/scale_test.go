@@ -87,11 +87,15 @@ var scaleVariants = []scaleVariant{
 	{"indexes", sqliteSetup{false, true, false}},
 	{"autovacuum", sqliteSetup{false, false, true}},
 	{"now", sqliteSetup{true, true, true}},
-	// nogate is now without the gate: the same records and indexes in the
-	// same file format, the writers left to SQLite's busy handler; the
-	// floor of now's throughput, and what the gate's order costs.
-	{"nogate", sqliteSetup{false, true, true}},
+	// floor: now's file (migration 4's indexes, auto-vacuum) on a pool
+	// without the gate, so with SQLite's own checkpoint inside COMMIT:
+	// the same work as now without the pool's queue and checkpoints.
+	{"floor", sqliteSetup{false, true, true}},
 }
+
+// variantNow is the library as it is, what the admin and purge
+// measurements run.
+var variantNow = scaleVariant{"now", sqliteSetup{true, true, true}}
 
 // pickVariants returns the variants named in IDEMLEDGER_SCALE_VARIANTS, or
 // def when it is unset.
@@ -466,6 +470,41 @@ func (s *scaleLedger) sqliteSize(t *testing.T) string {
 	return fmt.Sprintf("file %.0f MB (%d pages, %d free), WAL %.0f MB", size(s.path), pages, free, size(s.path+"-wal"))
 }
 
+// sizeSample is the SQLite file's and its WAL's size at a moment.
+type sizeSample struct {
+	at        time.Time
+	file, wal int64
+}
+
+// sampleSizes records the SQLite file's and WAL's sizes every 250 ms
+// until stop is closed, and then sends them (none on PostgreSQL).
+func (s *scaleLedger) sampleSizes(stop <-chan struct{}) <-chan []sizeSample {
+	out := make(chan []sizeSample, 1)
+	go func() {
+		var all []sizeSample
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for s.path != "" {
+			select {
+			case <-stop:
+				out <- all
+				return
+			case now := <-tick.C:
+				z := sizeSample{at: now}
+				if fi, err := os.Stat(s.path); err == nil {
+					z.file = fi.Size()
+				}
+				if fi, err := os.Stat(s.path + "-wal"); err == nil {
+					z.wal = fi.Size()
+				}
+				all = append(all, z)
+			}
+		}
+		out <- all
+	}()
+	return out
+}
+
 // postgresSize describes the table with its indexes and its dead rows.
 func (s *scaleLedger) postgresSize(t *testing.T) string {
 	t.Helper()
@@ -515,7 +554,7 @@ func TestScaleAdmin(t *testing.T) {
 	records, _ := scaleSize(t)
 	cli := buildCLI(t)
 	t.Run("sqlite", func(t *testing.T) {
-		s := openScaleSQLite(t, scaleVariants[len(scaleVariants)-1])
+		s := openScaleSQLite(t, variantNow)
 		s.fill(t, records, records/2)
 		s.inFlight(t, 50)
 		s.admin(t, "half expired", cli)
@@ -532,7 +571,7 @@ func TestScaleAdmin(t *testing.T) {
 // and the admin reads before and after; see scalePurge.
 func TestScaleSQLitePurge(t *testing.T) {
 	records, phase := scaleSize(t)
-	s := openScaleSQLite(t, scaleVariants[len(scaleVariants)-1])
+	s := openScaleSQLite(t, variantNow)
 	scalePurge(t, s, records, phase)
 }
 
@@ -559,6 +598,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 
 	stop := make(chan struct{})
 	load := startOpenLoop(100, s, replays, stop)
+	sizes := s.sampleSizes(stop)
 	t0 := time.Now()
 	time.Sleep(phase)
 
@@ -567,6 +607,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		mu       sync.Mutex
 		deleted  time.Time
 		rowsSeen int64
+		walMost  int64 // the SQLite WAL file's largest size seen after a batch
 	)
 	// Batches that held the gate long, with when they ended and their
 	// rows, to find where the load's longest waits come from.
@@ -590,6 +631,11 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		if total != rowsSeen {
 			rowsSeen, deleted = total, time.Now()
 		}
+		if s.path != "" {
+			if fi, err := os.Stat(s.path + "-wal"); err == nil {
+				walMost = max(walMost, fi.Size())
+			}
+		}
 	}})
 	t2 := time.Now()
 	if err != nil {
@@ -608,6 +654,9 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 	slices.Sort(batches)
 	t.Logf("%s purge: %d rows in %.1f s (%.0f rows/s), %d batches, median %s ms, max %s ms; then its reclaim %.1f s",
 		s.engine, n, dt.Seconds(), float64(n)/dt.Seconds(), len(batches), ms(batches.at(0.5)), ms(batches.at(1)), t2.Sub(deleted).Seconds())
+	if s.path != "" {
+		t.Logf("%s purge: the WAL file reached %.0f MB during the deletes (its largest size after a batch)", s.engine, float64(walMost)/1e6)
+	}
 	for _, b := range slowest {
 		t.Logf("%s purge: a batch of %d rows took %s ms, ending %.1f s into the load", s.engine, b.rows, ms(b.took), b.at.Seconds())
 	}
@@ -626,6 +675,21 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		t.Logf("%s load %s: all %s", s.engine, p.name, both.summary())
 		t.Logf("%s load %s: first executions %s", s.engine, p.name, f.summary())
 		t.Logf("%s load %s: replays %s", s.engine, p.name, r.summary())
+	}
+	// Where the longest waits were, against the phases and the files'
+	// sizes, to find what made them.
+	worst := slices.SortedFunc(slices.Values(load.samples), func(a, b sample) int { return int(b.took - a.took) })
+	for _, w := range worst[:min(10, len(worst))] {
+		t.Logf("%s load: a request due %.2f s into the load waited %s ms (the deletes %.1f–%.1f s, the reclaim to %.1f s)",
+			s.engine, w.at.Sub(t0).Seconds(), ms(w.took), t1.Sub(t0).Seconds(), deleted.Sub(t0).Seconds(), t2.Sub(t0).Seconds())
+	}
+	var last sizeSample
+	for _, z := range <-sizes {
+		// From a second before the deletes end, each change of a MB or more.
+		if z.at.After(deleted.Add(-time.Second)) && (z.file>>20 != last.file>>20 || z.wal>>20 != last.wal>>20) {
+			t.Logf("%s at %.2f s: file %d MB, WAL %d MB", s.engine, z.at.Sub(t0).Seconds(), z.file>>20, z.wal>>20)
+			last = z
+		}
 	}
 	t.Logf("%s after the purge: %s", s.engine, s.size(t))
 	s.admin(t, "after the purge", cli)

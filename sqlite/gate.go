@@ -31,9 +31,17 @@ type gate struct {
 	// wait bounds a wait for the slot, as busy_timeout bounds a wait for
 	// the lock: a writer that waited this long fails as if SQLITE_BUSY.
 	wait time.Duration
+	// wal is the pool's account of its write-ahead log, and ckp its
+	// checkpointer (see checkpoint.go).
+	wal wal
+	ckp *checkpointer
 }
 
-func newGate(wait time.Duration) *gate { return &gate{slot: make(chan struct{}, 1), wait: wait} }
+func newGate(wait time.Duration) *gate {
+	g := &gate{slot: make(chan struct{}, 1), wait: wait}
+	g.wal.bound = walBoundPages
+	return g
+}
 
 // acquire waits for the slot until ctx ends or g.wait passes.
 func (g *gate) acquire(ctx context.Context) error {
@@ -69,10 +77,17 @@ func (e *busyError) Error() string {
 func (e *busyError) Code() int { return sqliteBusy }
 
 // gateConnector opens modernc.org/sqlite connections that pass the pool's
-// gate before they write.
+// gate before they write. database/sql closes it (Close) when it closes
+// the pool.
 type gateConnector struct {
 	base driver.Connector
 	gate *gate
+}
+
+// Close stops the pool's checkpointer.
+func (c gateConnector) Close() error {
+	c.gate.ckp.close()
+	return nil
 }
 
 func (c gateConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -101,8 +116,9 @@ type gateConn struct {
 
 	mu sync.Mutex
 	// tx: a transaction is open (so statements pass freely); held: this
-	// connection holds the slot.
-	tx, held bool
+	// connection holds the slot; broken: a setting of the connection could
+	// not be set back (see restartCheckpoint), so the pool drops it.
+	tx, held, broken bool
 }
 
 var (
@@ -138,16 +154,31 @@ func (c *gateConn) enter(ctx context.Context, begin bool) error {
 	return nil
 }
 
-// end gives the slot back, if this connection holds it, and leaves the
-// transaction.
+// end leaves the transaction and, if this connection holds the slot,
+// counts what it wrote to the WAL (see checkpoint.go) and gives the slot
+// back.
 func (c *gateConn) end() {
-	c.mu.Lock()
-	held := c.held
-	c.held, c.tx = false, false
-	c.mu.Unlock()
-	if held {
-		c.gate.release()
+	if !c.leave() {
+		return
 	}
+	c.afterWrite()
+	c.gate.release()
+}
+
+// leave leaves the transaction and reports whether this connection held
+// the slot, which it must then give back.
+func (c *gateConn) leave() (held bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held = c.held
+	c.held, c.tx = false, false
+	return held
+}
+
+func (c *gateConn) markBroken() {
+	c.mu.Lock()
+	c.broken = true
+	c.mu.Unlock()
 }
 
 func (c *gateConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -228,6 +259,10 @@ func (c *gateConn) guard(ctx context.Context, query string, run func() error) er
 			return err
 		}
 		defer c.end()
+		if kind(query) == stmtCheckpoint {
+			c.gate.wal.ckpt.Lock()
+			defer c.gate.wal.ckpt.Unlock()
+		}
 		return run()
 	}
 }
@@ -254,7 +289,8 @@ func (c *gateConn) query(ctx context.Context, query string, run func() (driver.R
 	if c.inTx() || kind(query) == stmtRead {
 		return run()
 	}
-	if kind(query) != stmtWrite {
+	k := kind(query)
+	if k != stmtWrite && k != stmtCheckpoint {
 		// BEGIN or COMMIT through Query: rare enough to take the Exec
 		// path's rules.
 		var rows driver.Rows
@@ -264,25 +300,39 @@ func (c *gateConn) query(ctx context.Context, query string, run func() (driver.R
 	if err := c.enter(ctx, false); err != nil {
 		return nil, err
 	}
+	r := &gateRows{c: c, ckpt: k == stmtCheckpoint}
+	if r.ckpt {
+		c.gate.wal.ckpt.Lock()
+	}
 	rows, err := run()
 	if err != nil {
-		c.end()
+		r.done()
 		return nil, err
 	}
-	return &gateRows{Rows: rows, c: c}, nil
+	r.Rows = rows
+	return r, nil
 }
 
-// gateRows gives the slot back when closed.
+// gateRows gives the slot back when closed, and the pool's checkpoint lock
+// before it if it holds that too.
 type gateRows struct {
 	driver.Rows
 	c    *gateConn
+	ckpt bool
 	once sync.Once
 }
 
 func (r *gateRows) Close() error {
 	err := r.Rows.Close()
-	r.once.Do(r.c.end)
+	r.once.Do(r.done)
 	return err
+}
+
+func (r *gateRows) done() {
+	if r.ckpt {
+		r.c.gate.wal.ckpt.Unlock()
+	}
+	r.c.end()
 }
 
 func (c *gateConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -308,17 +358,24 @@ func (c *gateConn) ResetSession(ctx context.Context) error {
 // IsValid reports false for a connection that is back in the pool with a
 // transaction begun as text still open (and the slot held): database/sql
 // then closes it, which rolls the transaction back and gives the slot back.
+// So too for a connection marked broken.
 func (c *gateConn) IsValid() bool {
-	if c.inTx() {
+	c.mu.Lock()
+	bad := c.tx || c.broken
+	c.mu.Unlock()
+	if bad {
 		return false
 	}
 	return c.Conn.(driver.Validator).IsValid()
 }
 
-// Close closes the connection and gives back the slot it may hold.
+// Close closes the connection and gives back the slot it may hold; the
+// closed connection has nothing left to count or checkpoint.
 func (c *gateConn) Close() error {
 	err := c.Conn.Close()
-	c.end()
+	if c.leave() {
+		c.gate.release()
+	}
 	return err
 }
 
@@ -376,6 +433,10 @@ const (
 	stmtRead                  // passes freely
 	stmtBegin                 // takes the slot until the transaction ends
 	stmtEnd                   // COMMIT, END or ROLLBACK (not ROLLBACK TO)
+	// stmtCheckpoint is PRAGMA wal_checkpoint: a write that also waits
+	// for the pool's own checkpoint to finish, since SQLite would fail it
+	// at once with SQLITE_BUSY meanwhile (see wal.ckpt).
+	stmtCheckpoint
 )
 
 // kind classifies a statement by its first keyword, after comments (sqlc
@@ -396,6 +457,9 @@ func kind(query string) stmtKind {
 		// (table_info); one that sets a value (=) or acts
 		// (incremental_vacuum(N), wal_checkpoint(…)) counts as a write.
 		rest := strings.ToLower(q[len(word):])
+		if strings.Contains(rest, "wal_checkpoint") {
+			return stmtCheckpoint
+		}
 		if strings.Contains(rest, "=") || strings.Contains(rest, "vacuum") || strings.Contains(rest, "checkpoint") || strings.Contains(rest, "optimize") {
 			return stmtWrite
 		}
@@ -443,10 +507,15 @@ func skipComments(q string) string {
 
 // newConnector returns modernc.org/sqlite's connector for dsn behind a gate
 // whose waits last at most wait.
+//
+// The pool checkpoints the WAL itself (see checkpoint.go), so SQLite's
+// automatic checkpoint is off on its connections.
 func newConnector(dsn string, wait time.Duration) (driver.Connector, error) {
-	base, err := msqlite.NewConnector(dsn)
+	base, err := msqlite.NewConnector(dsn + "&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, err
 	}
-	return gateConnector{base: base, gate: newGate(wait)}, nil
+	g := newGate(wait)
+	g.ckp = newCheckpointer(base, g)
+	return gateConnector{base: base, gate: g}, nil
 }

@@ -160,7 +160,10 @@ func Open(path string) (*sql.DB, error) { return Options{}.Open(path) }
 //
 // The pool queues its write transactions and writing statements in Go, in
 // order, so that its connections never wait for one another inside SQLite's
-// busy handler: see the package documentation, Writers in order.
+// busy handler: see the package documentation, Writers in order. It
+// checkpoints its WAL itself, on one connection beyond MaxOpenConns that
+// it opens at its first checkpoint and closes with the pool (the package
+// documentation says when and why).
 //
 // Several processes may open the same file at once, even one that does
 // not exist yet: see the package documentation's section on opening.
@@ -295,6 +298,13 @@ func verify(db *sql.DB, o Options) error {
 	}
 	if Synchronous(sync) != o.Synchronous {
 		return fmt.Errorf("%w: synchronous is %v, want %v", ErrPragmaMismatch, Synchronous(sync), o.Synchronous)
+	}
+	var pages int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&pages); err != nil {
+		return err
+	}
+	if pages != 0 {
+		return fmt.Errorf("%w: wal_autocheckpoint is %d pages, want 0 (the pool checkpoints the WAL itself)", ErrPragmaMismatch, pages)
 	}
 	return nil
 }

@@ -57,6 +57,12 @@ func TestPurgeGivesSpaceBack(t *testing.T) {
 			}
 			defer l.Close()
 			testdb.FillSQLite(t, db, testdb.Fill{Records: 3000, Expired: 2500, Now: now.UnixMilli(), Body: 2000})
+			// The pool copies the WAL into the file in the background
+			// (see the package doc): copy it all now, so that the
+			// file's size is the records'.
+			if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+				t.Fatal(err)
+			}
 			before := fileSize(t, path)
 			n, err := l.Purge(ctx, ledger.PurgeOptions{})
 			if err != nil || n != 2500 {

@@ -22,6 +22,8 @@ func TestVerifyMismatch(t *testing.T) {
 			"sqlite: setting did not take effect: busy_timeout is 10 ms, want 10000"},
 		{"synchronous", "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
 			"sqlite: setting did not take effect: synchronous is NORMAL, want FULL"},
+		{"automatic checkpoint", "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)",
+			"sqlite: setting did not take effect: wal_autocheckpoint is 1000 pages, want 0 (the pool checkpoints the WAL itself)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

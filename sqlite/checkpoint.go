@@ -1,0 +1,343 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+)
+
+// The pool checkpoints its write-ahead log itself; SQLite's automatic
+// checkpoint is off on its connections (wal_autocheckpoint=0, see
+// newConnector). SQLite's own ran inside the COMMIT that took the WAL past
+// 1,000 pages, while the gate held every queued writer behind it: they all
+// waited for the copy and its sync (issue 25: the requests queued behind a
+// purge's batches, each dirtying hundreds of pages, waited up to 27 s).
+// Instead:
+//
+//   - Outside the gate: every checkpointPages pages the pool's writers
+//     wrote, the pool's checkpointer, a goroutine with a connection of its
+//     own, runs a PASSIVE checkpoint, which copies the WAL's pages into the
+//     database file while the writers go on. No request waits for it.
+//   - Inside the gate, past walBoundPages: the checkpointer, right after
+//     its outside checkpoint, queues for the slot like a writer and, holding
+//     it, checkpoints the WAL to its end. Should it fall behind, the writer
+//     that takes the WAL past a second walBoundPages does it instead, before
+//     giving the slot back.
+//
+// The second is what bounds the WAL. SQLite starts the WAL file over only
+// when a writer begins after a checkpoint copied all of it (nBackfill equal
+// to mxFrame) and no reader still reads from it
+// (https://sqlite.org/wal.html, "Avoiding Excessively Large WAL Files"). A
+// checkpoint run beside writers that never pause (8 clients back to back)
+// always finds frames appended after its start, so on its own it never
+// completes and the WAL grows without end: 326 MB in 15 s at 5M records in
+// the first attempt, which was reverted. Inside the gate no writer of the
+// pool appends, so the checkpoint reaches the end of the WAL; the outside
+// checkpoint has just copied most of it, so what is left is the tail
+// written while it ran.
+
+// checkpointPages is how many pages the pool's writers write to the WAL
+// between two checkpoints outside the gate: SQLite's own default
+// (wal_autocheckpoint), which Open turns off on its connections.
+const checkpointPages = 1000
+
+// walBoundPages is the WAL's length, in pages written since it last started
+// over, past which it is checkpointed to its end inside the gate. Four
+// times checkpointPages: the checkpoint that holds the queue comes once
+// every 4,000 pages (about 16 MB of WAL at 4 KiB pages), not at every
+// 1,000, and it finds only the tail written during the outside checkpoint
+// just before it to copy. The WAL is longer than this only while a reader
+// keeps SQLite from starting it over (see boundCheckpoint), or, up to
+// twice as long, while the checkpointer lags behind the writers.
+const walBoundPages = 4 * checkpointPages
+
+// boundBusyTimeout is the busy timeout of the checkpoint inside the gate
+// (the connection's busy_timeout for that one statement): how long it waits
+// for readers that still read frames it must copy or that keep the WAL from
+// starting over. The pool's own reads take a millisecond or so; a reader
+// that takes longer (a long read transaction, another process's backup)
+// makes the checkpoint give up rather than hold every writer of the pool up
+// to the full busy timeout, and it is tried again checkpointPages later.
+const boundBusyTimeout = 10 * time.Millisecond
+
+// wal is a pool's account of its write-ahead log, kept by its writers and
+// its checkpointer.
+type wal struct {
+	// ckpt is held while one of the pool's connections checkpoints:
+	// SQLite lets one checkpoint run at a time and fails a second at once
+	// with SQLITE_BUSY, without waiting.
+	ckpt sync.Mutex
+	// frames counts the pages written to the WAL since it last started
+	// over, as the pool's writers counted them (modernc's per-connection
+	// count of pages written). An overcount (the WAL started over after a
+	// checkpoint outside the gate happened to finish it) costs a
+	// checkpoint inside the gate that finds little or nothing to copy.
+	// Other processes' writers are not counted: their pools bound what
+	// they write, and a checkpoint inside the gate holds SQLite's write
+	// lock, so theirs wait for it too.
+	frames atomic.Int64
+	// pending counts the pages written since the last checkpoint outside
+	// the gate began.
+	pending atomic.Int64
+	// bound is the count of frames past which the slot's holder
+	// checkpoints (walBoundPages, or later after a checkpoint that could
+	// not finish). Only the slot's holder reads or writes it.
+	bound int64
+}
+
+// afterWrite runs while c holds the slot, after its write transaction or
+// statement ended: it counts the pages the write added to the WAL, wakes
+// the checkpointer every checkpointPages pages and, should the WAL reach
+// twice the bound (the checkpointer behind), checkpoints it to its end
+// before the slot goes to the next writer.
+func (c *gateConn) afterWrite() {
+	g := c.gate
+	n := pagesWritten(c.Conn)
+	if n == 0 {
+		return
+	}
+	frames := g.wal.frames.Add(n)
+	if frames >= g.wal.bound+walBoundPages {
+		g.wal.ckpt.Lock()
+		ok := g.boundCheckpoint(c.Conn, frames)
+		g.wal.ckpt.Unlock()
+		if !ok {
+			c.markBroken()
+		}
+		return
+	}
+	if g.wal.pending.Add(n) >= checkpointPages {
+		g.ckp.wake()
+	}
+}
+
+// pageCounter is modernc's per-connection count of pages written.
+type pageCounter interface {
+	Status(op msqlite.DBStatusOp, reset bool) (current, high int, err error)
+}
+
+// pagesWritten returns the pages conn wrote since the last call: in WAL
+// mode, frames appended to the WAL (a page written twice in one transaction
+// counts twice, an overcount).
+func pagesWritten(conn driver.Conn) int64 {
+	pc, ok := conn.(pageCounter)
+	if !ok {
+		return 0
+	}
+	n, _, err := pc.Status(msqlite.DBStatusCacheWrite, true)
+	if err != nil {
+		return 0
+	}
+	return int64(n)
+}
+
+// boundCheckpoint checkpoints the WAL to its end on conn, which has no
+// transaction open, while its caller holds the slot and g.wal.ckpt.
+// RESTART: it copies every frame, then waits (at most boundBusyTimeout)
+// until no reader reads from the WAL, so that the next writer starts it
+// over from its first frame
+// (https://sqlite.org/c3ref/wal_checkpoint_v2.html).
+//
+// When it cannot finish (a reader holds frames it must copy, or keeps the
+// WAL from starting over; another process checkpoints), the writers go on
+// and it is tried again checkpointPages later: the WAL grows meanwhile, as
+// it does under SQLite's own checkpoint while a reader holds it. It reports
+// false when conn's busy timeout could not be set back, so conn must not be
+// used again.
+func (g *gate) boundCheckpoint(conn driver.Conn, frames int64) (connOK bool) {
+	busy, log, done, connOK, err := restartCheckpoint(conn)
+	if err != nil || busy || done < log {
+		g.wal.bound = frames + checkpointPages
+		return connOK
+	}
+	// Every frame is copied and no reader is left on the WAL: the next
+	// writer's first frame goes at its start.
+	g.wal.frames.Store(0)
+	g.wal.pending.Store(0)
+	g.wal.bound = walBoundPages
+	return connOK
+}
+
+// restartCheckpoint runs a RESTART checkpoint on conn with boundBusyTimeout
+// as its busy timeout, and sets conn's own back after; connOK is false when
+// that failed.
+func restartCheckpoint(conn driver.Conn) (busy bool, log, done int64, connOK bool, err error) {
+	ctx := context.Background()
+	var prev int64
+	if err := queryRow(ctx, conn, "PRAGMA busy_timeout", &prev); err != nil {
+		return false, 0, 0, true, err
+	}
+	if err := execConn(ctx, conn, fmt.Sprintf("PRAGMA busy_timeout = %d", boundBusyTimeout.Milliseconds())); err != nil {
+		return false, 0, 0, false, err
+	}
+	busy, log, done, err = checkpoint(ctx, conn, "RESTART")
+	connOK = execConn(ctx, conn, fmt.Sprintf("PRAGMA busy_timeout = %d", prev)) == nil
+	return busy, log, done, connOK, err
+}
+
+// checkpointer runs a pool's checkpoints outside the gate, and the bound's
+// inside it, on a connection of its own, on a goroutine started by the
+// first wake and stopped by close (the pool's Close).
+type checkpointer struct {
+	base driver.Connector
+	gate *gate
+
+	start  sync.Once
+	wakeCh chan struct{} // buffered, one: a checkpoint is due
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newCheckpointer(base driver.Connector, g *gate) *checkpointer {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &checkpointer{base: base, gate: g, wakeCh: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+}
+
+// wake asks for a checkpoint outside the gate, without waiting: a wake
+// while one is due or running is folded into it.
+func (k *checkpointer) wake() {
+	k.start.Do(func() { go k.run() })
+	select {
+	case k.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the goroutine, if it ran, and closes its connection.
+func (k *checkpointer) close() {
+	k.cancel()
+	started := true
+	k.start.Do(func() { started = false })
+	if started {
+		<-k.done
+	}
+}
+
+func (k *checkpointer) run() {
+	defer close(k.done)
+	var conn driver.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	for {
+		select {
+		case <-k.ctx.Done():
+			return
+		case <-k.wakeCh:
+		}
+		if conn == nil {
+			c, err := k.base.Connect(k.ctx)
+			if err != nil {
+				// The pool's writers keep counting; the next wake
+				// tries again, and past twice the bound they
+				// checkpoint themselves.
+				continue
+			}
+			conn = c
+		}
+		if !k.checkpoint(conn) {
+			conn.Close()
+			conn = nil
+		}
+	}
+}
+
+// checkpoint runs a PASSIVE checkpoint outside the gate and then, when the
+// WAL has reached walBoundPages, takes the slot and checkpoints the rest. It
+// reports false when conn must not be used again.
+//
+// Before it takes the slot, it runs PASSIVE checkpoints again (a few at
+// most) until one finds fewer than tailPages appended while the one before
+// ran: what is left for the checkpoint inside the gate, which the queue
+// waits for, is then that short tail, not all that the writers appended
+// while a checkpoint of thousands of pages copied and synced.
+func (k *checkpointer) checkpoint(conn driver.Conn) (connOK bool) {
+	w := &k.gate.wal
+	for range maxPassives {
+		before := w.frames.Load()
+		k.passive(conn)
+		if after := w.frames.Load(); after < walBoundPages || after-before < tailPages {
+			break
+		}
+	}
+	if w.frames.Load() < walBoundPages {
+		return true
+	}
+	if err := k.gate.acquire(k.ctx); err != nil {
+		return true
+	}
+	defer k.gate.release()
+	frames := w.frames.Load()
+	if frames < w.bound {
+		// A writer did it meanwhile, or the last try failed and it is
+		// not yet time for the next.
+		return true
+	}
+	w.ckpt.Lock()
+	defer w.ckpt.Unlock()
+	return k.gate.boundCheckpoint(conn, frames)
+}
+
+// Bounds of the PASSIVE checkpoints the checkpointer runs before it takes
+// the slot (see checkpointer.checkpoint).
+const (
+	tailPages   = 128
+	maxPassives = 4
+)
+
+// passive runs one PASSIVE checkpoint; its error leaves the WAL longer, and
+// the next one tries again.
+func (k *checkpointer) passive(conn driver.Conn) {
+	k.gate.wal.ckpt.Lock()
+	defer k.gate.wal.ckpt.Unlock()
+	k.gate.wal.pending.Store(0)
+	checkpoint(k.ctx, conn, "PASSIVE")
+}
+
+// checkpoint runs PRAGMA wal_checkpoint(mode) on conn and returns its row:
+// whether it could not finish (busy), the frames in the WAL (log) and how
+// many of them are copied back (done).
+func checkpoint(ctx context.Context, conn driver.Conn, mode string) (busy bool, log, done int64, err error) {
+	var b int64
+	err = queryRow(ctx, conn, "PRAGMA wal_checkpoint("+mode+")", &b, &log, &done)
+	return b != 0, log, done, err
+}
+
+// queryRow runs query on conn and scans its first row's integers into
+// dest.
+func queryRow(ctx context.Context, conn driver.Conn, query string, dest ...*int64) error {
+	rows, err := conn.(driver.QueryerContext).QueryContext(ctx, query, nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	row := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(row); err != nil {
+		return err
+	}
+	if len(row) < len(dest) {
+		return fmt.Errorf("sqlite: %s: %d columns, want %d", query, len(row), len(dest))
+	}
+	for i, d := range dest {
+		v, ok := row[i].(int64)
+		if !ok {
+			return fmt.Errorf("sqlite: %s: column %d is %T, want an integer", query, i, row[i])
+		}
+		*d = v
+	}
+	return nil
+}
+
+// execConn runs query on conn.
+func execConn(ctx context.Context, conn driver.Conn, query string) error {
+	_, err := conn.(driver.ExecerContext).ExecContext(ctx, query, nil)
+	return err
+}
