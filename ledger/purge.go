@@ -95,7 +95,12 @@ var batchDone func(rows int64, took time.Duration)
 // expiry index, and are kept short (see PurgeOptions): a purge of millions
 // of records runs beside the requests, each batch holding the write lock a
 // few milliseconds, and the writers that queued meanwhile go before the
-// next batch.
+// next batch. On PostgreSQL each batch starts where the one before stopped
+// (the expiry instant of the last record it deleted) instead of at the
+// head of the index, which still holds the entries of the rows deleted
+// until VACUUM runs; so a record that another transaction held when its
+// batch reached it (a claim taking it over, another purger's batch) is
+// left for the next Purge.
 //
 // After deleting anything, Purge gives the space back as far as it can in
 // short steps (Ledger.Reclaim, incremental form), unless opts.NoReclaim;
@@ -140,17 +145,20 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 	if err != nil {
 		return 0, wrapOp("purge", classify(err))
 	}
-	var total int64
+	var total, after int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, wrapOp("purge", err)
 		}
 		start := time.Now()
-		n, err := l.purgeBatch(ctx, now, size)
+		n, last, err := l.purgeBatch(ctx, now, after, size)
 		if err != nil {
 			return total, wrapOp("purge", classify(err))
 		}
 		took := time.Since(start)
+		if last > 0 {
+			after = last
+		}
 		total += n
 		if opts.Progress != nil {
 			opts.Progress(total)
@@ -192,15 +200,17 @@ func nextBatch(size, most int, target, took time.Duration) int {
 	return max(1, min(next, most))
 }
 
-// purgeBatch deletes one batch in a transaction of its own and returns how
-// many rows it deleted for good: an autocommit DELETE can commit while the
-// driver reports that ctx ended (modernc does), and the batch would go
+// purgeBatch deletes one batch, from after on (see
+// driver.PurgeBatchParams), in a transaction of its own and returns how
+// many rows it deleted for good and the driver's Last, where the next
+// batch starts. For good, because an autocommit DELETE can commit while
+// the driver reports that ctx ended (modernc does), and the batch would go
 // uncounted. Only the DELETE runs under ctx; if ctx cuts it short, the
 // transaction is rolled back. The transaction itself is begun without
 // ctx's cancellation, because its COMMIT runs with the context the
 // transaction was begun with (pgx's database/sql driver commits so), and a
 // COMMIT the server carried out must not report ctx's end.
-func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int64, error) {
+func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now, after int64, size int) (deleted, last int64, err error) {
 	// A pooled connection that an earlier cancellation left closing (pgx
 	// closes a connection whose query was cancelled, in the background)
 	// fails the batch's statement with driver.ErrBadConn, which
@@ -212,14 +222,14 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int6
 	// again at once.
 	bad, conflicts := 0, 0
 	for {
-		n, err := l.purgeBatchTx(ctx, now, size)
+		r, err := l.purgeBatchTx(ctx, driver.PurgeBatchParams{Now: now, After: after, Limit: size})
 		if err == nil {
-			return n, nil
+			return r.Deleted, r.Last, nil
 		}
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			// The statement failed because ctx ended (pgx then reports
 			// the connection it closed as bad): say so first.
-			return 0, fmt.Errorf("%w: %w", cerr, err)
+			return 0, 0, fmt.Errorf("%w: %w", cerr, err)
 		}
 		switch {
 		case errors.Is(err, sqldriver.ErrBadConn) && bad < 2:
@@ -229,10 +239,10 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int6
 			// timeout already, and ten more would hold the caller for ten.
 			conflicts++
 			if err := retry.Sleep(ctx, retry.Backoff(purgeConflictWait, 50*purgeConflictWait, conflicts)); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		default:
-			return 0, err
+			return 0, 0, err
 		}
 	}
 }
@@ -247,21 +257,21 @@ const (
 )
 
 // purgeBatchTx is one attempt of purgeBatch.
-func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, now int64, size int) (int64, error) {
+func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, p driver.PurgeBatchParams) (driver.PurgeBatchResult, error) {
 	bctx := context.WithoutCancel(ctx)
 	tx, err := l.d.Begin(bctx)
 	if err != nil {
-		return 0, err
+		return driver.PurgeBatchResult{}, err
 	}
-	n, err := l.d.TxExecutor(tx).PurgeBatch(ctx, driver.PurgeBatchParams{Now: now, Limit: size})
+	r, err := l.d.TxExecutor(tx).PurgeBatch(ctx, p)
 	if err != nil {
 		if rerr := l.d.Rollback(bctx, tx); rerr != nil {
-			return 0, errors.Join(err, rerr)
+			return driver.PurgeBatchResult{}, errors.Join(err, rerr)
 		}
-		return 0, err
+		return driver.PurgeBatchResult{}, err
 	}
 	if err := l.d.Commit(bctx, tx); err != nil {
-		return 0, err
+		return driver.PurgeBatchResult{}, err
 	}
-	return n, nil
+	return r, nil
 }
