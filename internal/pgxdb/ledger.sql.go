@@ -527,6 +527,16 @@ WITH purged AS (
 )
 SELECT count(*)::bigint AS deleted, COALESCE(max(p.expires_at), 0)::bigint AS last_expires_at
 FROM purged AS p
+    -- The batch's transaction commits without waiting for its WAL to
+    -- reach the disk (set_config's true: for this transaction only, so
+    -- it leaves no session state behind a transaction pooler). Requests
+    -- committing beside the purge then no longer queue behind a flush
+    -- per batch. It is safe: a batch lost in a crash only leaves expired
+    -- rows, which Claim ignores and the next purge deletes again; and a
+    -- later commit that waits for its WAL, as every request's does,
+    -- flushes the batch's deletes too, which come before it in the WAL,
+    -- so nothing durable ever depends on a deletion that is not.
+    CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async
 `
 
 type PurgeBatchParams struct {
