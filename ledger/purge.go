@@ -24,13 +24,12 @@ const DefaultPurgeBatchTime = 5 * time.Millisecond
 // PurgeOptions is zero on an engine that locks rows as a transaction writes
 // them (PostgreSQL, MySQL: driver.Driver.BeginLocks false). A batch there
 // locks only expired rows, which no request waits for, so it need not be
-// short; and a batch sized by time collapses on PostgreSQL: the rows a
+// short. (Batches sized by time once collapsed on PostgreSQL: the rows a
 // purge deleted stay in the expiry index as dead entries until VACUUM, and
-// every next batch steps over all of them before it finds a live one (27
-// ms for 10 rows after 700,000 deletes, issue 25), so batches timed to 5 ms
-// shrank to a row or two and the purge to about a hundred rows a second.
-// Fixed batches of this size pay that walk once per thousand rows, as
-// before batches were timed.
+// each batch started from the head of the index and stepped over all of
+// them, 27 ms for 10 rows after 700,000 deletes, issue 25. Batches there
+// now start where the one before stopped; MySQL's still start at the head,
+// where InnoDB's own purge removes the entries.)
 const DefaultPurgeRowLockBatchSize = 1000
 
 // firstPurgeBatch is the size of a time-bounded purge's first batch, small
@@ -100,7 +99,10 @@ var batchDone func(rows int64, took time.Duration)
 // head of the index, which still holds the entries of the rows deleted
 // until VACUUM runs; so a record that another transaction held when its
 // batch reached it (a claim taking it over, another purger's batch) is
-// left for the next Purge.
+// left for the next Purge. A PostgreSQL batch also commits without
+// waiting for the disk (package postgres, Purge): after a crash the
+// records of its last batches may be back, still expired, for the next
+// Purge; the count Purge returned included them.
 //
 // After deleting anything, Purge gives the space back as far as it can in
 // short steps (Ledger.Reclaim, incremental form), unless opts.NoReclaim;

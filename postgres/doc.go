@@ -16,6 +16,17 @@
 // set. The ledger's table lives in the connection's current schema (the
 // first schema of its search_path that exists).
 //
+// # Purge
+//
+// Each batch of Purge locks up to its size of expired rows in expiry order
+// (FOR UPDATE SKIP LOCKED, so purgers on several replicas never wait for
+// each other), deletes them where it locked them, and starts where the
+// batch before stopped, never over the index entries of the rows deleted
+// before it. Its transaction commits with synchronous_commit off (set for
+// that transaction only): requests committing beside it need not wait for
+// a flush of the batch's WAL, and a batch a crash loses only leaves
+// expired rows, which Claim ignores and the next Purge deletes.
+//
 // # Vacuum
 //
 // Purge deletes rows; PostgreSQL keeps their space as dead rows until a
