@@ -23,9 +23,12 @@
 // each other), deletes them where it locked them, and starts where the
 // batch before stopped, never over the index entries of the rows deleted
 // before it. Its transaction commits with synchronous_commit off (set for
-// that transaction only): requests committing beside it need not wait for
-// a flush of the batch's WAL, and a batch a crash loses only leaves
-// expired rows, which Claim ignores and the next Purge deletes.
+// that transaction only), so the purge does not wait for each batch's WAL
+// flush; a batch a crash loses only leaves expired rows, which Claim
+// ignores and the next Purge deletes. Requests beside a purge still flush
+// its WAL with their own commits: at 5M records a purge's WAL made first
+// executions wait (BENCHMARKS.md, issue 25); a larger PurgeOptions.Pause
+// spreads it out, at the purge's pace.
 //
 // # Vacuum
 //
