@@ -32,12 +32,26 @@ const DefaultPurgeBatchTime = 5 * time.Millisecond
 // where InnoDB's own purge removes the entries.)
 const DefaultPurgeRowLockBatchSize = 1000
 
+// DefaultPurgeRowLockPause is the pause between two batches of Purge when
+// PurgeOptions' BatchSize and BatchTime are zero on an engine that locks
+// rows (see DefaultPurgeRowLockBatchSize). It paces the purge for the
+// requests beside it, whose commits flush the purge's WAL with their own:
+// at 5M records on PostgreSQL, batches of 1,000 rows take about 3 ms, and
+// without a pause the purge ran 349,614 rows a second and made requests
+// wait up to 521 ms (p99 407 ms); with this pause it ran 29,316 rows a
+// second and the requests' p99 was 8 ms, their longest wait 58 ms (issue
+// 25, BENCHMARKS.md). It bounds a purge to about 33,000 rows a second; a
+// set Pause, or a set BatchSize, overrides it.
+const DefaultPurgeRowLockPause = 30 * time.Millisecond
+
 // firstPurgeBatch is the size of a time-bounded purge's first batch, small
 // enough to stay within a few milliseconds on a cold, large table.
 const firstPurgeBatch = 64
 
-// PurgeOptions tunes Purge. The zero value is a purge whose batches each
-// hold the write lock about DefaultPurgeBatchTime.
+// PurgeOptions tunes Purge. The zero value is, on SQLite, a purge whose
+// batches each hold the write lock about DefaultPurgeBatchTime; on engines
+// that lock rows, batches of DefaultPurgeRowLockBatchSize rows with
+// DefaultPurgeRowLockPause between them.
 type PurgeOptions struct {
 	// BatchSize is the most rows one batch deletes (negative is
 	// ErrInvalidRequest). Each batch is its own transaction, which holds
@@ -61,9 +75,12 @@ type PurgeOptions struct {
 	BatchTime time.Duration
 
 	// Pause is a sleep between two batches (negative is ErrInvalidRequest).
-	// Within one process nothing needs it: a batch's transaction queues
-	// behind the writers that waited during the batch before (on SQLite,
-	// behind the pool's writers; see package sqlite, Writers in order).
+	// Zero means none, except with a zero BatchSize and BatchTime on an
+	// engine that locks rows: DefaultPurgeRowLockPause there (the requests'
+	// commits flush the purge's WAL with their own, and wait for it). On
+	// SQLite, within one process nothing needs it: a batch's transaction
+	// queues behind the writers that waited during the batch before
+	// (behind the pool's writers; see package sqlite, Writers in order).
 	// Writers in other processes on the same SQLite file poll for the lock
 	// instead, and a Pause about as long as BatchTime gives them their turn.
 	Pause time.Duration
@@ -129,20 +146,7 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 	case opts.Pause < 0:
 		return 0, invalidRequest("purge pause %v is negative", opts.Pause)
 	}
-	most, target := opts.BatchSize, opts.BatchTime
-	if most == 0 && target == 0 && !l.d.BeginLocks() {
-		most = DefaultPurgeRowLockBatchSize
-	}
-	if most == 0 {
-		most = DefaultPurgeBatchSize
-		if target == 0 {
-			target = DefaultPurgeBatchTime
-		}
-	}
-	size := most
-	if target > 0 {
-		size = min(most, firstPurgeBatch)
-	}
+	size, most, target, pause := purgePlan(opts, l.d.BeginLocks())
 	now, err := l.nowMillis(ctx, l.db)
 	if err != nil {
 		return 0, wrapOp("purge", classify(err))
@@ -174,9 +178,9 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 		if target > 0 {
 			size = nextBatch(size, most, target, took)
 		}
-		if opts.Pause > 0 {
+		if pause > 0 {
 			select {
-			case <-time.After(opts.Pause):
+			case <-time.After(pause):
 			case <-ctx.Done():
 			}
 		}
@@ -187,6 +191,31 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 		}
 	}
 	return total, nil
+}
+
+// purgePlan turns opts into the first batch's size, the most rows a batch
+// deletes, the time a batch aims at (0: fixed batches) and the pause
+// between batches, with the defaults for an engine whose Begin takes the
+// write lock (beginLocks) or not.
+func purgePlan(opts PurgeOptions, beginLocks bool) (size, most int, target, pause time.Duration) {
+	most, target, pause = opts.BatchSize, opts.BatchTime, opts.Pause
+	if most == 0 && target == 0 && !beginLocks {
+		most = DefaultPurgeRowLockBatchSize
+		if pause == 0 {
+			pause = DefaultPurgeRowLockPause
+		}
+	}
+	if most == 0 {
+		most = DefaultPurgeBatchSize
+		if target == 0 {
+			target = DefaultPurgeBatchTime
+		}
+	}
+	size = most
+	if target > 0 {
+		size = min(most, firstPurgeBatch)
+	}
+	return size, most, target, pause
 }
 
 // nextBatch sizes the batch after one of size rows that took took: the rows
