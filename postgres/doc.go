@@ -26,9 +26,10 @@
 // that transaction only), so the purge does not wait for each batch's WAL
 // flush; a batch a crash loses only leaves expired rows, which Claim
 // ignores and the next Purge deletes. Requests beside a purge still flush
-// its WAL with their own commits: at 5M records a purge's WAL made first
-// executions wait (BENCHMARKS.md, issue 25); a larger PurgeOptions.Pause
-// spreads it out, at the purge's pace.
+// its WAL with their own commits: at 5M records an unpaced purge made
+// them wait up to half a second, which is why zero PurgeOptions pause
+// between batches (ledger.DefaultPurgeRowLockPause; BENCHMARKS.md, issue
+// 25).
 //
 // # Vacuum
 //
