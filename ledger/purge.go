@@ -38,9 +38,9 @@ const DefaultPurgeRowLockBatchSize = 1000
 // requests beside it, whose commits flush the purge's WAL with their own:
 // at 5M records on PostgreSQL, batches of 1,000 rows take about 3 ms, and
 // without a pause the purge ran 349,614 rows a second and made requests
-// wait up to 521 ms (p99 407 ms); with this pause it ran 29,316 rows a
-// second and the requests' p99 was 8 ms, their longest wait 58 ms (issue
-// 25, BENCHMARKS.md). It bounds a purge to about 33,000 rows a second; a
+// wait up to 521 ms (p99 407 ms); with this pause it ran about 29,200
+// rows a second and the requests' p99 was 8 and 18 ms in two runs, their
+// longest wait 58 and 279 ms (issue 25, BENCHMARKS.md). It bounds a purge to about 33,000 rows a second; a
 // set Pause, or a set BatchSize, overrides it.
 const DefaultPurgeRowLockPause = 30 * time.Millisecond
 
