@@ -117,9 +117,10 @@ type Executor interface {
 	// Extend moves the end of p's lease to now plus p.LeaseMillis and
 	// returns it; ok is false when the lease no longer held.
 	Extend(ctx context.Context, p ExtendParams) (until int64, ok bool, err error)
-	// PurgeBatch deletes up to p.Limit rows expired at p.Now and returns
-	// how many it deleted.
-	PurgeBatch(ctx context.Context, p PurgeBatchParams) (int64, error)
+	// PurgeBatch deletes up to p.Limit rows expired at p.Now, those that
+	// expired first, and says how many it deleted and where it stopped
+	// (see PurgeBatchParams.After and PurgeBatchResult.Last).
+	PurgeBatch(ctx context.Context, p PurgeBatchParams) (PurgeBatchResult, error)
 	// Stats counts the rows, expired ones as of now.
 	Stats(ctx context.Context, now int64) (StatsResult, error)
 	// FindKey returns up to limit rows with key in any scope, ordered by
@@ -299,10 +300,32 @@ type ExtendParams struct {
 }
 
 // PurgeBatchParams deletes up to Limit rows expired at Now (never 0 here:
-// the ledger reads Now first).
+// the ledger reads Now first), from After on.
 type PurgeBatchParams struct {
 	Now   int64
 	Limit int
+	// After, when not 0, is where the batch starts in the order of
+	// expiry: it deletes only rows whose expires_at is After or later.
+	// The ledger passes the Last of the batch before (never a value a
+	// driver did not return), so a batch need not step again over the
+	// rows the batches before it deleted; on PostgreSQL their index
+	// entries stay until VACUUM, and walking them made every batch slower
+	// than the one before (issue 25). After is inclusive because records
+	// share expiry instants: the batch before may have stopped in the
+	// middle of Last's.
+	After int64
+}
+
+// PurgeBatchResult is what one PurgeBatch did: Deleted rows, the latest
+// expires_at among them in Last. A driver that returns a Last promises
+// that no row expired at the batch's Now and earlier than Last is left,
+// except rows it skipped because another transaction held them; rows
+// skipped so are left for the next Purge. Last is 0 when the driver does
+// not track where it stopped (its batches then start from the head of
+// the expiry index each time, and After stays 0).
+type PurgeBatchResult struct {
+	Deleted int64
+	Last    int64
 }
 
 // StatsResult counts rows by state; Expired counts the rows PurgeBatch

@@ -59,9 +59,9 @@ func (i *interpreted) Extend(ctx context.Context, p ExtendParams) (int64, bool, 
 	return until, ok, i.f(err)
 }
 
-func (i *interpreted) PurgeBatch(ctx context.Context, p PurgeBatchParams) (int64, error) {
-	n, err := i.ex.PurgeBatch(ctx, p)
-	return n, i.f(err)
+func (i *interpreted) PurgeBatch(ctx context.Context, p PurgeBatchParams) (PurgeBatchResult, error) {
+	r, err := i.ex.PurgeBatch(ctx, p)
+	return r, i.f(err)
 }
 
 func (i *interpreted) Stats(ctx context.Context, now int64) (StatsResult, error) {

@@ -25,21 +25,34 @@ const DefaultPurgeBatchTime = 5 * time.Millisecond
 // PurgeOptions is zero on an engine that locks rows as a transaction writes
 // them (PostgreSQL, MySQL: driver.Driver.BeginLocks false). A batch there
 // locks only expired rows, which no request waits for, so it need not be
-// short; and a batch sized by time collapses on PostgreSQL: the rows a
+// short. (Batches sized by time once collapsed on PostgreSQL: the rows a
 // purge deleted stay in the expiry index as dead entries until VACUUM, and
-// every next batch steps over all of them before it finds a live one (27
-// ms for 10 rows after 700,000 deletes, issue 25), so batches timed to 5 ms
-// shrank to a row or two and the purge to about a hundred rows a second.
-// Fixed batches of this size pay that walk once per thousand rows, as
-// before batches were timed.
+// each batch started from the head of the index and stepped over all of
+// them, 27 ms for 10 rows after 700,000 deletes, issue 25. Batches there
+// now start where the one before stopped; MySQL's still start at the head,
+// where InnoDB's own purge removes the entries.)
 const DefaultPurgeRowLockBatchSize = 1000
+
+// DefaultPurgeRowLockPause is the pause between two batches of Purge when
+// PurgeOptions' BatchSize and BatchTime are zero on an engine that locks
+// rows (see DefaultPurgeRowLockBatchSize). It paces the purge for the
+// requests beside it, whose commits flush the purge's WAL with their own:
+// at 5M records on PostgreSQL, batches of 1,000 rows take about 3 ms, and
+// without a pause the purge ran 349,614 rows a second and made requests
+// wait up to 521 ms (p99 407 ms); with this pause it ran about 29,200
+// rows a second and the requests' p99 was 8 and 18 ms in two runs, their
+// longest wait 58 and 279 ms (issue 25, BENCHMARKS.md). It bounds a purge to about 33,000 rows a second; a
+// set Pause, or a set BatchSize, overrides it.
+const DefaultPurgeRowLockPause = 30 * time.Millisecond
 
 // firstPurgeBatch is the size of a time-bounded purge's first batch, small
 // enough to stay within a few milliseconds on a cold, large table.
 const firstPurgeBatch = 64
 
-// PurgeOptions tunes Purge. The zero value is a purge whose batches each
-// hold the write lock about DefaultPurgeBatchTime.
+// PurgeOptions tunes Purge. The zero value is, on SQLite, a purge whose
+// batches each hold the write lock about DefaultPurgeBatchTime; on engines
+// that lock rows, batches of DefaultPurgeRowLockBatchSize rows with
+// DefaultPurgeRowLockPause between them.
 type PurgeOptions struct {
 	// BatchSize is the most rows one batch deletes (negative is
 	// ErrInvalidRequest). Each batch is its own transaction, which holds
@@ -63,9 +76,12 @@ type PurgeOptions struct {
 	BatchTime time.Duration
 
 	// Pause is a sleep between two batches (negative is ErrInvalidRequest).
-	// Within one process nothing needs it: a batch's transaction queues
-	// behind the writers that waited during the batch before (on SQLite,
-	// behind the pool's writers; see package sqlite, Writers in order).
+	// Zero means none, except with a zero BatchSize and BatchTime on an
+	// engine that locks rows: DefaultPurgeRowLockPause there (the requests'
+	// commits flush the purge's WAL with their own, and wait for it). On
+	// SQLite, within one process nothing needs it: a batch's transaction
+	// queues behind the writers that waited during the batch before
+	// (behind the pool's writers; see package sqlite, Writers in order).
 	// Writers in other processes on the same SQLite file poll for the lock
 	// instead, and a Pause about as long as BatchTime gives them their turn.
 	Pause time.Duration
@@ -96,7 +112,15 @@ var batchDone func(rows int64, took time.Duration)
 // expiry index, and are kept short (see PurgeOptions): a purge of millions
 // of records runs beside the requests, each batch holding the write lock a
 // few milliseconds, and the writers that queued meanwhile go before the
-// next batch.
+// next batch. On PostgreSQL each batch starts where the one before stopped
+// (the expiry instant of the last record it deleted) instead of at the
+// head of the index, which still holds the entries of the rows deleted
+// until VACUUM runs; so a record that another transaction held when its
+// batch reached it (a claim taking it over, another purger's batch) is
+// left for the next Purge. A PostgreSQL batch also commits without
+// waiting for the disk (package postgres, Purge): after a crash the
+// records of its last batches may be back, still expired, for the next
+// Purge; the count Purge returned included them.
 //
 // After deleting anything, Purge gives the space back as far as it can in
 // short steps (Ledger.Reclaim, incremental form), unless opts.NoReclaim;
@@ -123,35 +147,25 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 	case opts.Pause < 0:
 		return 0, invalidRequest("purge pause %v is negative", opts.Pause)
 	}
-	most, target := opts.BatchSize, opts.BatchTime
-	if most == 0 && target == 0 && !l.d.BeginLocks() {
-		most = DefaultPurgeRowLockBatchSize
-	}
-	if most == 0 {
-		most = DefaultPurgeBatchSize
-		if target == 0 {
-			target = DefaultPurgeBatchTime
-		}
-	}
-	size := most
-	if target > 0 {
-		size = min(most, firstPurgeBatch)
-	}
+	size, most, target, pause := purgePlan(opts, l.d.BeginLocks())
 	now, err := l.nowMillis(ctx, l.db)
 	if err != nil {
 		return 0, wrapOp("purge", classify(err))
 	}
-	var total int64
+	var total, after int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, wrapOp("purge", err)
 		}
 		start := time.Now()
-		n, err := l.purgeBatch(ctx, now, size)
+		n, last, err := l.purgeBatch(ctx, now, after, size)
 		if err != nil {
 			return total, wrapOp("purge", classify(err))
 		}
 		took := time.Since(start)
+		if last > 0 {
+			after = last
+		}
 		total += n
 		if opts.Progress != nil {
 			opts.Progress(total)
@@ -165,9 +179,9 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 		if target > 0 {
 			size = pace.Next(size, most, target, took)
 		}
-		if opts.Pause > 0 {
+		if pause > 0 {
 			select {
-			case <-time.After(opts.Pause):
+			case <-time.After(pause):
 			case <-ctx.Done():
 			}
 		}
@@ -180,15 +194,42 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 	return total, nil
 }
 
-// purgeBatch deletes one batch in a transaction of its own and returns how
-// many rows it deleted for good: an autocommit DELETE can commit while the
-// driver reports that ctx ended (modernc does), and the batch would go
+// purgePlan turns opts into the first batch's size, the most rows a batch
+// deletes, the time a batch aims at (0: fixed batches) and the pause
+// between batches, with the defaults for an engine whose Begin takes the
+// write lock (beginLocks) or not.
+func purgePlan(opts PurgeOptions, beginLocks bool) (size, most int, target, pause time.Duration) {
+	most, target, pause = opts.BatchSize, opts.BatchTime, opts.Pause
+	if most == 0 && target == 0 && !beginLocks {
+		most = DefaultPurgeRowLockBatchSize
+		if pause == 0 {
+			pause = DefaultPurgeRowLockPause
+		}
+	}
+	if most == 0 {
+		most = DefaultPurgeBatchSize
+		if target == 0 {
+			target = DefaultPurgeBatchTime
+		}
+	}
+	size = most
+	if target > 0 {
+		size = min(most, firstPurgeBatch)
+	}
+	return size, most, target, pause
+}
+
+// purgeBatch deletes one batch, from after on (see
+// driver.PurgeBatchParams), in a transaction of its own and returns how
+// many rows it deleted for good and the driver's Last, where the next
+// batch starts. For good, because an autocommit DELETE can commit while
+// the driver reports that ctx ended (modernc does), and the batch would go
 // uncounted. Only the DELETE runs under ctx; if ctx cuts it short, the
 // transaction is rolled back. The transaction itself is begun without
 // ctx's cancellation, because its COMMIT runs with the context the
 // transaction was begun with (pgx's database/sql driver commits so), and a
 // COMMIT the server carried out must not report ctx's end.
-func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int64, error) {
+func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now, after int64, size int) (deleted, last int64, err error) {
 	// A pooled connection that an earlier cancellation left closing (pgx
 	// closes a connection whose query was cancelled, in the background)
 	// fails the batch's statement with driver.ErrBadConn, which
@@ -200,14 +241,14 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int6
 	// again at once.
 	bad, conflicts := 0, 0
 	for {
-		n, err := l.purgeBatchTx(ctx, now, size)
+		r, err := l.purgeBatchTx(ctx, driver.PurgeBatchParams{Now: now, After: after, Limit: size})
 		if err == nil {
-			return n, nil
+			return r.Deleted, r.Last, nil
 		}
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			// The statement failed because ctx ended (pgx then reports
 			// the connection it closed as bad): say so first.
-			return 0, fmt.Errorf("%w: %w", cerr, err)
+			return 0, 0, fmt.Errorf("%w: %w", cerr, err)
 		}
 		switch {
 		case errors.Is(err, sqldriver.ErrBadConn) && bad < 2:
@@ -217,10 +258,10 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now int64, size int) (int6
 			// timeout already, and ten more would hold the caller for ten.
 			conflicts++
 			if err := retry.Sleep(ctx, retry.Backoff(purgeConflictWait, 50*purgeConflictWait, conflicts)); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		default:
-			return 0, err
+			return 0, 0, err
 		}
 	}
 }
@@ -235,21 +276,21 @@ const (
 )
 
 // purgeBatchTx is one attempt of purgeBatch.
-func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, now int64, size int) (int64, error) {
+func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, p driver.PurgeBatchParams) (driver.PurgeBatchResult, error) {
 	bctx := context.WithoutCancel(ctx)
 	tx, err := l.d.Begin(bctx)
 	if err != nil {
-		return 0, err
+		return driver.PurgeBatchResult{}, err
 	}
-	n, err := l.d.TxExecutor(tx).PurgeBatch(ctx, driver.PurgeBatchParams{Now: now, Limit: size})
+	r, err := l.d.TxExecutor(tx).PurgeBatch(ctx, p)
 	if err != nil {
 		if rerr := l.d.Rollback(bctx, tx); rerr != nil {
-			return 0, errors.Join(err, rerr)
+			return driver.PurgeBatchResult{}, errors.Join(err, rerr)
 		}
-		return 0, err
+		return driver.PurgeBatchResult{}, err
 	}
 	if err := l.d.Commit(bctx, tx); err != nil {
-		return 0, err
+		return driver.PurgeBatchResult{}, err
 	}
-	return n, nil
+	return r, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -236,4 +237,141 @@ func testPurgeCountUnderRandomCancel[TTx any](t *testing.T, b *bundle[TTx]) {
 	if cut == 0 {
 		t.Error("no cancellation landed inside a Purge: the test no longer reaches the case it is for")
 	}
+}
+
+// TestPurgeTies: records that share expiry instants, cut by batches of
+// every size, in the middle of an instant too; each batch starts where the
+// one before stopped (driver.PurgeBatchParams.After), so a batch that
+// stopped inside an instant must leave the rest of it to the next, and
+// Purge must delete every expired record and nothing else. A record whose
+// expiry is the purge's instant has expired; one a millisecond later has
+// not.
+func TestPurgeTies(t *testing.T) { eachDriver(t, testPurgeTies[*sql.Tx], testPurgeTies[pgx.Tx]) }
+
+func testPurgeTies[TTx any](t *testing.T, b0 *bundle[TTx]) {
+	const purgeable = 4*4 + 1
+	for _, tt := range []struct {
+		name      string
+		batch     int
+		batchTime time.Duration
+	}{
+		{"batch 1", 1, 0},
+		{"batch 2", 2, 0},
+		{"batch 3, an instant less one", 3, 0},
+		{"batch 4, an instant", 4, 0},
+		{"batch 5", 5, 0},
+		{"batch 16, one short", purgeable - 1, 0},
+		{"batch 17, all", purgeable, 0},
+		{"default", 0, 0},
+		{"timed, 1 ns, at most 3", 3, time.Nanosecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setupOn(t, freshLike(t, b0.d))
+			complete := func(key string) {
+				t.Helper()
+				if err := b.l.Complete(b.ctx, b.claim(t, req(key, "p")), ledger.Outcome{Status: 200}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Four instants a millisecond apart, each shared by three
+			// completed records, one in flight whose holder died and one
+			// under a live lease. Keys sort against the order of expiry,
+			// so that no batch follows the primary key by chance.
+			var keep []string
+			var live []*ledger.Claim
+			for g := range 4 {
+				for _, k := range []string{"e1", "e2", "e3"} {
+					complete(fmt.Sprintf("%d-%s", 9-g, k))
+				}
+				b.claim(t, req(fmt.Sprintf("%d-z", 9-g), "p"))
+				live = append(live, b.claim(t, req(fmt.Sprintf("%d-l", 9-g), "p")))
+				keep = append(keep, fmt.Sprintf("%d-l", 9-g))
+				b.clock.Advance(time.Millisecond)
+			}
+			complete("0-edge") // expires at the purge's instant
+			b.clock.Advance(time.Millisecond)
+			complete("0-late") // a millisecond after it
+			keep = append(keep, "0-late")
+			b.clock.Advance(time.Hour - time.Millisecond)
+			for _, c := range live {
+				if err := b.l.Extend(b.ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			slices.Sort(keep)
+			n, err := b.l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: tt.batch, BatchTime: tt.batchTime})
+			if err != nil || n != purgeable {
+				t.Fatalf("Purge = %d, %v; want %d, nil", n, err, purgeable)
+			}
+			if got := b.keys(t); !slices.Equal(got, keep) {
+				t.Errorf("left %q\nwant %q", got, keep)
+			}
+		})
+	}
+}
+
+// TestPurgeStartsWhereTheLastBatchStopped: each batch is passed the Last
+// of the batch before as its After, so that on PostgreSQL it does not walk
+// again the index entries of the rows deleted before it; a batch that
+// reports no Last (none deleted, or a driver that does not track it)
+// leaves After as it was.
+func TestPurgeStartsWhereTheLastBatchStopped(t *testing.T) {
+	eachDriver(t, testPurgeStartsWhereTheLastBatchStopped[*sql.Tx], testPurgeStartsWhereTheLastBatchStopped[pgx.Tx])
+}
+
+func testPurgeStartsWhereTheLastBatchStopped[TTx any](t *testing.T, b *bundle[TTx]) {
+	keep := purgeFixture(t, b, 30)
+	spy := &purgeSpy[TTx]{Driver: b.d.Driver}
+	l, err := ledger.New[TTx](spy, ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if n, err := l.Purge(b.ctx, ledger.PurgeOptions{BatchSize: 4}); err != nil || n != 45 {
+		t.Fatalf("Purge = %d, %v; want 45, nil", n, err)
+	}
+	if got := b.keys(t); !slices.Equal(got, keep) {
+		t.Errorf("left %q\nwant %q", got, keep)
+	}
+	if len(spy.batches) != 12 { // 11 of 4 rows, then 1
+		t.Fatalf("%d batches, want 12: %+v", len(spy.batches), spy.batches)
+	}
+	var after int64
+	for i, bt := range spy.batches {
+		if bt.p.After != after {
+			t.Fatalf("batch %d: After %d, want %d (batches %+v)", i, bt.p.After, after, spy.batches)
+		}
+		if bt.r.Last != 0 {
+			after = bt.r.Last
+		}
+	}
+}
+
+// purgeSpy is a driver that records each PurgeBatch run in a transaction
+// with what it returned.
+type purgeSpy[TTx any] struct {
+	driver.Driver[TTx]
+	batches []purgeCall
+}
+
+type purgeCall struct {
+	p driver.PurgeBatchParams
+	r driver.PurgeBatchResult
+}
+
+func (s *purgeSpy[TTx]) TxExecutor(tx TTx) driver.Executor {
+	return purgeSpyExecutor[TTx]{s.Driver.TxExecutor(tx), s}
+}
+
+type purgeSpyExecutor[TTx any] struct {
+	driver.Executor
+	s *purgeSpy[TTx]
+}
+
+func (e purgeSpyExecutor[TTx]) PurgeBatch(ctx context.Context, p driver.PurgeBatchParams) (driver.PurgeBatchResult, error) {
+	r, err := e.Executor.PurgeBatch(ctx, p)
+	if err == nil {
+		e.s.batches = append(e.s.batches, purgeCall{p, r})
+	}
+	return r, err
 }

@@ -596,6 +596,10 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 	s.admin(t, "before the purge", cli)
 	t.Logf("%s before the purge: %s", s.engine, s.size(t))
 
+	var walStart int64
+	if s.engine == "postgres" {
+		walStart = walLSN(t, s.db)
+	}
 	stop := make(chan struct{})
 	load := startOpenLoop(100, s, replays, stop)
 	sizes := s.sampleSizes(stop)
@@ -626,8 +630,8 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		mu.Unlock()
 	}
 	defer func() { batchDone = nil }()
-	t1 := time.Now()
-	n, err := s.l.Purge(context.Background(), PurgeOptions{Progress: func(total int64) {
+	opts := scalePurgeOptions(t)
+	opts.Progress = func(total int64) {
 		if total != rowsSeen {
 			rowsSeen, deleted = total, time.Now()
 		}
@@ -636,10 +640,33 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 				walMost = max(walMost, fi.Size())
 			}
 		}
-	}})
+	}
+	var wal0 int64
+	if s.engine == "postgres" {
+		wal0 = walLSN(t, s.db)
+	}
+	t1 := time.Now()
+	if s.engine == "postgres" {
+		t.Logf("%s load without purge: WAL %.2f MB/s", s.engine, float64(wal0-walStart)/1e6/t1.Sub(t0).Seconds())
+	}
+	n, floor := scaleFloor(t, s, opts.Progress)
+	var err error
+	if floor {
+		t.Logf("%s: in place of the purge, the floor %s=%s", s.engine, scaleFloorEnv, os.Getenv(scaleFloorEnv))
+	} else {
+		t.Logf("%s purge options: %s=%q", s.engine, scalePurgeEnv, os.Getenv(scalePurgeEnv))
+		n, err = s.l.Purge(context.Background(), opts)
+	}
 	t2 := time.Now()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.engine == "postgres" {
+		// The WAL of the deletes and the reclaim after them, with the
+		// load's own (logged above, without the purge).
+		wal := walLSN(t, s.db) - wal0
+		t.Logf("%s purge: WAL %.1f MB in %.1f s (%.1f MB/s), %.0f bytes a deleted row",
+			s.engine, float64(wal)/1e6, t2.Sub(t1).Seconds(), float64(wal)/1e6/t2.Sub(t1).Seconds(), float64(wal)/float64(max(n, 1)))
 	}
 	time.Sleep(phase)
 	close(stop)

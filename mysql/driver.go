@@ -251,14 +251,24 @@ func (e executor) extend(ctx context.Context, p idriver.ExtendParams) (int64, bo
 	return until, true, nil
 }
 
-func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
+// PurgeBatch always starts from the head of the expiry index (Last 0):
+// MySQL's DELETE cannot return the rows it deleted, and InnoDB's own purge
+// thread removes the index entries of deleted rows in the background,
+// where PostgreSQL leaves them to VACUUM (not measured at scale on MySQL).
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (idriver.PurgeBatchResult, error) {
 	batch := func() (int64, error) {
 		return e.q().PurgeBatch(ctx, mysqldb.PurgeBatchParams{Now: p.Now, Limit: int32(min(p.Limit, math.MaxInt32))})
 	}
+	var (
+		n   int64
+		err error
+	)
 	if e.tx != nil {
-		return batch()
+		n, err = batch()
+	} else {
+		n, err = onPool(batch)
 	}
-	return onPool(batch)
+	return idriver.PurgeBatchResult{Deleted: n}, err
 }
 
 func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {

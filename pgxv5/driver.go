@@ -293,9 +293,9 @@ func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bo
 	return until.Int64, err == nil, txDone(err)
 }
 
-func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
-	n, err := pgxdb.New(e.db).PurgeBatch(ctx, pgxdb.PurgeBatchParams{Now: p.Now, BatchSize: int32(min(p.Limit, math.MaxInt32))})
-	return n, txDone(err)
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (idriver.PurgeBatchResult, error) {
+	r, err := pgxdb.New(e.db).PurgeBatch(ctx, pgxdb.PurgeBatchParams{Now: p.Now, After: p.After, BatchSize: int32(min(p.Limit, math.MaxInt32))})
+	return idriver.PurgeBatchResult{Deleted: r.Deleted, Last: r.LastExpiresAt}, txDone(err)
 }
 
 func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {

@@ -16,6 +16,21 @@
 // set. The ledger's table lives in the connection's current schema (the
 // first schema of its search_path that exists).
 //
+// # Purge
+//
+// Each batch of Purge locks up to its size of expired rows in expiry order
+// (FOR UPDATE SKIP LOCKED, so purgers on several replicas never wait for
+// each other), deletes them where it locked them, and starts where the
+// batch before stopped, never over the index entries of the rows deleted
+// before it. Its transaction commits with synchronous_commit off (set for
+// that transaction only), so the purge does not wait for each batch's WAL
+// flush; a batch a crash loses only leaves expired rows, which Claim
+// ignores and the next Purge deletes. Requests beside a purge still flush
+// its WAL with their own commits: at 5M records an unpaced purge made
+// them wait up to half a second, which is why zero PurgeOptions pause
+// between batches (ledger.DefaultPurgeRowLockPause; BENCHMARKS.md, issue
+// 25).
+//
 // # Vacuum
 //
 // Purge deletes rows; PostgreSQL keeps their space as dead rows until a

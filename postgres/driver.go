@@ -210,8 +210,9 @@ func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bo
 	return until.Int64, err == nil, err
 }
 
-func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
-	return pgdb.New(e.db).PurgeBatch(ctx, pgdb.PurgeBatchParams{Now: p.Now, BatchSize: int32(min(p.Limit, math.MaxInt32))})
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (idriver.PurgeBatchResult, error) {
+	r, err := pgdb.New(e.db).PurgeBatch(ctx, pgdb.PurgeBatchParams{Now: p.Now, After: p.After, BatchSize: int32(min(p.Limit, math.MaxInt32))})
+	return idriver.PurgeBatchResult{Deleted: r.Deleted, Last: r.LastExpiresAt}, err
 }
 
 func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, error) {

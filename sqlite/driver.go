@@ -354,8 +354,12 @@ func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bo
 	return until, n == 1 && err == nil, err
 }
 
-func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (int64, error) {
-	return e.queries(ctx).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: p.Now, BatchSize: int64(p.Limit)})
+// PurgeBatch always starts from the head of the expiry index (Last 0):
+// SQLite removes a deleted row's index entries with it, so there are no
+// dead entries for a batch to step over.
+func (e executor) PurgeBatch(ctx context.Context, p idriver.PurgeBatchParams) (idriver.PurgeBatchResult, error) {
+	n, err := e.queries(ctx).PurgeBatch(ctx, sqlitedb.PurgeBatchParams{Now: p.Now, BatchSize: int64(p.Limit)})
+	return idriver.PurgeBatchResult{Deleted: n}, err
 }
 
 // statsCountLimit is how many expired rows the Stats query counts one by
