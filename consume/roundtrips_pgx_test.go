@@ -2,7 +2,6 @@ package consume_test
 
 import (
 	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 
@@ -14,19 +13,6 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/pgxv5"
 )
-
-// countingConn counts the writes to the server: pgconn writes everything
-// it has queued in one Write when it waits for an answer, so each write is
-// one round trip.
-type countingConn struct {
-	net.Conn
-	writes *atomic.Int64
-}
-
-func (c countingConn) Write(b []byte) (int, error) {
-	c.writes.Add(1)
-	return c.Conn.Write(b)
-}
 
 // TestHandleTxRoundTrips: on pgxv5 in pgx's default query mode, HandleTx
 // sends BEGIN with the claim and COMMIT with the stored outcome
@@ -46,10 +32,7 @@ func TestHandleTxRoundTrips(t *testing.T) {
 	}
 	var writes atomic.Int64
 	cfg.MaxConns = 1
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		return countingConn{conn, &writes}, err
-	}
+	testdb.CountWrites(&cfg.ConnConfig.Config, &writes)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

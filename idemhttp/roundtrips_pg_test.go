@@ -2,7 +2,6 @@ package idemhttp
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,35 +18,18 @@ import (
 	"github.com/idemledger/idemledger/postgres"
 )
 
-// writeCounter counts writes to the server: pgconn writes everything it
-// has queued in one Write when it waits for an answer, so each write is one
-// round trip.
-type writeCounter struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c writeCounter) Write(b []byte) (int, error) {
-	c.n.Add(1)
-	return c.Conn.Write(b)
-}
-
 // TestReplayRoundTrips: on both PostgreSQL drivers, a replay through
 // Middleware is one round trip (the claim statement, which reads and does
 // not write), as a plain read of the row is (issue 22).
 func TestReplayRoundTrips(t *testing.T) {
 	_, dsn := testdb.PostgresDSN(t)
 	var writes atomic.Int64
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		return writeCounter{c, &writes}, err
-	}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pcfg.MaxConns = 1
-	pcfg.ConnConfig.DialFunc = dial
+	testdb.CountWrites(&pcfg.ConnConfig.Config, &writes)
 	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +39,7 @@ func TestReplayRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ccfg.DialFunc = dial
+	testdb.CountWrites(&ccfg.Config, &writes)
 	db := stdlib.OpenDB(*ccfg)
 	db.SetMaxOpenConns(1)
 	defer db.Close()

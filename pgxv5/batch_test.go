@@ -3,7 +3,6 @@ package pgxv5_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -19,19 +18,6 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/pgxv5"
 )
-
-// countingConn counts the writes to the server: pgconn writes everything
-// it has queued in one Write when it waits for an answer, so each write is
-// one round trip.
-type countingConn struct {
-	net.Conn
-	writes *atomic.Int64
-}
-
-func (c countingConn) Write(b []byte) (int, error) {
-	c.writes.Add(1)
-	return c.Conn.Write(b)
-}
 
 // statementTracer records the first word of every statement pgx traces,
 // or the name of an sqlc query.
@@ -119,10 +105,7 @@ func TestMutateRoundTrips(t *testing.T) {
 			var writes atomic.Int64
 			cfg.MaxConns = 1
 			cfg.ConnConfig.DefaultQueryExecMode = c.mode
-			cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-				return countingConn{conn, &writes}, err
-			}
+			testdb.CountWrites(&cfg.ConnConfig.Config, &writes)
 			tracer := &statementTracer{}
 			if c.traced {
 				cfg.ConnConfig.Tracer = tracer

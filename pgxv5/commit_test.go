@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,10 +31,7 @@ func commitPool(t *testing.T, mode pgx.QueryExecMode, traced bool) (*pgxpool.Poo
 	var writes atomic.Int64
 	cfg.MaxConns = 1
 	cfg.ConnConfig.DefaultQueryExecMode = mode
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		return countingConn{conn, &writes}, err
-	}
+	testdb.CountWrites(&cfg.ConnConfig.Config, &writes)
 	if traced {
 		cfg.ConnConfig.Tracer = &statementTracer{}
 	}
