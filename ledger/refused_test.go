@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/pgxv5"
@@ -43,7 +42,6 @@ func TestLeaseRidesOutRefusedConnections(t *testing.T) {
 			ctx := context.Background()
 			admin, dsn := testdb.PostgresDSN(t)
 			role, roleDSN := loginRole(t, admin, dsn)
-			var d driver.Driver[*sql.Tx]
 			var l interface {
 				Claim(context.Context, ledger.Request) (*ledger.Claim, error)
 				Commit(context.Context, *ledger.Claim) error
@@ -57,8 +55,7 @@ func TestLeaseRidesOutRefusedConnections(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { db.Close() })
-				d = postgres.New(db)
-				sl, err := ledger.New(d, opts)
+				sl, err := ledger.New(postgres.New(db), opts)
 				if err != nil {
 					t.Fatal(err)
 				}
