@@ -39,7 +39,14 @@
 // 000004 sets the table's autovacuum scale factors to 2 % (from 20 %), so
 // autovacuum runs in small, frequent passes; Purge itself runs VACUUM
 // (ANALYZE) after deleting rows (ledger.Ledger.Reclaim, unless
-// PurgeOptions.NoReclaim). Neither shrinks the files: the freed space is
+// PurgeOptions.NoReclaim), at autovacuum's pace: it sets
+// vacuum_cost_delay to 2 ms on the connection that runs it and resets it
+// after, so that requests beside it do not wait for its burst of reads and
+// WAL (unthrottled, after 2.5M deletes at 5M records, they waited up to
+// 240 ms). Behind a transaction pooler (PgBouncer's transaction mode) the
+// three statements may reach different server connections: the VACUUM
+// then runs at full speed, and one server connection may keep the delay
+// for a later manual VACUUM that others run on it. Neither shrinks the files: the freed space is
 // reused by new records, so the table settles at about its live size plus
 // what one purge interval deletes. To check:
 //
@@ -56,8 +63,9 @@
 // # Partitioning by expiry (beyond ~100M records)
 //
 // Not built: issue 25 asks for it only if one table cannot meet its
-// targets, and those have not been measured at 5M records yet. Past about 100M
-// records, deleting rows one by one (and vacuuming them) costs as much I/O
+// targets, and at 5M records one table purges 2.5M expired records at about
+// 29,000 rows/s beside a live load (BENCHMARKS.md, "The ledger at scale").
+// Past about 100M records, deleting rows one by one (and vacuuming them) costs as much I/O
 // as writing them. The ledger would then partition idempotency_ledger by
 // RANGE (expires_at), one partition per hour or day, so that purge drops or
 // detaches a partition whose upper bound has passed, a catalog change that
