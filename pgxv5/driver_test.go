@@ -34,7 +34,7 @@ func TestDriver(t *testing.T) {
 				}
 				t.Cleanup(pool.Close)
 				return testdb.WrapPgx(pool, db, dsn)
-			}, drivertest.Hooks[pgx.Tx]{Retryable: drivertest.SerializationFailure[pgx.Tx], PurgeCommits: drivertest.PurgeCommitsAsync[pgx.Tx]})
+			}, drivertest.Hooks[pgx.Tx]{Retryable: drivertest.SerializationFailure[pgx.Tx]})
 		})
 	}
 }

@@ -22,14 +22,12 @@
 // (FOR UPDATE SKIP LOCKED, so purgers on several replicas never wait for
 // each other), deletes them where it locked them, and starts where the
 // batch before stopped, never over the index entries of the rows deleted
-// before it. Its transaction commits with synchronous_commit off (set for
-// that transaction only), so the purge does not wait for each batch's WAL
-// flush; a batch a crash loses only leaves expired rows, which Claim
-// ignores and the next Purge deletes. Requests beside a purge still flush
-// its WAL with their own commits: at 5M records an unpaced purge made
-// them wait up to half a second, which is why zero PurgeOptions pause
-// between batches (ledger.DefaultPurgeRowLockPause; BENCHMARKS.md, issue
-// 25).
+// before it. Each batch commits as any transaction does, flushing its own
+// WAL, so that the requests beside it do not flush it for the purge with
+// their commits. The WAL is what requests beside a purge pay for: at 5M
+// records an unpaced purge made them wait up to half a second, which is
+// why zero PurgeOptions pause between batches
+// (ledger.DefaultPurgeRowLockPause; BENCHMARKS.md, issue 25).
 //
 // # Vacuum
 //

@@ -26,9 +26,6 @@ type Hooks[TTx any] struct {
 	// conflict the engine rolls back (a serialization failure, a lock not
 	// granted), and returns that error.
 	Retryable func(t *testing.T, d *testdb.DB[TTx]) error
-	// PurgeCommits checks how the transaction of a purge batch commits,
-	// where an engine sets that apart (PurgeCommitsAsync on PostgreSQL).
-	PurgeCommits func(t *testing.T, d *testdb.DB[TTx])
 }
 
 // Exercise runs the suite on databases made by fresh (a migrated database
@@ -39,12 +36,6 @@ func Exercise[TTx any](t *testing.T, fresh func(t *testing.T) *testdb.DB[TTx], h
 	t.Run("Takeover", func(t *testing.T) { takeover(t, fresh(t)) })
 	t.Run("PurgeAndStats", func(t *testing.T) { purgeAndStats(t, fresh(t)) })
 	t.Run("PurgeKeyset", func(t *testing.T) { purgeKeyset(t, fresh(t)) })
-	t.Run("PurgeCommits", func(t *testing.T) {
-		if hooks.PurgeCommits == nil {
-			t.Skip("the engine commits a purge batch as any other transaction")
-		}
-		hooks.PurgeCommits(t, fresh(t))
-	})
 	t.Run("Clock", func(t *testing.T) { clock(t, fresh(t)) })
 	t.Run("TxDone", func(t *testing.T) { txDone(t, fresh(t)) })
 	t.Run("BatchedEqualsUnbatched", func(t *testing.T) { batched(t, fresh(t)) })
