@@ -229,7 +229,8 @@ FROM (
 ) AS clock, idempotency_ledger AS c
 WHERE c.scope = $1::text AND c.key = $2::text`
 
-// pairedDecision is the row of pairedDecideSQL.
+// pairedDecision is the row of pairedDecideSQL. Every column is scanned,
+// as a claim's answer is, though a replay's answer uses status and body.
 type pairedDecision struct {
 	decision, kind string
 	now, lease     int64
