@@ -2,10 +2,15 @@ package idemhttp
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,21 +31,30 @@ import (
 //     that replay replays (status, headers, body, by primary key), on the
 //     same pool, answered with the stored status and body (no fingerprint,
 //     no record decoded, no replayed headers);
+//   - decide: the floor of a claim in one statement. One statement, on the
+//     same pool, that reads the same row and computes the claim's
+//     decision from it with the Claim query's parameters (scope, key,
+//     fingerprint, recover, now: pairedDecideSQL), returning the decision
+//     and what an answer needs; no write, no function call. Answered as
+//     read answers;
 //   - replay: Middleware answering a stored key;
 //   - first: Middleware with a fresh key, the handler inserting an order
 //     in autocommit;
 //   - bare-tx: the floor of a TxHandler: BEGIN, the same INSERT, COMMIT;
 //   - tx-first, tx-replay: TxHandler with a fresh key and a stored one;
-//   - tx-floor, tx-read: their floors (pairedFloors), the same statements
-//     and round trips without the ledger's logic.
+//   - tx-floor, tx-floor-row, tx-read: their floors (pairedFloors), the
+//     same statements and round trips without the ledger's logic;
+//     tx-floor writes a two-column row, tx-floor-row a row of the ledger's
+//     own shape into a table of its columns and indexes.
 //
 // Metrics: "<kind>-us" is the mean wall time of one request of the kind
 // (one client's view); "replay/read" is read's time over replay's (the
 // replay's throughput relative to the floor: 1 is at the floor, above 1
-// faster), and likewise "tx-first/bare-tx", "tx-replay/replay",
-// "tx-first/tx-floor", "tx-floor/bare-tx", "tx-replay/tx-read" and
-// "tx-read/replay". ns/op is
-// the wall time of one turn, all clients together.
+// faster), and likewise "replay/decide", "decide/read",
+// "tx-first/bare-tx", "tx-replay/replay", "tx-first/tx-floor",
+// "tx-floor/bare-tx", "tx-first/tx-floor-row", "tx-floor-row/bare-tx",
+// "tx-replay/tx-read" and "tx-read/replay". ns/op is the wall time of one
+// turn, all clients together.
 //
 //	IDEMLEDGER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	go test -run '^$' -bench '^BenchmarkPostgresPaired$' -benchtime 2000x -count 6 ./idemhttp/
@@ -48,8 +62,10 @@ func BenchmarkPostgresPaired(b *testing.B) {
 	b.Run("driver=postgres", func(b *testing.B) {
 		e := postgresClientsEnv(b)
 		db := e.sqlDB
-		if _, err := db.Exec(pairedFloorTable); err != nil {
-			b.Fatal(err)
+		for _, t := range pairedFloorTables {
+			if _, err := db.Exec(t); err != nil {
+				b.Fatal(err)
+			}
 		}
 		runPaired(b, e, func(ctx context.Context, scope, key string) (int, []byte, error) {
 			var status int
@@ -57,7 +73,7 @@ func BenchmarkPostgresPaired(b *testing.B) {
 			err := db.QueryRowContext(ctx, pairedReadSQL, scope, key).Scan(&status, &headers, &body)
 			return status, body, err
 		}, pairedFloors{
-			floor: func(ctx context.Context, key, body string) (id int64, err error) {
+			floor: func(ctx context.Context, fw pairedFloorWrite, key, body string) (id int64, err error) {
 				tx, err := db.BeginTx(ctx, nil)
 				if err != nil {
 					return 0, err
@@ -66,7 +82,7 @@ func BenchmarkPostgresPaired(b *testing.B) {
 				for _, q := range []struct {
 					sql  string
 					args []any
-				}{{"SAVEPOINT f", nil}, {"INSERT INTO floor (k) VALUES ($1)", []any{key}}} {
+				}{{"SAVEPOINT f", nil}, {fw.insert, fw.insertArgs(key, body)}} {
 					if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
 						return 0, err
 					}
@@ -74,7 +90,7 @@ func BenchmarkPostgresPaired(b *testing.B) {
 				if err := tx.QueryRowContext(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id); err != nil {
 					return 0, err
 				}
-				if _, err := tx.ExecContext(ctx, "UPDATE floor SET v = $2 WHERE k = $1", key, []byte(body)); err != nil {
+				if _, err := tx.ExecContext(ctx, fw.update, fw.updateArgs(key, body, id)...); err != nil {
 					return 0, err
 				}
 				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT f"); err != nil {
@@ -94,13 +110,20 @@ func BenchmarkPostgresPaired(b *testing.B) {
 				}
 				return status, body, tx.Commit()
 			},
+			decide: func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error) {
+				var d pairedDecision
+				err := db.QueryRowContext(ctx, pairedDecideSQL, scope, key, fp, false, nil).Scan(d.dest()...)
+				return d.answer(err)
+			},
 		})
 	})
 	b.Run("driver=pgxv5", func(b *testing.B) {
 		e := pgxClientsEnv(b)
 		pool := e.pool
-		if _, err := pool.Exec(context.Background(), pairedFloorTable); err != nil {
-			b.Fatal(err)
+		for _, t := range pairedFloorTables {
+			if _, err := pool.Exec(context.Background(), t); err != nil {
+				b.Fatal(err)
+			}
 		}
 		runPaired(b, e, func(ctx context.Context, scope, key string) (int, []byte, error) {
 			var status int
@@ -108,7 +131,7 @@ func BenchmarkPostgresPaired(b *testing.B) {
 			err := pool.QueryRow(ctx, pairedReadSQL, scope, key).Scan(&status, &headers, &body)
 			return status, body, err
 		}, pairedFloors{
-			floor: func(ctx context.Context, key, body string) (id int64, err error) {
+			floor: func(ctx context.Context, fw pairedFloorWrite, key, body string) (id int64, err error) {
 				c, err := pool.Acquire(ctx)
 				if err != nil {
 					return 0, err
@@ -119,7 +142,7 @@ func BenchmarkPostgresPaired(b *testing.B) {
 				batch := &pgx.Batch{}
 				batch.Queue("BEGIN")
 				batch.Queue("SAVEPOINT f")
-				batch.Queue("INSERT INTO floor (k) VALUES ($1)", key)
+				batch.Queue(fw.insert, fw.insertArgs(key, body)...)
 				if err := c.SendBatch(ctx, batch).Close(); err != nil {
 					return 0, err
 				}
@@ -127,7 +150,7 @@ func BenchmarkPostgresPaired(b *testing.B) {
 					return 0, err
 				}
 				batch = &pgx.Batch{}
-				batch.Queue("UPDATE floor SET v = $2 WHERE k = $1", key, []byte(body))
+				batch.Queue(fw.update, fw.updateArgs(key, body, id)...)
 				batch.Queue("RELEASE SAVEPOINT f")
 				batch.Queue("COMMIT")
 				return id, c.SendBatch(ctx, batch).Close()
@@ -150,6 +173,11 @@ func BenchmarkPostgresPaired(b *testing.B) {
 				_, err = c.Exec(ctx, "COMMIT")
 				return status, body, err
 			},
+			decide: func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error) {
+				var d pairedDecision
+				err := pool.QueryRow(ctx, pairedDecideSQL, scope, key, fp, false, nil).Scan(d.dest()...)
+				return d.answer(err)
+			},
 		})
 	})
 }
@@ -161,41 +189,170 @@ const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHER
 // pairedKinds are BenchmarkPostgresPaired's kinds, and pairedRatios the
 // ratios it reports: the first kind's time over the second's.
 var (
-	pairedKinds  = []string{"read", "replay", "first", "bare-tx", "tx-first", "tx-replay", "tx-floor", "tx-read"}
-	pairedRatios = [][2]string{{"read", "replay"}, {"bare-tx", "tx-first"}, {"replay", "tx-replay"},
-		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-read", "tx-replay"}, {"replay", "tx-read"}}
+	pairedKinds = []string{"read", "decide", "replay", "first", "bare-tx", "tx-first", "tx-replay",
+		"tx-floor", "tx-floor-row", "tx-read"}
+	pairedRatios = [][2]string{{"read", "replay"}, {"decide", "replay"}, {"read", "decide"},
+		{"bare-tx", "tx-first"}, {"replay", "tx-replay"},
+		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-floor-row", "tx-first"}, {"bare-tx", "tx-floor-row"},
+		{"tx-read", "tx-replay"}, {"replay", "tx-read"}}
 )
 
-// pairedFloors are a driver's floors of TxHandler: floor does what a first
-// request's transaction does without the ledger's logic, in the same round
-// trips as TxHandler on that driver (BEGIN, SAVEPOINT, an INSERT into a
-// two-column table, the order's INSERT, an UPDATE of the row, RELEASE,
-// COMMIT: batched into three round trips on pgx, seven on database/sql);
-// read reads the replayed row in a transaction of its own (BEGIN with the
-// SELECT on pgx, then COMMIT).
-type pairedFloors struct {
-	floor func(ctx context.Context, key, body string) (int64, error)
-	read  func(ctx context.Context, scope, key string) (int, []byte, error)
+// pairedDecideSQL is the decide kind's statement: it reads the row a
+// claim reads and computes the claim's decision from it, with the Claim
+// query's parameters ($1 scope, $2 key, $3 fingerprint, $4 recover, $5
+// now, NULL for the server's clock) and the same rule (queries/postgres/
+// ledger.sql, Claim; ledger's standing), in standing's order: "open" (a
+// claim would write), "reused", "committed", "in_flight", "replay". It
+// returns the decision and what an answer needs (the clock and the lease
+// for in_flight; status, headers, body and kind for a replay), and
+// nothing else: no write, no function call, no won lease, not the rest of
+// the record (fence, times, fingerprint) that the ledger returns in
+// Claim.Replay. It is what every claim made in one statement must do at
+// least, so a replay's floor when the claim stays one statement.
+const pairedDecideSQL = `SELECT CASE
+         WHEN (c.expires_at <= clock.now AND (c.state = 'completed' OR c.lease_expires_at <= clock.now))
+           OR (c.state = 'in_flight' AND c.lease_expires_at <= clock.now AND c.fingerprint = $3::bytea
+               AND (c.committed_at IS NULL OR $4::boolean)) THEN 'open'
+         WHEN c.fingerprint <> $3::bytea THEN 'reused'
+         WHEN c.state = 'in_flight' AND c.lease_expires_at <= clock.now THEN 'committed'
+         WHEN c.state = 'in_flight' THEN 'in_flight'
+         ELSE 'replay'
+       END AS decision,
+       clock.now,
+       COALESCE(c.lease_expires_at, 0)::bigint AS lease_expires_at,
+       COALESCE(c.status, 0)::bigint AS status,
+       c.headers,
+       c.body,
+       COALESCE(c.kind, '')::text AS kind
+FROM (
+    SELECT COALESCE($5::bigint, floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+) AS clock, idempotency_ledger AS c
+WHERE c.scope = $1::text AND c.key = $2::text`
+
+// pairedDecision is the row of pairedDecideSQL. Every column is scanned,
+// as a claim's answer is, though a replay's answer uses status and body.
+type pairedDecision struct {
+	decision, kind string
+	now, lease     int64
+	status         int64
+	headers, body  []byte
 }
 
-const pairedFloorTable = `CREATE TABLE floor (k text PRIMARY KEY, v bytea)`
+func (d *pairedDecision) dest() []any {
+	return []any{&d.decision, &d.now, &d.lease, &d.status, &d.headers, &d.body, &d.kind}
+}
+
+// answer is what the decide kind answers with: the stored status and body
+// of a replay, or an error for any other decision (the benchmark's key is
+// always a replay, so one means the floor does not do the replay's work).
+func (d *pairedDecision) answer(err error) (int, []byte, error) {
+	if err == nil && d.decision != "replay" {
+		err = fmt.Errorf("decide: %s, not a replay", d.decision)
+	}
+	return int(d.status), d.body, err
+}
+
+// pairedFloors are a driver's floors besides read: floor does what a
+// TxHandler first request's transaction does without the ledger's logic,
+// in the same round trips as TxHandler on that driver (BEGIN, SAVEPOINT,
+// fw's INSERT, the order's INSERT, fw's UPDATE of that row, RELEASE,
+// COMMIT: batched into three round trips on pgx, seven on database/sql);
+// read reads the replayed row in a transaction of its own (BEGIN with the
+// SELECT on pgx, then COMMIT); decide runs pairedDecideSQL on the pool
+// with the stored record's fingerprint.
+type pairedFloors struct {
+	floor  func(ctx context.Context, fw pairedFloorWrite, key, body string) (int64, error)
+	read   func(ctx context.Context, scope, key string) (int, []byte, error)
+	decide func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error)
+}
+
+// pairedFloorWrite is the row a floor writes beside the order: an INSERT
+// before it, an UPDATE after it (which may store the order's answer).
+type pairedFloorWrite struct {
+	insert, update string
+	insertArgs     func(key, body string) []any
+	updateArgs     func(key, body string, id int64) []any
+}
+
+var pairedFloorTables = []string{
+	`CREATE TABLE floor (k text PRIMARY KEY, v bytea)`,
+	// The ledger's twin: its columns, constraints and four indexes
+	// (primary key, expiry, in flight, created_at), none of its data.
+	`CREATE TABLE floor_ledger (LIKE idempotency_ledger INCLUDING ALL)`,
+}
+
+var (
+	// pairedTwoColumns is tx-floor's row: a key, then the request's body.
+	pairedTwoColumns = pairedFloorWrite{
+		insert:     `INSERT INTO floor (k) VALUES ($1)`,
+		insertArgs: func(key, _ string) []any { return []any{key} },
+		update:     `UPDATE floor SET v = $2 WHERE k = $1`,
+		updateArgs: func(key, body string, _ int64) []any { return []any{key, []byte(body)} },
+	}
+	// pairedLedgerRow is tx-floor-row's: the rows the ledger writes, in
+	// plain statements. The INSERT is a claim's in-flight row (a 32-byte
+	// fingerprint, a 32-character lease token, the lease and expiry from
+	// the client's clock, fence 1; the outcome NULL); the UPDATE stores
+	// an outcome as the ledger's Complete does: state, lease, status,
+	// headers (the JSON of the answer's Content-Type and Location), body,
+	// kind, completed_at and expires_at, which moves the row out of the
+	// in-flight index and along the expiry index as Complete does. Not
+	// in it: the claim's reading and deciding, its function, the
+	// outcome's lease check and guard, and the server's clock.
+	pairedLedgerRow = pairedFloorWrite{
+		insert: `INSERT INTO floor_ledger (scope, key, fingerprint, state, lease_token, lease_expires_at, fence, created_at, expires_at)
+VALUES ($1, $2, $3, 'in_flight', $4, $5, 1, $6, $7)`,
+		insertArgs: func(key, body string) []any {
+			fp := sha256.Sum256([]byte(body))
+			var token [16]byte
+			rand.Read(token[:])
+			now := time.Now().UnixMilli()
+			return []any{"tenant-1", key, fp[:], hex.EncodeToString(token[:]),
+				now + time.Minute.Milliseconds(), now, now + 24*time.Hour.Milliseconds()}
+		},
+		update: `UPDATE floor_ledger SET state = 'completed', lease_token = NULL, lease_expires_at = NULL,
+    status = $3, headers = $4, body = $5, kind = 'http', completed_at = $6, expires_at = $7
+WHERE scope = $1 AND key = $2`,
+		updateArgs: func(key, _ string, id int64) []any {
+			n := strconv.FormatInt(id, 10)
+			headers, _ := json.Marshal(http.Header{"Content-Type": {"application/json"}, "Location": {"/orders/" + n}})
+			now := time.Now().UnixMilli()
+			return []any{"tenant-1", key, int64(http.StatusCreated), headers, []byte(`{"id":` + n + `,"status":"created"}`),
+				now, now + 24*time.Hour.Milliseconds()}
+		},
+	}
+)
 
 func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.Context, scope, key string) (int, []byte, error), fl pairedFloors) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			replayKey := fmt.Sprintf("paired-%d", benchKeys.Add(1))
 			txReplayKey := replayKey + "-tx"
+			// The fingerprint the replayed key's record holds: Middleware's
+			// of the requests send sends.
+			fpReq := httptest.NewRequest("POST", "/orders", nil)
+			fpReq.Header.Set("Content-Type", "application/json")
+			fp, _ := fingerprint(fpReq, []byte(benchBody))
+			// answer answers as read answers, from what a floor read.
+			answer := func(w http.ResponseWriter, status int, body []byte, err error) {
+				if err != nil {
+					http.Error(w, err.Error(), 500)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				w.Write(body)
+			}
 			handlers := map[string]http.Handler{
 				"read": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					io.Copy(io.Discard, r.Body)
 					status, body, err := read(r.Context(), "tenant-1", replayKey)
-					if err != nil {
-						http.Error(w, err.Error(), 500)
-						return
-					}
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(status)
-					w.Write(body)
+					answer(w, status, body, err)
+				}),
+				"decide": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					status, body, err := fl.decide(r.Context(), "tenant-1", replayKey, fp[:])
+					answer(w, status, body, err)
 				}),
 				"replay":    Middleware(e.l, benchOptions())(e.handler()),
 				"first":     Middleware(e.l, benchOptions())(e.handler()),
@@ -204,19 +361,18 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 				"tx-replay": e.txHandler(),
 				"tx-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					in, _ := io.ReadAll(r.Body)
-					id, err := fl.floor(r.Context(), fmt.Sprintf("floor-%d", benchKeys.Add(1)), string(in))
+					id, err := fl.floor(r.Context(), pairedTwoColumns, fmt.Sprintf("floor-%d", benchKeys.Add(1)), string(in))
+					answerOrder(w, id, err)
+				}),
+				"tx-floor-row": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					in, _ := io.ReadAll(r.Body)
+					id, err := fl.floor(r.Context(), pairedLedgerRow, fmt.Sprintf("floor-%d", benchKeys.Add(1)), string(in))
 					answerOrder(w, id, err)
 				}),
 				"tx-read": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					io.Copy(io.Discard, r.Body)
 					status, body, err := fl.read(r.Context(), "tenant-1", txReplayKey)
-					if err != nil {
-						http.Error(w, err.Error(), 500)
-						return
-					}
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(status)
-					w.Write(body)
+					answer(w, status, body, err)
 				}),
 			}
 			urls := make(map[string]string)
