@@ -26,9 +26,16 @@
 // sleeps and polls (1, 2, 5, 10 … 100 ms) and serves no one in order: with
 // 8 clients single requests waited seconds while the 99th percentile stayed
 // at a few milliseconds. So the *sql.DB that [Open] returns queues its
-// writers in Go, first come first served, before they reach SQLite: at most
-// one of its connections at a time is in a write transaction or runs a
-// writing statement. What passes the gate:
+// writers in Go before they reach SQLite: at most one of its connections at
+// a time is in a write transaction or runs a writing statement. A writer
+// that finds the gate free goes through even while others wait, as long as
+// the first of them has waited less than 10 ms; past that, the gate is
+// handed to the waiters in the order they came, so no writer waits much
+// longer than 10 ms plus one transaction for each writer ahead of it. Strict
+// order would cost throughput: SQLite empties a connection's page cache
+// when it begins a transaction after another connection wrote, and the
+// writer that finds the gate free is nearly always the connection that
+// wrote last, its cache still warm. What passes the gate:
 //
 //   - a transaction begun with BeginTx (BEGIN IMMEDIATE), from BEGIN until
 //     Commit or Rollback; a read-only one (sql.TxOptions{ReadOnly: true})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,4 +361,280 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// fakeClock is a gate's clock that moves only when a test moves it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// testGate returns a gate on a fake clock with the given starvation bound.
+func testGate(starve time.Duration) (*gate, *fakeClock) {
+	clock := &fakeClock{t: time.Unix(0, 0)}
+	g := newGate(time.Hour)
+	g.starveAfter = starve
+	g.now = clock.now
+	return g, clock
+}
+
+// queued waits until n writers wait for g's slot.
+func queued(g *gate, n int) {
+	for {
+		g.mu.Lock()
+		l := len(g.queue)
+		g.mu.Unlock()
+		if l >= n {
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// TestGateNewcomerTakesAFreeSlot: while the first waiter has waited less
+// than the bound, a release leaves the slot free (telling that waiter, once)
+// and a newcomer takes it; once it has waited the bound, the release hands
+// the slot to it, and a newcomer queues. The waiter here is put in the
+// queue by hand, so that nothing races the test's steps.
+func TestGateNewcomerTakesAFreeSlot(t *testing.T) {
+	ctx := context.Background()
+	g, clock := testGate(10 * time.Millisecond)
+	if err := g.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := &gateWaiter{since: clock.now(), ch: make(chan bool, 1)}
+	g.queue = append(g.queue, w)
+
+	clock.add(9 * time.Millisecond)
+	g.release()
+	if g.held || len(w.ch) != 1 {
+		t.Fatalf("after a release with a waiter of 9 ms: held %v, waiter told %d times; want free, told once", g.held, len(w.ch))
+	}
+	for i := range 3 {
+		// The newcomer takes the free slot at once; the waiter is
+		// not told twice.
+		if err := g.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(g.queue) != 1 {
+			t.Fatalf("newcomer %d queued, want it to take the free slot", i)
+		}
+		g.release()
+		if len(w.ch) != 1 {
+			t.Fatalf("waiter told %d times, want once", len(w.ch))
+		}
+	}
+
+	if err := g.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(time.Millisecond) // the waiter has now waited the bound
+	g.release()
+	if !g.held || len(g.queue) != 0 || g.woken {
+		t.Fatalf("after the bound: held %v, queue %d, woken %v; want the slot handed to the waiter", g.held, len(g.queue), g.woken)
+	}
+	if handed := <-w.ch; !handed || len(w.ch) != 0 {
+		t.Fatalf("waiter got %v (then %d more); want the slot, once", handed, len(w.ch))
+	}
+	// The slot is the waiter's: a newcomer waits for it.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := g.acquire(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("newcomer while the slot is handed over: %v, want it to wait (cancelled)", err)
+	}
+}
+
+// TestGateStarvationBound: a writer that takes the slot again and again
+// (the warm connection) goes ahead of a waiter only until the waiter has
+// waited the bound. The clock moves 1 ms at each of the hog's turns, so
+// with a bound of 10 ms the waiter has the slot by the hog's tenth turn
+// whatever the scheduling; with a bound of zero (strict order) by its first.
+func TestGateStarvationBound(t *testing.T) {
+	for _, bound := range []int{10, 0} {
+		t.Run(fmt.Sprintf("%d ms", bound), func(t *testing.T) {
+			ctx := context.Background()
+			g, clock := testGate(time.Duration(bound) * time.Millisecond)
+			if err := g.acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var turns atomic.Int64
+			got := make(chan int64, 1)
+			go func() {
+				if err := g.acquire(ctx); err != nil {
+					t.Error(err)
+				}
+				got <- turns.Load()
+				g.release()
+			}()
+			queued(g, 1)
+			var at int64 = -1
+			for at < 0 && turns.Load() < 1000 {
+				// The hog holds the slot for one turn.
+				clock.add(time.Millisecond)
+				turns.Add(1)
+				g.release()
+				select {
+				case at = <-got:
+				default:
+				}
+				if err := g.acquire(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if at < 0 {
+					select {
+					case at = <-got:
+					default:
+					}
+				}
+			}
+			g.release()
+			if at < 0 {
+				at = <-got // the hog let go at last
+			}
+			if at > int64(max(bound, 1)) {
+				t.Errorf("the waiter had the slot after %d of the hog's turns, want at most %d", at, max(bound, 1))
+			}
+		})
+	}
+}
+
+// TestGateStarvedInOrder: waiters that have all waited the bound are
+// handed the slot in the order they came.
+func TestGateStarvedInOrder(t *testing.T) {
+	ctx := context.Background()
+	g, clock := testGate(10 * time.Millisecond)
+	if err := g.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	order := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := g.acquire(ctx); err != nil {
+				t.Error(err)
+			}
+			order <- i
+			g.release()
+		})
+		queued(g, i+1)
+	}
+	clock.add(time.Hour)
+	g.release()
+	wg.Wait()
+	close(order)
+	want := 0
+	for i := range order {
+		if i != want {
+			t.Errorf("waiter %d had the slot in turn %d", i, want)
+		}
+		want++
+	}
+}
+
+// TestGateLeaveQueue: a waiter that gives up (timeout, cancellation) after
+// it was told the slot is free passes that on to the next waiter; one that
+// gives up after the slot was handed to it gives the slot back.
+func TestGateLeaveQueue(t *testing.T) {
+	ctx := context.Background()
+	errGone := errors.New("gone")
+	t.Run("told", func(t *testing.T) {
+		g, clock := testGate(10 * time.Millisecond)
+		if err := g.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w1 := &gateWaiter{since: clock.now(), ch: make(chan bool, 1)}
+		w2 := &gateWaiter{since: clock.now(), ch: make(chan bool, 1)}
+		g.queue = append(g.queue, w1, w2)
+		g.release()
+		if len(w1.ch) != 1 || len(w2.ch) != 0 {
+			t.Fatalf("told: first %d, second %d; want the first only", len(w1.ch), len(w2.ch))
+		}
+		if err := g.leaveQueue(w1, errGone); err != errGone {
+			t.Fatalf("leaveQueue = %v", err)
+		}
+		if g.held || len(g.queue) != 1 || len(w2.ch) != 1 || !g.woken {
+			t.Fatalf("after the first left: held %v, queue %d, second told %d; want free, the second alone and told", g.held, len(g.queue), len(w2.ch))
+		}
+	})
+	t.Run("handed", func(t *testing.T) {
+		g, clock := testGate(10 * time.Millisecond)
+		if err := g.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w := &gateWaiter{since: clock.now(), ch: make(chan bool, 1)}
+		g.queue = append(g.queue, w)
+		clock.add(time.Hour)
+		g.release()
+		if !g.held {
+			t.Fatal("not handed over")
+		}
+		if err := g.leaveQueue(w, errGone); err != errGone {
+			t.Fatalf("leaveQueue = %v", err)
+		}
+		if g.held || len(g.queue) != 0 {
+			t.Fatalf("after leaving with the slot: held %v, queue %d; want it free", g.held, len(g.queue))
+		}
+		if err := g.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestGateExclusive hammers a gate with the real clock and a short bound
+// (so that both newcomers and hand-overs happen), some writers giving up
+// at once (cancelled) or after a short wait (timeout): never two holders,
+// and every writer that did not give up had its turn.
+func TestGateExclusive(t *testing.T) {
+	g := newGate(time.Millisecond)
+	g.starveAfter = 100 * time.Microsecond
+	var holders, turns, gaveUp atomic.Int64
+	var wg sync.WaitGroup
+	const writers, each = 8, 2000
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				ctx := context.Background()
+				if w == 0 && i%7 == 0 {
+					c, cancel := context.WithCancel(ctx)
+					cancel()
+					ctx = c
+				}
+				if err := g.acquire(ctx); err != nil {
+					gaveUp.Add(1)
+					continue
+				}
+				if holders.Add(1) != 1 {
+					t.Error("two holders at once")
+				}
+				turns.Add(1)
+				if i%50 == 0 {
+					time.Sleep(2 * time.Millisecond) // longer than the others' wait: some time out
+				}
+				holders.Add(-1)
+				g.release()
+			}
+		})
+	}
+	wg.Wait()
+	if turns.Load()+gaveUp.Load() != writers*each {
+		t.Errorf("turns %d + gave up %d, want %d", turns.Load(), gaveUp.Load(), writers*each)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held || len(g.queue) != 0 || g.woken {
+		t.Errorf("at the end: held %v, queue %d, woken %v; want all clear", g.held, len(g.queue), g.woken)
+	}
 }
