@@ -10,6 +10,7 @@ import (
 	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/pace"
 	"github.com/idemledger/idemledger/internal/retry"
+	"github.com/idemledger/idemledger/internal/spans"
 )
 
 // DefaultPurgeBatchSize is the most rows a batch of Purge deletes when
@@ -176,6 +177,13 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 		if n < int64(size) {
 			break
 		}
+		if st, ok := l.d.(driver.Settler); ok {
+			// Background work: the engine's own work after the batch
+			// (SQLite's checkpoint) goes first, not beside the next one.
+			if err := st.Settle(ctx); err != nil {
+				return total, wrapOp("purge", classify(err))
+			}
+		}
 		if target > 0 {
 			size = pace.Next(size, most, target, took)
 		}
@@ -278,9 +286,16 @@ const (
 // purgeBatchTx is one attempt of purgeBatch.
 func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, p driver.PurgeBatchParams) (driver.PurgeBatchResult, error) {
 	bctx := context.WithoutCancel(ctx)
+	var t0, t1, t2 time.Time
+	if spans.On() {
+		t0 = time.Now()
+	}
 	tx, err := l.d.Begin(bctx)
 	if err != nil {
 		return driver.PurgeBatchResult{}, err
+	}
+	if !t0.IsZero() {
+		t1 = time.Now()
 	}
 	r, err := l.d.TxExecutor(tx).PurgeBatch(ctx, p)
 	if err != nil {
@@ -289,8 +304,17 @@ func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, p driver.PurgeBatchParam
 		}
 		return driver.PurgeBatchResult{}, err
 	}
+	if !t0.IsZero() {
+		t2 = time.Now()
+	}
 	if err := l.d.Commit(bctx, tx); err != nil {
 		return driver.PurgeBatchResult{}, err
+	}
+	if !t0.IsZero() {
+		t3 := time.Now()
+		spans.Add(spans.Span{Kind: spans.PurgeBegin, Start: t0, Took: t1.Sub(t0)})
+		spans.Add(spans.Span{Kind: spans.PurgeDelete, Start: t1, Took: t2.Sub(t1), N: r.Deleted})
+		spans.Add(spans.Span{Kind: spans.PurgeCommit, Start: t2, Took: t3.Sub(t2)})
 	}
 	return r, nil
 }

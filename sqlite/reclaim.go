@@ -11,6 +11,7 @@ import (
 
 	idriver "github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/pace"
+	"github.com/idemledger/idemledger/internal/spans"
 )
 
 var _ idriver.Reclaimer = (*Driver)(nil)
@@ -112,7 +113,14 @@ func (d *Driver) incrementalVacuum(ctx context.Context) error {
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
-		step = pace.Next(step, maxReclaimStep, reclaimStepTime, time.Since(start))
+		took := time.Since(start)
+		spans.Add(spans.Span{Kind: spans.ReclaimStep, Start: start, Took: took, N: int64(step)})
+		step = pace.Next(step, maxReclaimStep, reclaimStepTime, took)
+		// Each step's page moves go through the WAL: the checkpoint they
+		// make due runs before the next step, not beside it.
+		if err := d.Settle(ctx); err != nil {
+			return err
+		}
 	}
 }
 
