@@ -118,7 +118,9 @@ var batchDone func(rows int64, took time.Duration)
 // expiry index, and are kept short (see PurgeOptions): a purge of millions
 // of records runs beside the requests, each batch holding the write lock a
 // few milliseconds, and the writers that queued meanwhile go before the
-// next batch. On PostgreSQL each batch starts where the one before stopped
+// next batch. Between two batches Purge also waits for the work the
+// engine does after a write (on SQLite, the pool's checkpoint of its WAL:
+// see driver.Settler), so that a purge never runs beside it. On PostgreSQL each batch starts where the one before stopped
 // (the expiry instant of the last record it deleted) instead of at the
 // head of the index, which still holds the entries of the rows deleted
 // until VACUUM runs; so a record that another transaction held when its
