@@ -363,6 +363,18 @@ type Reclaimer interface {
 	Reclaim(ctx context.Context, full bool) (before, after int64, err error)
 }
 
+// Settler is implemented by drivers whose engine, after a write, has work
+// of its own to do that the writer does not wait for (SQLite: the pool's
+// checkpoint of its WAL into the database file). Ledger.Purge calls
+// Settle after each batch: a purge is background work, and running its
+// next batch beside that work would take the processor and the disk from
+// the requests, so it waits for it instead (issue 25).
+type Settler interface {
+	// Settle returns when the work due after the writes so far is done,
+	// at once when none is, or when ctx ends (with ctx's error).
+	Settle(ctx context.Context) error
+}
+
 // The sentinels a driver marks its errors with (see the package doc,
 // Errors). Package ledger turns them into its own (ledger.ErrRetryable,
 // ledger.ErrBusy, ledger.ErrNotMigrated, ledger.ErrOutcomeUnknown).

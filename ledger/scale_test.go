@@ -211,15 +211,33 @@ func uuidKey() string {
 // first runs one first execution: a business transaction inserting an
 // order inside Mutate, with a new UUID key.
 func (s *scaleLedger) first(ctx context.Context) error {
-	key := uuidKey()
-	return s.mutate(ctx, Request{Scope: "tenant-" + key[:1], Key: key, Fingerprint: hash.Bytes([]byte(key))}, false)
+	return s.firstParts(ctx, nil)
 }
 
+// firstParts is first, timing its parts into p when p is not nil.
+func (s *scaleLedger) firstParts(ctx context.Context, p *reqParts) error {
+	key := uuidKey()
+	return s.mutateParts(ctx, Request{Scope: "tenant-" + key[:1], Key: key, Fingerprint: hash.Bytes([]byte(key))}, false, p)
+}
+
+// reqParts is where a request's time went: BEGIN (on SQLite, mostly the
+// wait for the pool's write slot), Mutate with the business write, and
+// COMMIT (the WAL's sync, and what the pool does before it gives the slot
+// back).
+type reqParts struct{ begin, work, commit time.Duration }
+
 func (s *scaleLedger) mutate(ctx context.Context, req Request, wantReplay bool) error {
+	return s.mutateParts(ctx, req, wantReplay, nil)
+}
+
+// mutateParts is mutate, timing its parts into p when p is not nil.
+func (s *scaleLedger) mutateParts(ctx context.Context, req Request, wantReplay bool, p *reqParts) error {
+	t0 := time.Now()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
 	res, err := Mutate(ctx, s.l, tx, req, func(ctx context.Context) (string, error) {
 		_, err := tx.ExecContext(ctx, s.insert, req.Key)
 		return scaleValue(req.Key), err
@@ -227,8 +245,12 @@ func (s *scaleLedger) mutate(ctx context.Context, req Request, wantReplay bool) 
 	if err != nil {
 		return errors.Join(err, tx.Rollback())
 	}
+	t2 := time.Now()
 	if err := tx.Commit(); err != nil {
 		return err
+	}
+	if p != nil {
+		*p = reqParts{begin: t1.Sub(t0), work: t2.Sub(t1), commit: time.Since(t2)}
 	}
 	if res.Replayed != wantReplay {
 		return fmt.Errorf("key %s: replayed %v, want %v", req.Key, res.Replayed, wantReplay)
@@ -324,6 +346,10 @@ type sample struct {
 	at     time.Time // when it was due
 	took   time.Duration
 	replay bool
+	// late is how long after it was due the call started (the load's
+	// goroutine and the scheduler); parts where its time went after.
+	late  time.Duration
+	parts reqParts
 }
 
 // openLoop calls op rate times a second, each call on a goroutine of its
@@ -358,11 +384,13 @@ func startOpenLoop(rate int, s *scaleLedger, replays []Request, stop <-chan stru
 				defer wg.Done()
 				ctx := context.Background()
 				var err error
+				var p reqParts
+				late := time.Since(due)
 				replay := i%2 == 1
 				if replay {
-					err = s.mutate(ctx, replays[rand.IntN(len(replays))], true)
+					err = s.mutateParts(ctx, replays[rand.IntN(len(replays))], true, &p)
 				} else {
-					err = s.first(ctx)
+					err = s.firstParts(ctx, &p)
 				}
 				took := time.Since(due)
 				if err != nil {
@@ -371,7 +399,7 @@ func startOpenLoop(rate int, s *scaleLedger, replays []Request, stop <-chan stru
 					return
 				}
 				o.mu.Lock()
-				o.samples = append(o.samples, sample{at: due, took: took, replay: replay})
+				o.samples = append(o.samples, sample{at: due, took: took, replay: replay, late: late, parts: p})
 				o.mu.Unlock()
 			}()
 		}
@@ -604,6 +632,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 	load := startOpenLoop(100, s, replays, stop)
 	sizes := s.sampleSizes(stop)
 	t0 := time.Now()
+	tr := startScaleTrace(t, t0)
 	time.Sleep(phase)
 
 	var (
@@ -646,6 +675,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		wal0 = walLSN(t, s.db)
 	}
 	t1 := time.Now()
+	tr.mark("the purge's start")
 	if s.engine == "postgres" {
 		t.Logf("%s load without purge: WAL %.2f MB/s", s.engine, float64(wal0-walStart)/1e6/t1.Sub(t0).Seconds())
 	}
@@ -658,6 +688,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		n, err = s.l.Purge(context.Background(), opts)
 	}
 	t2 := time.Now()
+	tr.mark("the purge's end")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,6 +703,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 	close(stop)
 	<-load.done
 	t3 := time.Now()
+	tr.mark("the load's end")
 	if e := load.errs.Load(); e > 0 {
 		err, _ := load.first.Load().(error)
 		t.Errorf("load: %d errors, the first: %v", e, err)
@@ -687,10 +719,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 	for _, b := range slowest {
 		t.Logf("%s purge: a batch of %d rows took %s ms, ending %.1f s into the load", s.engine, b.rows, ms(b.took), b.at.Seconds())
 	}
-	for _, p := range []struct {
-		name     string
-		from, to time.Time
-	}{
+	for _, p := range []tracePhase{
 		{"without purge", t0, t1},
 		{"during the deletes", t1, deleted},
 		{"during the reclaim", deleted, t2},
@@ -703,6 +732,12 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		t.Logf("%s load %s: first executions %s", s.engine, p.name, f.summary())
 		t.Logf("%s load %s: replays %s", s.engine, p.name, r.summary())
 	}
+	tr.report(t, s.engine, load.samples, []tracePhase{
+		{"without purge", t0, t1},
+		{"during the deletes", t1, deleted},
+		{"during the reclaim", deleted, t2},
+		{"after the purge", t2, t3},
+	})
 	// Where the longest waits were, against the phases and the files'
 	// sizes, to find what made them.
 	worst := slices.SortedFunc(slices.Values(load.samples), func(a, b sample) int { return int(b.took - a.took) })

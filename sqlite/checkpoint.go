@@ -3,12 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite"
+
+	"github.com/idemledger/idemledger/internal/spans"
 )
 
 // The pool checkpoints its write-ahead log itself; SQLite's automatic
@@ -40,6 +43,15 @@ import (
 // pool appends, so the checkpoint reaches the end of the WAL; the outside
 // checkpoint has just copied most of it, so what is left is the tail
 // written while it ran.
+//
+// Background work that writes a lot (a purge, a reclaim) settles between
+// its transactions (see settle): it waits for the checkpoint its writes
+// made due rather than run beside it. While it does, only the requests
+// write, a few pages each, so an outside checkpoint reaches the end of the
+// WAL and the next writer starts it over: the bound is kept without the
+// slot (see checkpoint). Beside a purge, the checkpoint inside the gate
+// came every 120 ms at 1M records and held every request 10 ms at the
+// median (issue 25).
 
 // checkpointPages is how many pages the pool's writers write to the WAL
 // between two checkpoints outside the gate: SQLite's own default
@@ -74,9 +86,9 @@ type wal struct {
 	ckpt sync.Mutex
 	// frames counts the pages written to the WAL since it last started
 	// over, as the pool's writers counted them (modernc's per-connection
-	// count of pages written). An overcount (the WAL started over after a
-	// checkpoint outside the gate happened to finish it) costs a
-	// checkpoint inside the gate that finds little or nothing to copy.
+	// count of pages written), set after each checkpoint outside the gate
+	// from the WAL's own length (see checkpointer.checkpoint), which learns
+	// so that the WAL started over after an outside checkpoint finished it.
 	// Other processes' writers are not counted: their pools bound what
 	// they write, and a checkpoint inside the gate holds SQLite's write
 	// lock, so theirs wait for it too.
@@ -104,7 +116,7 @@ func (c *gateConn) afterWrite() {
 	frames := g.wal.frames.Add(n)
 	if frames >= g.wal.bound+walBoundPages {
 		g.wal.ckpt.Lock()
-		ok := g.boundCheckpoint(c.Conn, frames)
+		ok := g.boundCheckpoint(c.Conn, frames, spans.WriterCheckpoint, 0)
 		g.wal.ckpt.Unlock()
 		if !ok {
 			c.markBroken()
@@ -149,8 +161,17 @@ func pagesWritten(conn driver.Conn) int64 {
 // it does under SQLite's own checkpoint while a reader holds it. It reports
 // false when conn's busy timeout could not be set back, so conn must not be
 // used again.
-func (g *gate) boundCheckpoint(conn driver.Conn, frames int64) (connOK bool) {
+//
+// kind and wait label the checkpoint's span (see package spans).
+func (g *gate) boundCheckpoint(conn driver.Conn, frames int64, kind string, wait time.Duration) (connOK bool) {
+	var start time.Time
+	if spans.On() {
+		start = time.Now()
+	}
 	busy, log, done, connOK, err := restartCheckpoint(conn)
+	if !start.IsZero() {
+		spans.Add(spans.Span{Kind: kind, Start: start, Took: time.Since(start), Wait: wait, N: log, M: done})
+	}
 	if err != nil || busy || done < log {
 		g.wal.bound = frames + checkpointPages
 		return connOK
@@ -192,6 +213,16 @@ type checkpointer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// running is set while the goroutine works through a wake.
+	running atomic.Bool
+	// mu guards waiters, the settles (see settle) waiting for the end of
+	// the goroutine's next round.
+	mu      sync.Mutex
+	waiters []chan struct{}
+	// settled is when background work last called settle (Unix
+	// nanoseconds; 0: never).
+	settled atomic.Int64
 }
 
 func newCheckpointer(base driver.Connector, g *gate) *checkpointer {
@@ -233,20 +264,88 @@ func (k *checkpointer) run() {
 			return
 		case <-k.wakeCh:
 		}
-		if conn == nil {
-			c, err := k.base.Connect(k.ctx)
-			if err != nil {
-				// The pool's writers keep counting; the next wake
-				// tries again, and past twice the bound they
-				// checkpoint themselves.
-				continue
+		k.running.Store(true)
+		k.mu.Lock()
+		waiters := k.waiters
+		k.waiters = nil
+		k.mu.Unlock()
+		held := len(waiters) > 0
+		if conn == nil && k.due(held) {
+			// On an error, the pool's writers keep counting; the next
+			// wake tries again, and past twice the bound they
+			// checkpoint themselves.
+			if c, err := k.base.Connect(k.ctx); err == nil {
+				conn = c
 			}
-			conn = c
 		}
-		if !k.checkpoint(conn) {
+		if conn != nil && k.due(held) && !k.checkpoint(conn, held) {
 			conn.Close()
 			conn = nil
 		}
+		k.running.Store(false)
+		for _, ch := range waiters {
+			close(ch)
+		}
+	}
+}
+
+// waiting reports whether a settle waits.
+func (k *checkpointer) waiting() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.waiters) > 0
+}
+
+// due reports whether a checkpoint is due: checkpointPages written since
+// the last one began (settlePages when background work waits for it), or
+// the WAL at its bound.
+func (k *checkpointer) due(held bool) bool {
+	w := &k.gate.wal
+	pages := int64(checkpointPages)
+	if held {
+		pages = settlePages
+	}
+	return w.pending.Load() >= pages || w.frames.Load() >= walBoundPages
+}
+
+// background reports whether background work settled lately, so that it
+// will again before its next transaction: a round that finds the WAL at
+// its bound waits for that rather than take the slot (see checkpoint).
+func (k *checkpointer) background() bool {
+	last := k.settled.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < backgroundWindow
+}
+
+// settle returns once no checkpoint is due and none runs, running the one
+// that is due first; or when ctx ends, or the pool closes (with an error).
+//
+// The caller is background work that writes a lot (a purge's batches, a
+// reclaim's steps) and calls it between two of its transactions, holding
+// nothing. Its writes are what make the checkpoints come often, and
+// running its next transaction beside one would compete with the requests
+// for the two things they need, the processor and the disk (issue 25: at
+// 1M records, a purge beside its checkpoints kept both of GOMAXPROCS 2 busy,
+// and a request's goroutine waited up to 20 ms to run at all). While a
+// settle waits, the checkpoint also has only the requests' few pages to
+// chase, so it reaches the end of the WAL without taking the slot (see
+// checkpoint).
+func (k *checkpointer) settle(ctx context.Context) error {
+	k.settled.Store(time.Now().UnixNano())
+	if !k.due(true) && !k.running.Load() {
+		return nil
+	}
+	ch := make(chan struct{})
+	k.mu.Lock()
+	k.waiters = append(k.waiters, ch)
+	k.mu.Unlock()
+	k.wake()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-k.ctx.Done():
+		return errors.New("sqlite: the pool is closed")
 	}
 }
 
@@ -259,22 +358,66 @@ func (k *checkpointer) run() {
 // ran: what is left for the checkpoint inside the gate, which the queue
 // waits for, is then that short tail, not all that the writers appended
 // while a checkpoint of thousands of pages copied and synced.
-func (k *checkpointer) checkpoint(conn driver.Conn) (connOK bool) {
+//
+// held says that background work waits for this round (see settle), so
+// only the requests write meanwhile: a few pages each. Then PASSIVE
+// checkpoints run again (up to maxHeldPassives) until one copies the whole
+// WAL, and the slot is not taken at all: the next writer that begins after
+// it starts the WAL over, as after the checkpoint inside the gate. The
+// checkpoint inside the gate held every request for 10 ms at the median
+// and up to 44 ms beside a purge (issue 25), for the copy of its tail and
+// its two syncs. Should a request's pages keep coming in, or a reader keep
+// the WAL from starting over, it falls back to the slot as before.
+//
+// Each PASSIVE checkpoint also tells the WAL's length (the frames in it
+// when it began), which replaces the writers' count of pages since it
+// last started over: the count learns so that the WAL started over
+// without a checkpoint inside the gate. Pages the writers count while the
+// checkpoint runs may be counted twice, an overcount.
+func (k *checkpointer) checkpoint(conn driver.Conn, held bool) (connOK bool) {
 	w := &k.gate.wal
-	for range maxPassives {
+	for i := 1; ; i++ {
 		before := w.frames.Load()
-		k.passive(conn)
-		if after := w.frames.Load(); after < walBoundPages || after-before < tailPages {
+		log, done, err := k.passive(conn)
+		appended := w.frames.Load() - before
+		if err == nil && log >= 0 {
+			w.frames.Add(log - before)
+		}
+		if w.frames.Load() < walBoundPages {
+			return true
+		}
+		if held {
+			if err == nil && done == log {
+				// Every frame is copied: the next writer starts the
+				// WAL over. The next round's PASSIVE tells whether
+				// it did.
+				return true
+			}
+			if i >= maxHeldPassives {
+				break
+			}
+			continue
+		}
+		if k.waiting() || k.background() {
+			// Background work is at it (a settle came while this
+			// round ran, the batch's own COMMIT having woken it, or
+			// one will before its next transaction): the round that
+			// settle waits for finishes the WAL, without the slot.
+			return true
+		}
+		if appended < tailPages || i >= maxPassives {
 			break
 		}
 	}
 	if w.frames.Load() < walBoundPages {
 		return true
 	}
+	asked := time.Now()
 	if err := k.gate.acquire(k.ctx); err != nil {
 		return true
 	}
 	defer k.gate.release()
+	wait := time.Since(asked)
 	frames := w.frames.Load()
 	if frames < w.bound {
 		// A writer did it meanwhile, or the last try failed and it is
@@ -283,7 +426,7 @@ func (k *checkpointer) checkpoint(conn driver.Conn) (connOK bool) {
 	}
 	w.ckpt.Lock()
 	defer w.ckpt.Unlock()
-	return k.gate.boundCheckpoint(conn, frames)
+	return k.gate.boundCheckpoint(conn, frames, spans.BoundCheckpoint, wait)
 }
 
 // Bounds of the PASSIVE checkpoints the checkpointer runs before it takes
@@ -291,15 +434,37 @@ func (k *checkpointer) checkpoint(conn driver.Conn) (connOK bool) {
 const (
 	tailPages   = 128
 	maxPassives = 4
+	// maxHeldPassives bounds the PASSIVE checkpoints of a round that
+	// background work waits for, before it takes the slot.
+	maxHeldPassives = 8
+	// settlePages is how many pages written make a checkpoint due for
+	// settle: background work waits for a checkpoint of about one of its
+	// transactions' pages, not of checkpointPages. A checkpoint ends with
+	// a sync of the database file, and a request's COMMIT that comes
+	// meanwhile waits for the disk behind it: the fewer pages that sync
+	// writes, the shorter that wait.
+	settlePages = 256
+	// backgroundWindow: background work that settled this recently is
+	// still at work (see background).
+	backgroundWindow = 250 * time.Millisecond
 )
 
-// passive runs one PASSIVE checkpoint; its error leaves the WAL longer, and
-// the next one tries again.
-func (k *checkpointer) passive(conn driver.Conn) {
+// passive runs one PASSIVE checkpoint and returns the frames in the WAL
+// when it began (log) and how many of them are copied (done); its error
+// leaves the WAL longer, and the next one tries again.
+func (k *checkpointer) passive(conn driver.Conn) (log, done int64, err error) {
 	k.gate.wal.ckpt.Lock()
 	defer k.gate.wal.ckpt.Unlock()
 	k.gate.wal.pending.Store(0)
-	checkpoint(k.ctx, conn, "PASSIVE")
+	var start time.Time
+	if spans.On() {
+		start = time.Now()
+	}
+	_, log, done, err = checkpoint(k.ctx, conn, "PASSIVE")
+	if !start.IsZero() {
+		spans.Add(spans.Span{Kind: spans.PassiveCheckpoint, Start: start, Took: time.Since(start), N: log, M: done})
+	}
+	return log, done, err
 }
 
 // checkpoint runs PRAGMA wal_checkpoint(mode) on conn and returns its row:

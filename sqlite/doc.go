@@ -71,6 +71,17 @@
 // already have copied into the file: the file's size alone is not the
 // data's.
 //
+// Background work (ledger.Purge's batches, Reclaim's steps) waits between
+// two of its transactions for the checkpoint its writes made due, every
+// 256 pages ([Driver.Settle]), instead of running beside it: the two
+// together kept both processors and the disk busy, and a request waited
+// for a turn on either. While such work is at it, the goroutine does not
+// take the gate for the WAL's bound: while the work waits, only requests
+// write, a few pages each, so a PASSIVE checkpoint reaches the end of the
+// WAL, and the next writer starts it over. (Issue 25: beside a purge, the
+// checkpoint inside the gate held every request 10 ms at the median and up
+// to 44 ms.)
+//
 // A wait for the gate is bounded by the busy timeout, as a wait for the lock
 // was: past it the write fails with an error that reads as SQLITE_BUSY
 // (busy and retryable for the ledger). The wait then in SQLite for another

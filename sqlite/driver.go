@@ -23,6 +23,8 @@ type Driver struct {
 	// pool is the Executor on db, made once so that DB returns the same
 	// value every time.
 	pool idriver.Executor
+	// gate is db's gate, when Open opened it (see Settle).
+	gate gateOf
 }
 
 var (

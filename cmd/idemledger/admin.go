@@ -83,7 +83,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 func runPurge(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-timeout D] [-q]\n\n"+
 		"Deletes expired records in batches and prints how many went; suitable for cron. By default each\n"+
-		"batch is sized to hold the write lock about 5 ms, so a large purge runs beside the service; then\n"+
+		"batch is sized to hold the write lock about 2 ms, so a large purge runs beside the service; then\n"+
 		"the space is given back (see reclaim).\n"+
 		"With -timeout, stops after D (a batch whose DELETE was cut short is rolled back), prints the count so far\n"+
 		"and exits with 1, so that a cron job never runs into the next one.")
