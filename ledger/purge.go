@@ -298,7 +298,7 @@ func (l *Ledger[TTx]) purgeBatchTx(ctx context.Context, p driver.PurgeBatchParam
 	if spans.On() {
 		t0 = time.Now()
 	}
-	tx, err := l.d.Begin(bctx)
+	tx, err := l.d.Begin(driver.Background(bctx))
 	if err != nil {
 		return driver.PurgeBatchResult{}, err
 	}

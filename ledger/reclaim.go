@@ -55,7 +55,7 @@ func (l *Ledger[TTx]) reclaim(ctx context.Context, full bool) (Reclaimed, error)
 	if !ok {
 		return Reclaimed{}, nil
 	}
-	before, after, err := rc.Reclaim(ctx, full)
+	before, after, err := rc.Reclaim(driver.Background(ctx), full)
 	if err != nil {
 		return Reclaimed{Before: before}, classify(err)
 	}

@@ -35,7 +35,10 @@
 // order would cost throughput: SQLite empties a connection's page cache
 // when it begins a transaction after another connection wrote, and the
 // writer that finds the gate free is nearly always the connection that
-// wrote last, its cache still warm. What passes the gate:
+// wrote last, its cache still warm. Background work never goes ahead that
+// way: a purge's batch or a reclaim's step (begun under a context marked
+// by driver.Background) takes a free gate only when no writer waits. What
+// passes the gate:
 //
 //   - a transaction begun with BeginTx (BEGIN IMMEDIATE), from BEGIN until
 //     Commit or Rollback; a read-only one (sql.TxOptions{ReadOnly: true})

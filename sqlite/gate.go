@@ -10,6 +10,8 @@ import (
 	"time"
 
 	msqlite "modernc.org/sqlite"
+
+	idriver "github.com/idemledger/idemledger/driver"
 )
 
 // gate lets one write transaction of a pool at a time reach SQLite, and
@@ -88,10 +90,13 @@ func newGate(wait time.Duration) *gate {
 	return g
 }
 
-// acquire takes the slot, waiting until ctx ends or g.wait passes.
+// acquire takes the slot, waiting until ctx ends or g.wait passes. Under
+// ctx marked as background work's (idriver.Background: a purge's batch, a
+// reclaim's step) it takes a free slot only when no writer waits: the
+// requests beside a purge go first, and only requests may overtake.
 func (g *gate) acquire(ctx context.Context) error {
 	g.mu.Lock()
-	if !g.held {
+	if !g.held && (len(g.queue) == 0 || !idriver.IsBackground(ctx)) {
 		g.held = true
 		g.mu.Unlock()
 		return nil

@@ -456,6 +456,34 @@ func TestGateNewcomerTakesAFreeSlot(t *testing.T) {
 	}
 }
 
+// TestGateBackgroundQueues: background work (idriver.Background: a
+// purge's batch) takes a free slot at once only when nobody waits; with a
+// waiter told the slot came free, it queues behind that waiter, where a
+// request would have taken the slot.
+func TestGateBackgroundQueues(t *testing.T) {
+	ctx := context.Background()
+	bg := idriver.Background(ctx)
+	g, clock := testGate(10 * time.Millisecond)
+	if err := g.acquire(bg); err != nil || !g.held {
+		t.Fatalf("background on a free gate, nobody waiting: %v, held %v; want the slot", err, g.held)
+	}
+	w := &gateWaiter{since: clock.now(), ch: make(chan bool, 1)}
+	g.queue = append(g.queue, w)
+	g.release() // the waiter (0 ms) is told, the slot is free
+
+	cctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := g.acquire(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("background with a waiter and a free slot: %v; want it to queue (cancelled)", err)
+	}
+	if g.held || len(g.queue) != 1 || g.queue[0] != w {
+		t.Fatalf("after the background writer gave up: held %v, queue %d; want free, the waiter alone", g.held, len(g.queue))
+	}
+	if err := g.acquire(ctx); err != nil || !g.held {
+		t.Fatalf("a request in the same place: %v, held %v; want the free slot", err, g.held)
+	}
+}
+
 // TestGateStarvationBound: a writer that takes the slot again and again
 // (the warm connection) goes ahead of a waiter only until the waiter has
 // waited the bound. The clock moves 1 ms at each of the hog's turns, so
