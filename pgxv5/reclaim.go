@@ -40,6 +40,9 @@ func (d *Driver) vacuum(ctx context.Context, full bool) error {
 	var conn *pgx.Conn
 	switch db := d.db.(type) {
 	case *pgxpool.Pool:
+		if full {
+			break
+		}
 		c, err := db.Acquire(ctx)
 		if err != nil {
 			return err
