@@ -42,8 +42,8 @@ const DefaultPurgeRowLockBatchSize = 1000
 // DefaultPurgeRowLockPause is the pause between two batches of Purge when
 // PurgeOptions' BatchSize and BatchTime are zero on an engine that locks
 // rows (see DefaultPurgeRowLockBatchSize). It paces the purge for the
-// requests beside it, whose commits flush the purge's WAL with their own:
-// at 5M records on PostgreSQL, batches of 1,000 rows take about 3 ms, and
+// requests beside it, whose commits wait for the disk behind the purge's
+// WAL: at 5M records on PostgreSQL, batches of 1,000 rows take about 3 ms, and
 // without a pause the purge ran 349,614 rows a second and made requests
 // wait up to 521 ms (p99 407 ms); with this pause it runs about 29,000
 // rows a second and the requests' p99 beside it was 1.7× their p99
@@ -85,7 +85,7 @@ type PurgeOptions struct {
 	// Pause is a sleep between two batches (negative is ErrInvalidRequest).
 	// Zero means none, except with a zero BatchSize and BatchTime on an
 	// engine that locks rows: DefaultPurgeRowLockPause there (the requests'
-	// commits flush the purge's WAL with their own, and wait for it). On
+	// commits wait for the disk behind the purge's WAL). On
 	// SQLite, within one process nothing needs it: a batch's transaction
 	// queues behind the writers that waited during the batch before
 	// (behind the pool's writers; see package sqlite, Writers in order).
@@ -121,15 +121,13 @@ var batchDone func(rows int64, took time.Duration)
 // few milliseconds, and the writers that queued meanwhile go before the
 // next batch. Between two batches Purge also waits for the work the
 // engine does after a write (on SQLite, the pool's checkpoint of its WAL:
-// see driver.Settler), so that a purge never runs beside it. On PostgreSQL each batch starts where the one before stopped
-// (the expiry instant of the last record it deleted) instead of at the
-// head of the index, which still holds the entries of the rows deleted
-// until VACUUM runs; so a record that another transaction held when its
-// batch reached it (a claim taking it over, another purger's batch) is
-// left for the next Purge. A PostgreSQL batch also commits without
-// waiting for the disk (package postgres, Purge): after a crash the
-// records of its last batches may be back, still expired, for the next
-// Purge; the count Purge returned included them.
+// see driver.Settler), so that a purge never runs beside it. On
+// PostgreSQL each batch starts where the one before stopped (the expiry
+// instant of the last record it deleted) instead of at the head of the
+// index, which still holds the entries of the rows deleted until VACUUM
+// runs; so a record that another transaction held when its batch reached
+// it (a claim taking it over, another purger's batch) is left for the
+// next Purge.
 //
 // After deleting anything, Purge gives the space back as far as it can in
 // short steps (Ledger.Reclaim, incremental form), unless opts.NoReclaim;

@@ -24,19 +24,8 @@ import (
 // failed.
 func TestWALBounded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "wal.db")
-	// NORMAL: no sync at each commit, so the writers go fast and the
-	// test stays short; the checkpoints work as under FULL.
-	db, err := Options{Synchronous: SynchronousNormal, MaxOpenConns: 8}.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := walTable(t, path, 8)
 	ctx := context.Background()
-	// Random keys in a table without rowid: every row lands on a page of
-	// its own, so each transaction appends as many frames as it has rows.
-	if _, err := db.ExecContext(ctx, "CREATE TABLE t (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"); err != nil {
-		t.Fatal(err)
-	}
 	var pageSize int64
 	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
 		t.Fatal(err)
@@ -88,6 +77,25 @@ const (
 
 // insertRows inserts n rows of random keys with values of size bytes in
 // one transaction.
+// walTable opens an Open pool of maxConns connections (0: the default) on
+// a new file at path, closed when t ends, with a table t whose random keys
+// (insertRows) put every row on a page of its own, so that each
+// transaction appends as many WAL frames as it has rows. It runs under
+// synchronous=NORMAL: no sync at each commit, so the writers go fast and
+// the tests stay short; the checkpoints work as under FULL.
+func walTable(t *testing.T, path string, maxConns int) *sql.DB {
+	t.Helper()
+	db, err := Options{Synchronous: SynchronousNormal, MaxOpenConns: maxConns}.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("CREATE TABLE t (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 func insertRows(ctx context.Context, db *sql.DB, n, size int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

@@ -42,15 +42,8 @@ func countKind(all []spans.Span, kind string) int {
 // written before it (nothing else wrote meanwhile).
 func TestSettle(t *testing.T) {
 	got := recordSpans(t)
-	db, err := Options{Synchronous: SynchronousNormal}.Open(filepath.Join(t.TempDir(), "settle.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := walTable(t, filepath.Join(t.TempDir(), "settle.db"), 0)
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, "CREATE TABLE t (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"); err != nil {
-		t.Fatal(err)
-	}
 	d := New(db)
 	if err := d.Settle(ctx); err != nil {
 		t.Fatal(err)
@@ -91,15 +84,8 @@ func TestSettle(t *testing.T) {
 func TestSettleBoundsWALWithoutSlot(t *testing.T) {
 	got := recordSpans(t)
 	path := filepath.Join(t.TempDir(), "settle.db")
-	db, err := Options{Synchronous: SynchronousNormal}.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := walTable(t, path, 0)
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, "CREATE TABLE t (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"); err != nil {
-		t.Fatal(err)
-	}
 	d := New(db)
 	walSize := func() int64 {
 		t.Helper()
