@@ -624,6 +624,7 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 	s.admin(t, "before the purge", cli)
 	t.Logf("%s before the purge: %s", s.engine, s.size(t))
 
+	disk := prepareDiskFloor(t, s, int64(records/2))
 	var walStart int64
 	if s.engine == "postgres" {
 		walStart = walLSN(t, s.db)
@@ -680,6 +681,9 @@ func scalePurge(t *testing.T, s *scaleLedger, records int, phase time.Duration) 
 		t.Logf("%s load without purge: WAL %.2f MB/s", s.engine, float64(wal0-walStart)/1e6/t1.Sub(t0).Seconds())
 	}
 	n, floor := scaleFloor(t, s, opts.Progress)
+	if disk != nil {
+		n, floor = disk.run(t, opts.Progress), true
+	}
 	var err error
 	if floor {
 		t.Logf("%s: in place of the purge, the floor %s=%s", s.engine, scaleFloorEnv, os.Getenv(scaleFloorEnv))
