@@ -114,7 +114,7 @@ func (s *server) prepare(ctx context.Context, req connect.AnyRequest) (*call, er
 		return nil, refusal(connect.CodeInvalidArgument, protorecord.ReasonScope, "the call's owner could not be determined", 0)
 	}
 	if err := ledger.CheckScope(scope); err != nil {
-		return nil, refusal(connect.CodeInvalidArgument, protorecord.ReasonScope, "the call's owner is not a valid scope", 0)
+		return nil, refusal(connect.CodeInvalidArgument, protorecord.ReasonScope, "the call's owner is not a valid scope: "+strings.TrimPrefix(err.Error(), ledger.ErrInvalidRequest.Error()+": "), 0)
 	}
 	fp, err := protorecord.Fingerprint(procedure, req.Any())
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,4 +185,24 @@ func reason(ce *connect.Error) string {
 		}
 	}
 	return ""
+}
+
+// TestScopeRefused: a scope the ledger refuses gets invalid_argument that
+// says why without quoting the scope, and the handler never runs.
+func TestScopeRefused(t *testing.T) {
+	eachDriver(t, ledger.Options{}, func(t *testing.T, l idemconnect.Ledger) {
+		p := &payments{}
+		c := serve(t, p, l, idemconnect.Options{Scope: func(context.Context, string, http.Header) (string, error) {
+			return strings.Repeat("s", 256), nil
+		}}, protocols[0].opt)
+		got := call(context.Background(), c, "k", mapMessage(t, 5))
+		const want = "the call's owner is not a valid scope: scope is 256 bytes, over the maximum of 255"
+		var ce *connect.Error
+		if got.code != connect.CodeInvalidArgument || !errors.As(got.err, &ce) || ce.Message() != want {
+			t.Errorf("got %v (%v), want invalid_argument %q", got.code, got.err, want)
+		}
+		if n := p.runs.Load(); n != 0 {
+			t.Errorf("handler ran %d times", n)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -146,7 +147,7 @@ func (s *server) prepare(ctx context.Context, req any, method string, start time
 		return nil, refusal(codes.InvalidArgument, ReasonScope, "the call's owner could not be determined", 0)
 	}
 	if err := ledger.CheckScope(scope); err != nil {
-		return nil, refusal(codes.InvalidArgument, ReasonScope, "the call's owner is not a valid scope", 0)
+		return nil, refusal(codes.InvalidArgument, ReasonScope, "the call's owner is not a valid scope: "+strings.TrimPrefix(err.Error(), ledger.ErrInvalidRequest.Error()+": "), 0)
 	}
 	fp, err := Fingerprint(method, req)
 	if err != nil {

@@ -434,6 +434,8 @@ func TestScope(t *testing.T) {
 				return "", status.Error(codes.Unauthenticated, "who are you?")
 			case "bad":
 				return "", context.Canceled // an error without a status
+			case "long":
+				return strings.Repeat("s", 256), nil // one the ledger refuses
 			default:
 				return tenant, nil
 			}
@@ -451,6 +453,10 @@ func TestScope(t *testing.T) {
 		}
 		if st := call("bad"); st.Code() != codes.InvalidArgument || reasonOf(st.Err()) != idemgrpc.ReasonScope {
 			t.Errorf("bad tenant: %v, want INVALID_ARGUMENT %s", st, idemgrpc.ReasonScope)
+		}
+		const tooLong = "the call's owner is not a valid scope: scope is 256 bytes, over the maximum of 255"
+		if st := call("long"); st.Code() != codes.InvalidArgument || reasonOf(st.Err()) != idemgrpc.ReasonScope || st.Message() != tooLong {
+			t.Errorf("over-long scope: %v, want INVALID_ARGUMENT %s %q", st, idemgrpc.ReasonScope, tooLong)
 		}
 		for _, tenant := range []string{"a", "b", "a"} {
 			if st := call(tenant); st.Code() != codes.OK {

@@ -197,8 +197,9 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request, next http.Han
 	if err := ledger.CheckScope(scope); err != nil {
 		// Checked here, so that the answer names the scope and not the
 		// client's key, as the ledger's refusal of the request would.
+		// The reason, never the scope: CheckScope's texts do not quote it.
 		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeScope,
-			Detail: "the request's owner is not a valid scope", Err: err})
+			Detail: "the request's owner is not a valid scope: " + strings.TrimPrefix(err.Error(), ledger.ErrInvalidRequest.Error()+": "), Err: err})
 		return nil, false
 	}
 	body, err := cfg.readBody(r)

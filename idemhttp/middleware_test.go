@@ -423,6 +423,39 @@ func TestKeyRefusals(t *testing.T) {
 	})
 }
 
+// TestScopeRefusals: a scope the ledger refuses gets a 400 that says why,
+// without quoting the scope, and leaves nothing stored.
+func TestScopeRefusals(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e string) {
+		opts := Options{Scope: func(r *http.Request) (string, error) { return r.URL.Query().Get("tenant"), nil }}
+		b := setup(t, e, opts, ledger.Options{}, created)
+		tests := []struct {
+			name, tenant, detail string
+		}{
+			{"over-long", strings.Repeat("s", 256), "scope is 256 bytes, over the maximum of 255"},
+			{"not UTF-8", "a%FFb", "scope is not valid UTF-8"},
+			{"control character", "ab%09c", "scope byte 2 is a control character"},
+		}
+		for _, tt := range tests {
+			a := b.do(t, "POST", "/orders?tenant="+tt.tenant, `{}`, "k-"+tt.name)
+			want := `{"type":"about:blank","title":"Bad Request","status":400,"detail":"the request's owner is not a valid scope: ` + tt.detail + `","code":"scope"}` + "\n"
+			if a.status != 400 || a.body != want {
+				t.Errorf("%s: %d %q, want 400 %q", tt.name, a.status, a.body, want)
+			}
+		}
+		if n := b.calls.Load(); n != 0 {
+			t.Fatalf("handler ran %d times on refusals", n)
+		}
+		var n int
+		if err := b.db.QueryRow(`SELECT count(*) FROM idempotency_ledger`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("refusals left %d records", n)
+		}
+	})
+}
+
 func TestNoKey(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		t.Run("optional", func(t *testing.T) {
