@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"sync"
 	"sync/atomic"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -22,6 +23,17 @@ type Driver struct {
 	db *sql.DB
 	// prepared is nil before Prepare and after Close.
 	prepared atomic.Pointer[prepared]
+	// mu orders installing prepared statements with Close, so that a
+	// Prepare finishing in the background after Close releases its
+	// statements instead of keeping them.
+	mu     sync.Mutex
+	closed bool // set by Close, cleared by Prepare; under mu
+	// retryAt is when an operation that finds the statements missing
+	// after a failed Prepare starts another, in Unix nanoseconds; 0 when
+	// none is due (before Prepare, after it succeeded, after Close).
+	retryAt atomic.Int64
+	// preparing is set while a background Prepare runs.
+	preparing atomic.Bool
 	// pool is the Executor on db, made once.
 	pool idriver.Executor
 }
@@ -98,6 +110,7 @@ func (e executor) q() *mysqldb.Queries {
 	if p := e.d.prepared.Load(); p != nil {
 		return mysqldb.New(preparedDB{DBTX: e.db, tx: e.tx, p: p, own: e.own})
 	}
+	e.d.prepareLater()
 	return mysqldb.New(e.db)
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	idriver "github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/mysqldb"
@@ -39,13 +40,24 @@ func (p *prepared) close() error {
 // inside a caller's *sql.Tx of this pool, and keeps it per connection.
 // A missing table fails it, marked driver.ErrNotMigrated, as on SQLite.
 // Any other failure (the server cannot be reached) does not: the ledger
-// then runs its statements unprepared, as after Close, so that a program
-// that starts while its database is down still starts (and answers
-// idemhttp's FailOpen as it would). A nil db is an error.
+// then runs its statements unprepared, so that a program that starts while
+// its database is down still starts (and answers idemhttp's FailOpen as it
+// would), and the first operation at least [PrepareRetry] later prepares
+// them again in the background, until that succeeds or Close is called.
+// A nil db is an error.
 func (d *Driver) Prepare(ctx context.Context) error {
 	if d.NilDB() {
 		return errors.New("mysql: nil *sql.DB")
 	}
+	d.mu.Lock()
+	d.closed = false
+	d.mu.Unlock()
+	return d.prepare(ctx)
+}
+
+// prepare is Prepare without reopening a closed driver: what a background
+// attempt runs, so that a Close during it wins.
+func (d *Driver) prepare(ctx context.Context) error {
 	p := &prepared{stmts: make(map[string]*sql.Stmt, len(hot))}
 	for _, q := range hot {
 		s, err := d.db.PrepareContext(ctx, q)
@@ -54,21 +66,67 @@ func (d *Driver) Prepare(ctx context.Context) error {
 			if err = interpret(err); errors.Is(err, idriver.ErrNotMigrated) {
 				return err
 			}
+			d.mu.Lock()
+			if !d.closed {
+				d.retryAt.Store(time.Now().Add(PrepareRetry).UnixNano())
+			}
+			d.mu.Unlock()
 			return nil
 		}
 		p.stmts[q] = s
 	}
-	if old := d.prepared.Swap(p); old != nil {
+	d.mu.Lock()
+	if d.closed {
+		// Closed while preparing in the background.
+		d.mu.Unlock()
+		return p.close()
+	}
+	old := d.prepared.Swap(p)
+	d.retryAt.Store(0)
+	d.mu.Unlock()
+	if old != nil {
 		_ = old.close()
 	}
 	return nil
+}
+
+// PrepareRetry is how long after a failed Prepare the driver prepares its
+// statements again, in the background of the first operation that finds
+// them missing; an attempt that fails waits as long again.
+const PrepareRetry = 5 * time.Second
+
+// prepareTimeout bounds a background Prepare: the operation that started
+// it does not wait for it, but a pool whose connections are all taken
+// would keep it waiting.
+const prepareTimeout = 10 * time.Second
+
+// prepareLater starts Prepare in the background when an earlier one failed
+// and PrepareRetry has passed, one at a time.
+func (d *Driver) prepareLater() {
+	at := d.retryAt.Load()
+	if at == 0 || time.Now().UnixNano() < at || !d.preparing.CompareAndSwap(false, true) {
+		return
+	}
+	// The next attempt waits a full PrepareRetry, whatever this one does.
+	d.retryAt.Store(time.Now().Add(PrepareRetry).UnixNano())
+	go func() {
+		defer d.preparing.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
+		defer cancel()
+		_ = d.prepare(ctx)
+	}()
 }
 
 // Close releases the prepared statements (on the server too, on every
 // connection that prepared them); statements run unprepared afterwards.
 // It never closes the *sql.DB. A second Close returns nil.
 func (d *Driver) Close() error {
-	if p := d.prepared.Swap(nil); p != nil {
+	d.mu.Lock()
+	d.closed = true
+	d.retryAt.Store(0)
+	p := d.prepared.Swap(nil)
+	d.mu.Unlock()
+	if p != nil {
 		return p.close()
 	}
 	return nil
