@@ -9,6 +9,7 @@ package ledger
 import (
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,8 +120,9 @@ func (f *diskFloor) run(t *testing.T, progress func(int64)) int64 {
 	every := time.Duration(float64(time.Second) * diskFloorBatchRows / float64(f.perSecond))
 	var (
 		n       int64
-		walAt   int64 = 32 // past the WAL's header
-		pending int        // pages in the WAL since the last checkpoint
+		walAt   int64   = 32 // past the WAL's header
+		pending int          // pages in the WAL since the last checkpoint
+		pages   []int64      // a checkpoint's pages
 		t0      = time.Now()
 	)
 	for i := int64(0); n < f.rows; i++ {
@@ -141,11 +143,16 @@ func (f *diskFloor) run(t *testing.T, progress func(int64)) int64 {
 			batchDone(diskFloorBatchRows, time.Since(start))
 		}
 		// The checkpoint the next batch waits for: each page copied to a
-		// place of its own in the file, then the file synced; the WAL
-		// starts over.
+		// place of its own in the file, in the order of the pages' numbers
+		// as SQLite's checkpoint copies them, then the file synced; the
+		// WAL starts over.
 		if pending >= diskFloorCheckpointPages {
+			pages = pages[:0]
 			for range pending {
-				page := rand.Int64N(f.pages)
+				pages = append(pages, rand.Int64N(f.pages))
+			}
+			slices.Sort(pages)
+			for _, page := range pages {
 				if _, err := f.db.WriteAt(frame[24:], page*diskFloorPage); err != nil {
 					t.Fatal(err)
 				}
