@@ -70,7 +70,9 @@
 // As in idemgrpc (see its Lease loss section): the procedure's context is
 // cancelled with a cause matching ledger.ErrLeaseLost when the lease runs
 // out with no extension confirmed or is found taken over, and Commit then
-// returns false. Check ctx.Err() just before the effect, make the effect
+// returns false. Just before the effect, stop if context.Cause(ctx)
+// matches ledger.ErrLeaseLost (not on ctx.Err() alone, which the client's
+// deadline sets too), make the effect
 // under context.WithoutCancel(ctx) with a deadline of its own, and answer
 // unavailable when Commit returns false.
 package idemconnect

@@ -118,12 +118,15 @@
 // ledger.ErrLeaseLost (context.Cause), when the lease runs out with no
 // extension confirmed (the store locked or unreachable for a whole lease),
 // and when an extension or Commit finds the key taken over; Commit then
-// returns false. A retry may be running the handler again by then: check
-// ctx.Err() just before the effect and stop there, make the effect itself
-// under context.WithoutCancel(ctx) with a deadline of its own (a client's
-// cancellation must not cut it in the middle), forward the key, and when
-// Commit returns false answer UNAVAILABLE, so that the client's retry gets
-// the outcome of the run that owns the key. The cancellation for a lease
+// returns false. A retry may be running the handler again by then: just
+// before the effect, stop if context.Cause(ctx) matches
+// ledger.ErrLeaseLost (not on ctx.Err() alone: the context also ends at
+// the client's deadline, and a run that stopped then would release its
+// key, so that a handler slower than the deadline would never finish),
+// make the effect itself under context.WithoutCancel(ctx) with a deadline
+// of its own (a client's cancellation must not cut it in the middle),
+// forward the key, and when Commit returns false answer UNAVAILABLE, so
+// that the client's retry gets the outcome of the run that owns the key. The cancellation for a lease
 // that ran out unconfirmed may be a false alarm (the late extension
 // lands, and Commit returns true): stopping then costs a retry, never a
 // second effect. Past a written commit mark only a takeover found cancels.

@@ -1,6 +1,7 @@
 package idemhttp
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,15 +212,41 @@ func TestOversizedAnswerKeepsKey(t *testing.T) {
 // middleware (the documented order), a handler slower than the timeout
 // pays once under Transport's retries: the client's first attempt gets the
 // timeout's 503, the retries 409 in flight while the handler still runs,
-// then the stored 201.
+// then the stored 201. So does a handler that pays only after the timeout
+// and checks its context just before, as the package doc says: for a lost
+// lease only, since the timeout ends r.Context() too (a check of
+// r.Context().Err() would stop every run there, and no retry would ever
+// end).
 func TestTimeoutHandlerOutside(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "paid before the timeout", true: "paid after it, lease checked"}[late], func(t *testing.T) {
+			timeoutHandlerOutside(t, late)
+		})
+	}
+}
+
+func timeoutHandlerOutside(t *testing.T, late bool) {
 	eachEngine(t, func(t *testing.T, e string) {
 		b := &bundle{obs: &recorder{}, e: e}
 		var pay func()
+		var runs atomic.Int64
 		gate := make(chan struct{})
 		slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			pay()
+			if !late {
+				pay()
+			}
 			<-gate // past the timeout: the client has its 503 by now
+			if late {
+				if runs.Add(1) == 1 && r.Context().Err() == nil {
+					t.Error("the timeout did not end the first run's context: the check below proves nothing")
+				}
+				if errors.Is(context.Cause(r.Context()), ledger.ErrLeaseLost) {
+					w.Header().Set("Retry-After", "1")
+					http.Error(w, "retry", http.StatusServiceUnavailable)
+					return
+				}
+				pay()
+			}
 			w.WriteHeader(201)
 			io.WriteString(w, "paid")
 		})

@@ -91,10 +91,14 @@
 // running the handler again: when an extension finds the key taken over,
 // when the lease runs out with no extension confirmed (a store locked or
 // unreachable for a whole lease: lease_lost, Op extend), and when Commit
-// finds the lease gone (Commit then returns false). Check the context
-// just before the effect and stop there if it ended (see Timeouts for why
-// the effect itself runs under context.WithoutCancel), so that a run that
-// lost its key stops before the effect instead of repeating the retry's.
+// finds the lease gone (Commit then returns false). Just before the
+// effect, stop if the context's cause matches ledger.ErrLeaseLost (see
+// Timeouts for why the effect itself runs under context.WithoutCancel),
+// so that a run that lost its key stops before the effect instead of
+// repeating the retry's. Test the cause, not ctx.Err(): the context also
+// ends when the client hangs up or an http.TimeoutHandler outside fires,
+// and a run that stopped then would release the key, so that a handler
+// slower than the client's timeout would never finish.
 // When Commit returns false after the effect, the answer will not be
 // stored and another run owns the key: answer 503 with Retry-After rather
 // than the effect's result, so that clients end with the stored outcome.
@@ -119,11 +123,12 @@
 // The request's context ends when the client hangs up, as a Transport
 // attempt that times out does. An outside call made under r.Context()
 // alone is then cut in the middle, the handler answers an error, the key
-// is released, and the retry makes the call again. Check r.Context().Err()
-// just before the call (it also ends when the lease is lost: see Lease
-// loss), make the call under context.WithoutCancel(r.Context()) with a
-// deadline of its own, forward the key (ClaimFrom), and mark the commit
-// point after it (Example (OutsideCall)).
+// is released, and the retry makes the call again. Just before the call,
+// stop only if the lease was lost (context.Cause matches
+// ledger.ErrLeaseLost: see Lease loss), make the call under
+// context.WithoutCancel(r.Context()) with a deadline of its own, forward
+// the key (ClaimFrom), and mark the commit point after it (Example
+// (OutsideCall)).
 //
 // # Transactional handlers
 //

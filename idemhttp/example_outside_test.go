@@ -2,6 +2,7 @@ package idemhttp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,12 +15,14 @@ import (
 )
 
 // A handler that makes an outside call (a charge at a payment provider)
-// under the Middleware's lease: it stops before the call if its request's
-// context ended (the client left, or the lease was lost), makes the call
-// under a context the client's hang-up does not cut, with the key
-// forwarded, marks the commit point right after it, and answers 503 if
-// the mark finds the lease gone, so that clients end with the stored
-// outcome of the run that owns the key.
+// under the Middleware's lease: it stops before the call if its lease was
+// lost (and only then: a client that left, or an http.TimeoutHandler that
+// fired, does not stop it, since the run still holds the key and its
+// outcome is stored for the retry), makes the call under a context the
+// client's hang-up does not cut, with the key forwarded, marks the commit
+// point right after it, and answers 503 if the mark finds the lease gone,
+// so that clients end with the stored outcome of the run that owns the
+// key.
 func Example_outsideCall() {
 	l, _, cleanup := openLedger(ledger.Options{})
 	defer cleanup()
@@ -39,11 +42,13 @@ func Example_outsideCall() {
 	defer provider.Close()
 
 	charge := func(w http.ResponseWriter, r *http.Request) {
-		if r.Context().Err() != nil {
-			// The client left, or the lease was lost
-			// (context.Cause is ledger.ErrLeaseLost): stop before the
-			// effect; the retry runs, or replays, the run that holds the
-			// key.
+		if errors.Is(context.Cause(r.Context()), ledger.ErrLeaseLost) {
+			// Another run may hold the key: stop before the effect; the
+			// retry runs, or replays, the run that holds it. A context
+			// that ended for another reason (the client left) is no
+			// reason to stop: stopping would release the key, and a
+			// handler slower than the client's timeout would never
+			// finish.
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "retry", http.StatusServiceUnavailable)
 			return
