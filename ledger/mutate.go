@@ -46,9 +46,12 @@ var savepoints atomic.Uint64
 // "ledger: mutate:". Whenever Mutate returns an error, nothing of it is
 // left in tx, unless the error says "ledger: mutate: rollback:".
 //
-// A replay loses what JSON does not carry: unexported fields, and a
-// time.Time's location name and monotonic reading (its instant and UTC
-// offset stay).
+// A replay loses what encoding/json does not carry: unexported fields,
+// fields tagged "-" and fields it drops as ambiguous (two with the same
+// JSON name at the same depth), a time.Time's location name and monotonic
+// reading (its instant and UTC offset stay), and invalid UTF-8 in strings
+// (each bad byte replays as U+FFFD). Compare the replay with the first
+// value in a test when T is not plain data.
 func Mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx TTx, req Request, fn func(context.Context) (T, error)) (Result[T], error) {
 	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
 		return Result[T]{}, err
