@@ -27,7 +27,11 @@ type Options struct {
 	// Key returns the idempotency key of msg; nil means msg.ID. Derive
 	// one from a business identity with hash.DeriveKey when the same
 	// operation may come in several messages with different IDs. An error
-	// sends the message to the dead-letter path (ReasonInvalidKey).
+	// sends the message to the dead-letter path (ReasonInvalidKey), and so
+	// does a key the ledger refuses (empty, longer than its MaxKeyLength,
+	// 255 bytes by default, or not printable ASCII): a broker whose IDs
+	// may be any text (an AMQP message-id) needs a Key that maps them into
+	// that alphabet, e.g. hash.DeriveKey of the ID.
 	Key func(msg Message) (string, error)
 	// Metadata names the metadata entries that are part of the
 	// fingerprint with the payload (see Fingerprint). Name only what a

@@ -40,7 +40,8 @@
 //	handler error after the commit point (Handle)   DeadLetter(ReasonFailed): stored, never run again
 //	same ID, another payload                        DeadLetter(ReasonKeyReused), not run
 //	committed, then the process died (Handle)       DeadLetter(ReasonOutcomeNotStored), not run
-//	a key the ledger refuses (no message ID)        DeadLetter(ReasonInvalidKey), not run
+//	a key the ledger refuses (no message ID, or an  DeadLetter(ReasonInvalidKey), not run
+//	ID too long or not printable ASCII: Options.Key)
 //	the ledger's store fails                        Nack after a delay
 //	the delivery's context has ended (shutdown)     Nack, no delay, nothing run
 //

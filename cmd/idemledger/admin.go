@@ -165,9 +165,11 @@ func runReclaim(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "reclaim", "-db DSN [-full]\n\n"+
 		"Gives the space of purged records back and prints the ledger's size before and after, in bytes.\n"+
 		"purge already does the incremental form after deleting records. SQLite: returns free pages to\n"+
-		"the file system in short steps and truncates the WAL; PostgreSQL: VACUUM (ANALYZE) of the table.\n"+
+		"the file system in short steps and truncates the WAL; PostgreSQL: VACUUM (ANALYZE) of the table;\n"+
+		"MySQL/MariaDB: only measures the table (InnoDB reuses the pages of deleted rows by itself).\n"+
 		"-full rebuilds the storage and blocks writers until done: SQLite VACUUM (run it once on a file\n"+
-		"created before idemledger used incremental auto-vacuum), PostgreSQL VACUUM FULL (exclusive lock).")
+		"created before idemledger used incremental auto-vacuum), PostgreSQL VACUUM FULL (exclusive lock),\n"+
+		"MySQL/MariaDB OPTIMIZE TABLE (a copy of the table; writes wait at its start and end).")
 	dsn := dbFlag(fs)
 	full := fs.Bool("full", false, "rebuild the storage completely (blocks writers; for a maintenance window)")
 	if err := parseFlags(fs, args); err != nil {
