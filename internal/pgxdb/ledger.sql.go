@@ -58,6 +58,7 @@ SELECT clock.now::bigint AS now,
 FROM (
     SELECT COALESCE($1::bigint,
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+    OFFSET 0
 ) AS clock
 LEFT JOIN LATERAL (
     -- Columns that a missing row (or a nullable column) leaves NULL read
@@ -76,6 +77,7 @@ LEFT JOIN LATERAL (
            ), false) AS open
     FROM idempotency_ledger AS c
     WHERE c.scope = $4::text AND c.key = $5::text
+    OFFSET 0
 ) AS r ON true
 LEFT JOIN LATERAL (
     SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
@@ -147,7 +149,12 @@ type ClaimRow struct {
 //
 // OFFSET 0 keeps the function's subquery from being merged into the join,
 // so that its WHERE, which names only r, stays the one-time filter that
-// skips the call.
+// skips the call. It keeps clock and r whole too, so that the clock's
+// expression and r's open are computed once and the rest of the statement
+// reads their values, where merged subqueries copy the expressions into
+// every place that names them (the clock into open, open into the
+// filter), which cost a replay's claim about 5 µs of server time
+// (pgbench, prepared statements; BENCHMARKS.md, issue 22).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
 		arg.Now,
