@@ -343,6 +343,8 @@ func (cfg *config) refuseUnavailable(w http.ResponseWriter, r *http.Request, err
 // net/http would panic on the status. An outcome without a kind (completed
 // before schema version 3, or by a caller of lease mode that named none) is
 // read as a response, or as a marker when it carries the old marker header.
+// out's header lists go into w's header as they are: out must not be used
+// by anything else (the ledger decodes a fresh Outcome for each request).
 func (cfg *config) replay(w http.ResponseWriter, p *prepared, out ledger.Outcome) {
 	r := p.r
 	notStored, why := out.Kind == KindNotStored, reason(out.Body)
@@ -362,7 +364,9 @@ func (cfg *config) replay(w http.ResponseWriter, p *prepared, out ledger.Outcome
 	}
 	h := w.Header()
 	for name, values := range out.Header {
-		h[name] = append([]string(nil), values...)
+		// out is the caller's own (decoded from the record for this
+		// request alone), so its lists become the answer's as they are.
+		h[name] = values
 	}
 	if _, typed := out.Header["Content-Type"]; !typed && len(out.Body) > 0 {
 		// The capture stores the type net/http sniffed; a body stored

@@ -118,10 +118,10 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	if r.WonFence != 0 {
-		return idriver.ClaimResult{Won: true, Fence: r.WonFence, LeaseExpiresAt: r.WonLeaseExpiresAt, CommittedAt: r.WonCommittedAt}, nil
-	}
-	if !r.CurFound {
+	switch r.State {
+	case "won":
+		return idriver.ClaimResult{Won: true, Fence: r.Fence, LeaseExpiresAt: r.LeaseExpiresAt, CommittedAt: r.CommittedAt}, nil
+	case "":
 		// A row committed after the statement's snapshot stood in the
 		// way: the ledger reads it (Get).
 		return idriver.ClaimResult{Now: r.Now}, nil

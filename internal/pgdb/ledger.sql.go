@@ -39,26 +39,25 @@ func (q *Queries) Abandon(ctx context.Context, arg AbandonParams) (int64, error)
 
 const claim = `-- name: Claim :one
 SELECT clock.now::bigint AS now,
-       COALESCE(w.won_fence, 0)::bigint AS won_fence,
-       COALESCE(w.won_lease_expires_at, 0)::bigint AS won_lease_expires_at,
-       COALESCE(w.won_committed_at, 0)::bigint AS won_committed_at,
-       (r.scope IS NOT NULL)::boolean AS cur_found,
+       (CASE WHEN w.won_fence IS NOT NULL THEN 'won' ELSE COALESCE(r.state, '') END)::text AS state,
+       (CASE WHEN w.won_fence IS NOT NULL THEN w.won_fence ELSE COALESCE(r.fence, 0) END)::bigint AS fence,
+       (CASE WHEN w.won_fence IS NOT NULL THEN w.won_lease_expires_at
+             ELSE COALESCE(r.lease_expires_at, 0) END)::bigint AS lease_expires_at,
+       (CASE WHEN w.won_fence IS NOT NULL THEN COALESCE(w.won_committed_at, 0)
+             ELSE COALESCE(r.committed_at, 0) END)::bigint AS committed_at,
        COALESCE(r.fingerprint, ''::bytea)::bytea AS fingerprint,
-       COALESCE(r.state, '')::text AS state,
        COALESCE(r.lease_token, '')::text AS lease_token,
-       COALESCE(r.lease_expires_at, 0)::bigint AS lease_expires_at,
-       COALESCE(r.fence, 0)::bigint AS fence,
        COALESCE(r.status, 0)::bigint AS status,
        r.headers,
        r.body,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.committed_at, 0)::bigint AS committed_at,
        COALESCE(r.kind, '')::text AS kind
 FROM (
     SELECT COALESCE($1::bigint,
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+    OFFSET 0
 ) AS clock
 LEFT JOIN LATERAL (
     -- Columns that a missing row (or a nullable column) leaves NULL read
@@ -77,6 +76,7 @@ LEFT JOIN LATERAL (
            ), false) AS open
     FROM idempotency_ledger AS c
     WHERE c.scope = $4::text AND c.key = $5::text
+    OFFSET 0
 ) AS r ON true
 LEFT JOIN LATERAL (
     SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
@@ -99,24 +99,20 @@ type ClaimParams struct {
 }
 
 type ClaimRow struct {
-	Now               int64
-	WonFence          int64
-	WonLeaseExpiresAt int64
-	WonCommittedAt    int64
-	CurFound          bool
-	Fingerprint       []byte
-	State             string
-	LeaseToken        string
-	LeaseExpiresAt    int64
-	Fence             int64
-	Status            int64
-	Headers           []byte
-	Body              []byte
-	CreatedAt         int64
-	CompletedAt       int64
-	ExpiresAt         int64
-	CommittedAt       int64
-	Kind              string
+	Now            int64
+	State          string
+	Fence          int64
+	LeaseExpiresAt int64
+	CommittedAt    int64
+	Fingerprint    []byte
+	LeaseToken     string
+	Status         int64
+	Headers        []byte
+	Body           []byte
+	CreatedAt      int64
+	CompletedAt    int64
+	ExpiresAt      int64
+	Kind           string
 }
 
 // One statement that reads the key's row first (r) and writes only when
@@ -124,9 +120,14 @@ type ClaimRow struct {
 // postgres/000005_claim_write.up.sql), which inserts a new in-flight row, or
 // takes over the existing one when it has expired (anyone may) or when it
 // is in flight with a lease that ran out and the same fingerprint. It
-// always returns one row: the won lease (won_fence, won_lease_expires_at;
-// 0 when nothing was won), the row as r read it (cur_found false when the
-// key had none) and the clock (now) by which r was judged.
+// always returns one row, the clock (now) by which r was judged and one of
+// three things, told by state: 'won', with the won lease in fence,
+// lease_expires_at and committed_at; the row as r read it (its own state);
+// or ” when nothing was won and the key had no row.
+//
+// The won lease shares the row's columns rather than having its own: a
+// replay is answered from this row alone, and every column costs the
+// client its decoding at every execution (database/sql's scanning most).
 //
 // When r shows a standing row (completed and unexpired, in flight under a
 // live lease, or another fingerprint and unexpired) the plan's one-time
@@ -147,7 +148,12 @@ type ClaimRow struct {
 //
 // OFFSET 0 keeps the function's subquery from being merged into the join,
 // so that its WHERE, which names only r, stays the one-time filter that
-// skips the call.
+// skips the call. It keeps clock and r whole too, so that the clock's
+// expression and r's open are computed once and the rest of the statement
+// reads their values, where merged subqueries copy the expressions into
+// every place that names them (the clock into open, open into the
+// filter), which cost a replay's claim about 5 µs of server time
+// (pgbench, prepared statements; BENCHMARKS.md, issue 22).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRowContext(ctx, claim,
 		arg.Now,
@@ -162,22 +168,18 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 	var i ClaimRow
 	err := row.Scan(
 		&i.Now,
-		&i.WonFence,
-		&i.WonLeaseExpiresAt,
-		&i.WonCommittedAt,
-		&i.CurFound,
-		&i.Fingerprint,
 		&i.State,
-		&i.LeaseToken,
-		&i.LeaseExpiresAt,
 		&i.Fence,
+		&i.LeaseExpiresAt,
+		&i.CommittedAt,
+		&i.Fingerprint,
+		&i.LeaseToken,
 		&i.Status,
 		&i.Headers,
 		&i.Body,
 		&i.CreatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
-		&i.CommittedAt,
 		&i.Kind,
 	)
 	return i, err
