@@ -77,7 +77,7 @@ LEFT JOIN LATERAL (
            ), false) AS open
     FROM idempotency_ledger AS c
     WHERE c.scope = $4::text AND c.key = $5::text
-    OFFSET 0
+    LIMIT 1
 ) AS r ON true
 LEFT JOIN LATERAL (
     SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
@@ -154,7 +154,15 @@ type ClaimRow struct {
 // reads their values, where merged subqueries copy the expressions into
 // every place that names them (the clock into open, open into the
 // filter), which cost a replay's claim about 5 µs of server time
-// (pgbench, prepared statements; BENCHMARKS.md, issue 22).
+// (pgbench, prepared statements; BENCHMARKS.md, issue 22). r is kept
+// whole by LIMIT 1 rather than OFFSET 0: it tells the planner what the
+// primary key guarantees, one row at most, which its estimate from the
+// table's statistics may not. On a table whose rows shared one scope and
+// whose statistics were stale it estimated two, and the generic plan,
+// kept by the connection until the next ANALYZE, read the row through a
+// bitmap scan and put a Memoize node before the function's subquery,
+// both set up at every execution: 10-15 µs of server CPU more on a replay
+// and 25-40 µs on a first claim (BENCHMARKS.md, issue 22, 2026-12-03).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
 		arg.Now,
