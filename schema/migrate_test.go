@@ -186,6 +186,7 @@ func TestFS(t *testing.T) {
 		"000003_outcome_kind.down.sql", "000003_outcome_kind.up.sql",
 		"000004_scale.down.sql", "000004_scale.up.sql",
 		"000005_claim_write.down.sql", "000005_claim_write.up.sql",
+		"000006_in_flight_key.down.sql", "000006_in_flight_key.up.sql",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)

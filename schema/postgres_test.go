@@ -61,7 +61,7 @@ func TestPostgresVersionDownUp(t *testing.T) {
 		"index app_orders_pkey",
 		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
-		"index idemledger_ledger_in_flight",
+		"index idemledger_ledger_in_flight_key",
 		"index idemledger_ledger_pkey",
 		"index idemledger_schema_migrations_pkey",
 		"table app_orders",

@@ -393,8 +393,8 @@ LIMIT $1::bigint
 
 // The records in flight, oldest claim first, for operators
 // (Ledger.InFlight); expired ones included. Reads the partial index of
-// in-flight rows in its order (idemledger_ledger_in_flight), never the
-// completed ones.
+// in-flight rows (idemledger_ledger_in_flight_key, schema migration 6),
+// never the completed ones, and sorts the few it finds by claim time.
 func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]IdempotencyLedger, error) {
 	rows, err := q.db.Query(ctx, listInFlight, maxRows)
 	if err != nil {

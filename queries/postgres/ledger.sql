@@ -279,8 +279,8 @@ LIMIT @max_rows::bigint;
 -- name: ListInFlight :many
 -- The records in flight, oldest claim first, for operators
 -- (Ledger.InFlight); expired ones included. Reads the partial index of
--- in-flight rows in its order (idemledger_ledger_in_flight), never the
--- completed ones.
+-- in-flight rows (idemledger_ledger_in_flight_key, schema migration 6),
+-- never the completed ones, and sorts the few it finds by claim time.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
        status, headers, body, created_at, completed_at, expires_at, committed_at, kind
 FROM idempotency_ledger

@@ -1,0 +1,186 @@
+package schema_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/testdb"
+	"github.com/idemledger/idemledger/pgxv5"
+	"github.com/idemledger/idemledger/postgres"
+)
+
+// TestPostgresInFlightStatementsByKey: the statements that name a key in
+// flight (Complete, Release, MarkCommitted, Extend, Abandon) read a few
+// pages however many claims were completed since the table's last VACUUM
+// (migration 6). With migration 4's index of in-flight rows, keyed by claim
+// time, the planner read them through that index, judging it by the few
+// rows in flight, and each scanned every entry the completed claims had
+// left in it: here 20,000 entries, about a hundred pages.
+//
+// Each statement runs as the driver sends it (its text and arguments
+// recorded by a pgx tracer), then again under EXPLAIN (ANALYZE, BUFFERS) in
+// a transaction rolled back, with a custom plan and with the generic plan
+// that a prepared statement settles on.
+func TestPostgresInFlightStatementsByKey(t *testing.T) {
+	for _, name := range []string{testdb.Postgres, testdb.PgxV5} {
+		t.Run("driver="+name, func(t *testing.T) {
+			db, dsn := testdb.PostgresDSN(t)
+			ctx := context.Background()
+			for _, q := range []string{
+				// VACUUM would remove the entries this test is about.
+				`ALTER TABLE idempotency_ledger SET (autovacuum_enabled = false)`,
+				`INSERT INTO idempotency_ledger (scope, key, fingerprint, state, lease_token, lease_expires_at, fence, created_at, expires_at)
+				 SELECT 'done', 'key-' || i, decode(repeat('ab', 32), 'hex'), 'in_flight', 'token', 1000, 1, i, 4102444800000
+				 FROM generate_series(1, 20000) AS i`,
+				`UPDATE idempotency_ledger SET state = 'completed', lease_token = NULL, lease_expires_at = NULL, status = 200, completed_at = 2000
+				 WHERE scope = 'done'`,
+				`ANALYZE idempotency_ledger`,
+			} {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			cfg, err := pgxpool.ParseConfig(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &statementRecorder{byName: make(map[string]recorded)}
+			cfg.ConnConfig.Tracer = rec
+			var ex driver.Executor
+			if name == testdb.PgxV5 {
+				pool, err := pgxpool.NewWithConfig(ctx, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pool.Close()
+				ex = pgxv5.New(pool).DB()
+			} else {
+				sdb := stdlib.OpenDB(*cfg.ConnConfig)
+				defer sdb.Close()
+				ex = postgres.New(sdb).DB()
+			}
+
+			// Two leases: one extended, marked and completed, one released
+			// and one abandoned.
+			for _, key := range []string{"a", "b", "c"} {
+				if _, err := db.ExecContext(ctx, `INSERT INTO idempotency_ledger (scope, key, fingerprint, state, lease_token, lease_expires_at, fence, created_at, expires_at)
+					VALUES ('live', $1, decode(repeat('ab', 32), 'hex'), 'in_flight', 'token', 4102444800000, 1, 3000, 4102444800000)`, key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lease := func(key string) driver.LeaseParams {
+				return driver.LeaseParams{Scope: "live", Key: key, Token: "token", Fence: 1}
+			}
+			if _, ok, err := ex.Extend(ctx, driver.ExtendParams{LeaseParams: lease("a"), LeaseMillis: 60000}); !ok || err != nil {
+				t.Fatalf("Extend = %v, %v", ok, err)
+			}
+			if ok, err := ex.MarkCommitted(ctx, driver.MarkParams{LeaseParams: lease("a")}); !ok || err != nil {
+				t.Fatalf("MarkCommitted = %v, %v", ok, err)
+			}
+			if ok, err := ex.Complete(ctx, driver.CompleteParams{LeaseParams: lease("a"), Status: 201, Body: []byte("{}"), TTLMillis: 60000}); !ok || err != nil {
+				t.Fatalf("Complete = %v, %v", ok, err)
+			}
+			if ok, err := ex.Release(ctx, lease("b")); !ok || err != nil {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			if err := ex.Abandon(ctx, lease("c")); err != nil {
+				t.Fatalf("Abandon = %v", err)
+			}
+
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			for _, stmt := range []string{"Extend", "MarkCommitted", "Complete", "Release", "Abandon"} {
+				r, ok := rec.byName[stmt]
+				if !ok {
+					t.Errorf("%s: not sent; statements seen: %v", stmt, rec.names())
+					continue
+				}
+				for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+					blocks, plan := explainBlocks(t, conn, mode, r)
+					// An index descent, the heap page, and a write's index
+					// entries take a dozen; the old index took about 100.
+					if blocks > 30 {
+						t.Errorf("%s, %s: %d buffers read; want at most 30. Plan:\n%s", stmt, mode, blocks, plan)
+					}
+				}
+			}
+		})
+	}
+}
+
+// recorded is a statement as a driver sent it.
+type recorded struct {
+	sql  string
+	args []any
+}
+
+// statementRecorder is a pgx.QueryTracer that keeps the last statement of
+// each sqlc query name ("-- name: Complete :execrows" opens its text).
+type statementRecorder struct {
+	mu     sync.Mutex
+	byName map[string]recorded
+}
+
+func (r *statementRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if rest, ok := strings.CutPrefix(data.SQL, "-- name: "); ok {
+		name, _, _ := strings.Cut(rest, " ")
+		r.mu.Lock()
+		r.byName[name] = recorded{sql: data.SQL, args: data.Args}
+		r.mu.Unlock()
+	}
+	return ctx
+}
+
+func (r *statementRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *statementRecorder) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	return out
+}
+
+// explainBlocks runs s under EXPLAIN (ANALYZE, BUFFERS) with plan_cache_mode
+// set to mode, in a transaction it rolls back, and returns the shared
+// buffers the plan touched (hit and read) and the plan in text.
+func explainBlocks(t *testing.T, conn *pgx.Conn, mode string, s recorded) (int, string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+s.sql, s.args...).Scan(&out); err != nil {
+		t.Fatalf("EXPLAIN: %v", err)
+	}
+	var plans []struct {
+		Plan struct {
+			Hit  int `json:"Shared Hit Blocks"`
+			Read int `json:"Shared Read Blocks"`
+		}
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", out, err)
+	}
+	return plans[0].Plan.Hit + plans[0].Plan.Read, string(out)
+}
