@@ -37,6 +37,12 @@ import (
 //     fingerprint, recover, now: pairedDecideSQL), returning the decision
 //     and what an answer needs; no write, no function call. Answered as
 //     read answers;
+//   - decide-fp: decide with the work the idempotency contract asks of
+//     every replay before the statement: the key parsed from its header,
+//     the body read and fingerprinted (Middleware's default fingerprint:
+//     canonical JSON and SHA-256), and the answer carrying the stored
+//     header lines and the replay marker. What is left between it and
+//     replay is the ledger's and Middleware's own machinery;
 //   - replay: Middleware answering a stored key;
 //   - first: Middleware with a fresh key, the handler inserting an order
 //     in autocommit;
@@ -50,7 +56,8 @@ import (
 // Metrics: "<kind>-us" is the mean wall time of one request of the kind
 // (one client's view); "replay/read" is read's time over replay's (the
 // replay's throughput relative to the floor: 1 is at the floor, above 1
-// faster), and likewise "replay/decide", "decide/read",
+// faster), and likewise "replay/decide", "decide/read", "replay/decide-fp",
+// "decide-fp/read",
 // "tx-first/bare-tx", "tx-replay/replay", "tx-first/tx-floor",
 // "tx-floor/bare-tx", "tx-first/tx-floor-row", "tx-floor-row/bare-tx",
 // "tx-replay/tx-read" and "tx-read/replay". ns/op is the wall time of one
@@ -189,9 +196,10 @@ const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHER
 // pairedKinds are BenchmarkPostgresPaired's kinds, and pairedRatios the
 // ratios it reports: the first kind's time over the second's.
 var (
-	pairedKinds = []string{"read", "decide", "replay", "first", "bare-tx", "tx-first", "tx-replay",
+	pairedKinds = []string{"read", "decide", "decide-fp", "replay", "first", "bare-tx", "tx-first", "tx-replay",
 		"tx-floor", "tx-floor-row", "tx-read"}
 	pairedRatios = [][2]string{{"read", "replay"}, {"decide", "replay"}, {"read", "decide"},
+		{"decide-fp", "replay"}, {"read", "decide-fp"},
 		{"bare-tx", "tx-first"}, {"replay", "tx-replay"},
 		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-floor-row", "tx-first"}, {"bare-tx", "tx-floor-row"},
 		{"tx-read", "tx-replay"}, {"replay", "tx-read"}}
@@ -354,6 +362,20 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 					status, body, err := fl.decide(r.Context(), "tenant-1", replayKey, fp[:])
 					answer(w, status, body, err)
 				}),
+				"decide-fp": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if _, err := ParseKey(r.Header, KeyRules{}); err != nil {
+						http.Error(w, err.Error(), 400)
+						return
+					}
+					in, _ := io.ReadAll(r.Body)
+					fp, _ := fingerprint(r, in)
+					status, body, err := fl.decide(r.Context(), "tenant-1", replayKey, fp[:])
+					if err == nil {
+						w.Header().Set("Location", "/orders/1")
+						w.Header().Set(DefaultReplayHeader, "true")
+					}
+					answer(w, status, body, err)
+				}),
 				"replay":    Middleware(e.l, benchOptions())(e.handler()),
 				"first":     Middleware(e.l, benchOptions())(e.handler()),
 				"bare-tx":   e.bareTx(),
@@ -388,7 +410,7 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 			send := func(kind string) error {
 				key := ""
 				switch kind {
-				case "replay":
+				case "replay", "decide-fp":
 					key = replayKey
 				case "tx-replay":
 					key = txReplayKey
@@ -410,7 +432,7 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 				switch {
 				case resp.StatusCode != http.StatusCreated:
 					return fmt.Errorf("%s: status %d", kind, resp.StatusCode)
-				case replayed != (kind == "replay" || kind == "tx-replay"):
+				case replayed != (kind == "replay" || kind == "tx-replay" || kind == "decide-fp"):
 					return fmt.Errorf("%s: replayed %v", kind, replayed)
 				}
 				return nil
