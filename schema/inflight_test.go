@@ -158,6 +158,13 @@ func (r *statementRecorder) names() []string {
 // explainBlocks runs s under EXPLAIN (ANALYZE, BUFFERS) with plan_cache_mode
 // set to mode, in a transaction it rolls back, and returns the shared
 // buffers the plan touched (hit and read) and the plan in text.
+//
+// s is prepared (PREPARE) and run by EXPLAIN EXECUTE, its arguments
+// written as literals of the parameters' types: that is where
+// plan_cache_mode decides between a custom and the generic plan, as for
+// the drivers' prepared statements. An EXPLAIN of the statement itself
+// with bound arguments is planned with their values (they are constants
+// to the planner), a custom plan whatever the mode.
 func explainBlocks(t *testing.T, conn *pgx.Conn, mode string, s recorded) (int, string) {
 	t.Helper()
 	ctx := context.Background()
@@ -169,8 +176,50 @@ func explainBlocks(t *testing.T, conn *pgx.Conn, mode string, s recorded) (int, 
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 		t.Fatal(err)
 	}
+	// The parameters' types as the server infers them (what the driver's
+	// own Parse got), and each argument as a literal of its type.
+	// pgx's database/sql driver passes its result formats as a first
+	// argument, an option to pgx rather than a parameter.
+	var params []any
+	for _, a := range s.args {
+		switch a.(type) {
+		case pgx.QueryResultFormats, pgx.QueryResultFormatsByOID, pgx.QueryExecMode:
+		default:
+			params = append(params, a)
+		}
+	}
+	sd, err := tx.Conn().Prepare(ctx, "", s.sql)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	if len(sd.ParamOIDs) != len(params) {
+		t.Fatalf("%d parameters, %d arguments: %#v", len(sd.ParamOIDs), len(params), params)
+	}
+	types := make([]string, len(sd.ParamOIDs))
+	args := make([]string, len(params))
+	for i, oid := range sd.ParamOIDs {
+		if err := tx.QueryRow(ctx, "SELECT format_type($1::oid, NULL)", oid).Scan(&types[i]); err != nil {
+			t.Fatal(err)
+		}
+		var lit string
+		if err := tx.QueryRow(ctx, "SELECT quote_nullable($1::"+types[i]+")", params[i]).Scan(&lit); err != nil {
+			t.Fatalf("argument %d (%T): %v", i+1, params[i], err)
+		}
+		args[i] = lit + "::" + types[i]
+	}
+	prepare, execute := "PREPARE idemledger_explain AS ", "EXECUTE idemledger_explain"
+	if len(types) > 0 {
+		prepare = "PREPARE idemledger_explain (" + strings.Join(types, ", ") + ") AS "
+		execute += " (" + strings.Join(args, ", ") + ")"
+	}
+	if _, err := tx.Exec(ctx, prepare+s.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatalf("PREPARE: %v", err)
+	}
+	// A prepared statement outlives the transaction: deallocated here, on
+	// the error paths too.
+	defer conn.Exec(ctx, "DEALLOCATE idemledger_explain", pgx.QueryExecModeSimpleProtocol)
 	var out []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+s.sql, s.args...).Scan(&out); err != nil {
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+execute, pgx.QueryExecModeSimpleProtocol).Scan(&out); err != nil {
 		t.Fatalf("EXPLAIN: %v", err)
 	}
 	var plans []struct {
