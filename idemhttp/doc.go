@@ -183,7 +183,12 @@
 //     are per row.
 //   - FailurePolicy does not apply: the ledger and fn's effects live in the
 //     same database, so when one is unreachable so is the other, and the
-//     answer is 503. A failed commit is 503 too.
+//     answer is 503. A transaction that fails after fn ran is 503 too,
+//     rolled back with nothing kept: a failed commit, fn ending the
+//     transaction itself, or, on PostgreSQL, a statement of fn's that
+//     failed and whose error fn ignored (the transaction is then aborted
+//     and the answer cannot be stored). The event (Options.Observer, Kind
+//     released, Reason error) carries the error.
 //
 // The transaction begins and commits with a context the client's
 // disconnect does not cancel; fn should use r.Context() for its own

@@ -204,10 +204,19 @@ func (h *txHandler[TTx]) send(w http.ResponseWriter, r *http.Request, buf *buffe
 
 // failed answers a transaction that failed after fn ran, and reports the
 // claim released with ReasonError: the rollback took it away with fn's
-// writes, so a retry runs fn again.
+// writes, so a retry runs fn again. 503 busy for a lock not had in time,
+// else 503 (CodeUnavailable) whose detail does not blame the store: the
+// cause may be fn's own, a statement of its that failed (on PostgreSQL
+// the transaction is then aborted, and storing the answer fails) or a
+// transaction it ended itself; the event's Err says which.
 func (h *txHandler[TTx]) failed(w http.ResponseWriter, p *prepared, err error) {
 	h.cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Status: http.StatusServiceUnavailable, Err: err})
-	h.unavailable(w, p.r, err)
+	if busy(err) {
+		h.cfg.refuseBusy(w, p.r, err)
+		return
+	}
+	h.cfg.refuse(w, p.r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		Detail: "the request's transaction failed after the handler ran (a statement of the handler's, its own commit or rollback, or the store): it was rolled back and nothing was kept; retry later", Err: err})
 }
 
 // unavailable answers a failure of the store: 503 busy (CodeBusy, with

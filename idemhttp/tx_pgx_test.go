@@ -42,6 +42,11 @@ func TestTxHandlerPgx(t *testing.T) {
 			case "503":
 				http.Error(w, "upstream down", http.StatusServiceUnavailable)
 				return
+			case "ignored":
+				// A failed statement whose error the handler ignores:
+				// PostgreSQL aborts the transaction, and the answer cannot
+				// be stored.
+				tx.Exec(r.Context(), `SELECT 1/0`)
 			}
 			w.Header().Set("Location", "/orders/"+strconv.FormatInt(id, 10))
 			w.WriteHeader(http.StatusCreated)
@@ -65,6 +70,8 @@ func TestTxHandlerPgx(t *testing.T) {
 		{"its retry runs again", "/orders?fail=503", "k2", 503, "upstream down\n", "", 1, 3},
 		{"panic rolls back", "/orders?fail=panic", "k3", 0, "", "", 1, 4},
 		{"after the panic, a retry runs", "/orders", "k3", 201, `{"id":5}`, "", 2, 5},
+		{"an ignored failed statement: 503, rolled back", "/orders?fail=ignored", "k4", 503, txFailed, "", 2, 6},
+		{"its retry runs again", "/orders?fail=ignored", "k4", 503, txFailed, "", 2, 7},
 	}
 	for _, s := range steps {
 		if s.status == 0 {
@@ -84,3 +91,7 @@ func TestTxHandlerPgx(t *testing.T) {
 		}
 	}
 }
+
+// txFailed is TxHandler's answer when the transaction failed after the
+// handler ran.
+const txFailed = `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the request's transaction failed after the handler ran (a statement of the handler's, its own commit or rollback, or the store): it was rolled back and nothing was kept; retry later","code":"unavailable"}` + "\n"

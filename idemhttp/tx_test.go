@@ -216,6 +216,29 @@ func TestTxHandlerConcurrent(t *testing.T) {
 	})
 }
 
+// TestTxHandlerHandlerEndsTx: a handler that ends its transaction itself
+// (here a rollback; on PostgreSQL a failed statement whose error it
+// ignored does the same) leaves nothing to store its answer in: 503 with a
+// detail that does not blame the store, nothing kept, and a retry runs the
+// handler again.
+func TestTxHandlerHandlerEndsTx(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e string) {
+		b := txSetup(t, e, Options{}, func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+			createOrder(w, r, tx)
+			tx.Rollback()
+		})
+		for i := range 2 {
+			a := b.do(t, "POST", "/orders", "100", "k")
+			if a.status != 503 || a.body != txFailed {
+				t.Fatalf("run %d: %d %s; want 503 %s", i+1, a.status, a.body, txFailed)
+			}
+		}
+		if n, rec := b.orders(t), b.record(t, "k"); n != 0 || rec != nil || b.calls.Load() != 2 {
+			t.Fatalf("%d orders, record %+v, %d runs; want 0, none, 2", n, rec, b.calls.Load())
+		}
+	})
+}
+
 func TestTxHandlerStoreUnavailable(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		b := txSetup(t, e, Options{FailurePolicy: FailOpen}, createOrder)

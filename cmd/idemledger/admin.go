@@ -82,13 +82,14 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 
 func runPurge(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-timeout D] [-q]\n\n"+
-		"Deletes expired records in batches and prints how many went; suitable for cron. By default each\n"+
-		"batch is sized to hold the write lock about 2 ms, so a large purge runs beside the service; then\n"+
-		"the space is given back (see reclaim).\n"+
+		"Deletes expired records in batches and prints how many went; suitable for cron. By default, so\n"+
+		"that a large purge runs beside the service: on SQLite each batch is sized to hold the write lock\n"+
+		"about 2 ms; on PostgreSQL and MySQL/MariaDB, which lock rows, batches are of 1,000 rows with a\n"+
+		"30 ms pause between them. Then the space is given back (see reclaim).\n"+
 		"With -timeout, stops after D (a batch whose DELETE was cut short is rolled back), prints the count so far\n"+
 		"and exits with 1, so that a cron job never runs into the next one.")
 	dsn := dbFlag(fs)
-	batch := fs.Int("batch", 0, "rows deleted per batch, fixed (each batch is its own short transaction); 0: sized by time")
+	batch := fs.Int("batch", 0, "rows deleted per batch, fixed, with no pause (each batch is its own short transaction); 0: the defaults above")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	timeout := fs.Duration("timeout", 0, "stop after this `duration` (0: no limit)")
 	if err := parseFlags(fs, args); err != nil {
@@ -163,10 +164,12 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 
 func runReclaim(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "reclaim", "-db DSN [-full]\n\n"+
-		"Gives the space of purged records back and prints the ledger's size before and after, in bytes.\n"+
-		"purge already does the incremental form after deleting records. SQLite: returns free pages to\n"+
-		"the file system in short steps and truncates the WAL; PostgreSQL: VACUUM (ANALYZE) of the table;\n"+
-		"MySQL/MariaDB: only measures the table (InnoDB reuses the pages of deleted rows by itself).\n"+
+		"Makes the space of purged records free again and prints the ledger's size before and after, in\n"+
+		"bytes. purge already does the incremental form after deleting records. SQLite: returns free pages\n"+
+		"to the file system in short steps and truncates the WAL (the file shrinks); PostgreSQL: VACUUM\n"+
+		"(ANALYZE) of the table, which frees the space for new records but returns to the file system only\n"+
+		"empty pages at the table's end (the size rarely shrinks, it stops growing); MySQL/MariaDB: only\n"+
+		"measures the table (InnoDB reuses the pages of deleted rows by itself).\n"+
 		"-full rebuilds the storage and blocks writers until done: SQLite VACUUM (run it once on a file\n"+
 		"created before idemledger used incremental auto-vacuum), PostgreSQL VACUUM FULL (exclusive lock),\n"+
 		"MySQL/MariaDB OPTIMIZE TABLE (a copy of the table; writes wait at its start and end).")
@@ -213,7 +216,8 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, statsJSON{
 			InFlight: s.InFlight, Completed: s.Completed, Expired: s.Expired, LeaseExpired: s.LeaseExpired,
-			Committed: s.Committed, Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
+			Committed: s.Committed, CompletedEstimated: s.Estimated, ExpiredEstimated: s.ExpiredEstimated,
+			PurgeBacklog: s.PurgeBacklog.Milliseconds(), Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
 		})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
@@ -223,18 +227,20 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	// too, their effect happened and their answer is lost (see inspect
 	// -in-flight, column "committed").
 	fmt.Fprintf(tw, "  passed commit point\t%d\n", s.Committed)
-	fmt.Fprintf(tw, "completed\t%d\n", s.Completed)
-	fmt.Fprintf(tw, "expired, awaiting purge\t%d\n", s.Expired)
-	if s.Estimated {
-		fmt.Fprintf(tw, "  (completed is an estimate)\t\n")
-	}
-	if s.ExpiredEstimated {
-		fmt.Fprintf(tw, "  (expired is an estimate)\t\n")
-	}
+	fmt.Fprintf(tw, "completed\t%d%s\n", s.Completed, estimate(s.Estimated))
+	fmt.Fprintf(tw, "expired, awaiting purge\t%d%s\n", s.Expired, estimate(s.ExpiredEstimated))
 	fmt.Fprintf(tw, "purge backlog\t%v\n", s.PurgeBacklog)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))
 	fmt.Fprintf(tw, "newest created\t%s\n", formatTime(s.Newest))
 	return tw.Flush()
+}
+
+// estimate marks a figure of stats that is the engine's estimate.
+func estimate(estimated bool) string {
+	if estimated {
+		return " (estimate)"
+	}
+	return ""
 }
 
 func runInspect(ctx context.Context, e *env, args []string) error {

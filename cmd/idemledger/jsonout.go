@@ -22,9 +22,17 @@ type statsJSON struct {
 	LeaseExpired int64 `json:"lease_expired"`
 	// Committed counts the records in flight that passed their commit
 	// point without an outcome.
-	Committed int64   `json:"committed"`
-	Oldest    *string `json:"oldest_created"`
-	Newest    *string `json:"newest_created"`
+	Committed int64 `json:"committed"`
+	// CompletedEstimated and ExpiredEstimated report that completed and
+	// expired are the engine's estimates, not counts (ledger.Stats).
+	CompletedEstimated bool `json:"completed_estimated"`
+	ExpiredEstimated   bool `json:"expired_estimated"`
+	// PurgeBacklog is how long, in milliseconds, the record that expired
+	// first has waited for a purge; 0 when none is expired. Growing past
+	// the interval between purges, it says purge is falling behind.
+	PurgeBacklog int64   `json:"purge_backlog_ms"`
+	Oldest       *string `json:"oldest_created"`
+	Newest       *string `json:"newest_created"`
 }
 
 type recordJSON struct {

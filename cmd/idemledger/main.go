@@ -28,6 +28,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -116,11 +117,14 @@ func run(ctx context.Context, e *env, args []string) int {
 		}
 		args = []string{args[1], "-h"}
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printUsage(e.stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		// Help asked for goes to stdout, for a pager; usage after a
+		// mistake to stderr.
+		printUsage(e.stdout)
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -163,9 +167,9 @@ func printUsage(w io.Writer) {
 // that they exit with 2) and whose -h output goes to stderr.
 func newFlagSet(e *env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(&usageOut{stdout: e.stdout, stderr: e.stderr})
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: idemledger %s %s\n", name, usage)
+		fmt.Fprintf(fs.Output(), "usage: idemledger %s %s\n", name, usage)
 		fs.PrintDefaults()
 	}
 	if e.flagSet != nil {
@@ -177,11 +181,29 @@ func newFlagSet(e *env, name, usage string) *flag.FlagSet {
 // parseFlags parses args, turning flag errors into usage errors; -h gives
 // flag.ErrHelp back so that the command exits with 0.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if out, ok := fs.Output().(*usageOut); ok {
+		// -h asked for the usage: stdout, for a pager. A mistake: stderr,
+		// beside the error.
+		w := out.stderr
+		if errors.Is(err, flag.ErrHelp) {
+			w = out.stdout
+		}
+		out.WriteTo(w)
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return &usageError{msg: err.Error(), printed: true}
 	}
 	return nil
+}
+
+// usageOut holds what the flag package prints while it parses, until
+// parseFlags knows whether the usage was asked for (-h) or follows a
+// mistake.
+type usageOut struct {
+	bytes.Buffer
+	stdout, stderr io.Writer
 }

@@ -138,8 +138,8 @@ func TestDemoRanges(t *testing.T) {
 	h := idemledger(t, "", "demo", "-h")
 	h.want(t, 0)
 	for _, want := range []string{"(2 to 1000)", "(1s to 1m)"} {
-		if !strings.Contains(h.stderr, want) {
-			t.Errorf("demo -h lacks %q:\n%s", want, h.stderr)
+		if !strings.Contains(h.stdout, want) {
+			t.Errorf("demo -h lacks %q:\n%s", want, h.stdout)
 		}
 	}
 }
@@ -350,8 +350,12 @@ func TestUsage(t *testing.T) {
 	for _, c := range commands() {
 		h := idemledger(t, "", c.name, "-h")
 		h.want(t, 0)
-		if !strings.Contains(h.stderr, "usage: idemledger "+c.name) {
-			t.Errorf("%s -h: %q", c.name, h.stderr)
+		if !strings.HasPrefix(h.stdout, "usage: idemledger "+c.name) || h.stderr != "" {
+			t.Errorf("%s -h: stdout %q, stderr %q; want the usage on stdout", c.name, h.stdout, h.stderr)
+		}
+		bad := idemledger(t, "", c.name, "-no-such-flag")
+		if !strings.Contains(bad.stderr, "usage: idemledger "+c.name) || bad.stdout != "" {
+			t.Errorf("%s -no-such-flag: stdout %q, stderr %q; want the usage on stderr", c.name, bad.stdout, bad.stderr)
 		}
 		idemledger(t, "", c.name, "-no-such-flag").want(t, 2)
 	}
@@ -383,14 +387,14 @@ func TestUsage(t *testing.T) {
 func TestHelp(t *testing.T) {
 	top := idemledger(t, "", "help")
 	top.want(t, 0)
-	if !strings.HasPrefix(top.stderr, "usage: idemledger <command>") {
-		t.Errorf("help: %q", top.stderr)
+	if !strings.HasPrefix(top.stdout, "usage: idemledger <command>") || top.stderr != "" {
+		t.Errorf("help: stdout %q, stderr %q; want the usage on stdout", top.stdout, top.stderr)
 	}
 	for _, c := range commands() {
 		h := idemledger(t, "", "help", c.name)
 		h.want(t, 0)
-		if want := idemledger(t, "", c.name, "-h").stderr; h.stderr != want {
-			t.Errorf("help %s printed %q, want %q", c.name, h.stderr, want)
+		if want := idemledger(t, "", c.name, "-h").stdout; h.stdout != want || h.stderr != "" {
+			t.Errorf("help %s printed %q (stderr %q), want %q", c.name, h.stdout, h.stderr, want)
 		}
 	}
 	for _, args := range [][]string{{"help", "frobnicate"}, {"help", "migrate", "up"}, {"help", "-x"}} {
@@ -467,7 +471,7 @@ func TestMissingDatabase(t *testing.T) {
 	if want := []string{schema.MigrationsTable}; !slices.Equal(tables, want) {
 		t.Errorf("after migrate version the database holds the tables %q, want %q", tables, want)
 	}
-	if h := idemledger(t, "", "migrate", "-h"); !strings.Contains(h.stderr, "version too creates\nthe empty migrations table, "+schema.MigrationsTable) {
+	if h := idemledger(t, "", "migrate", "-h"); !strings.Contains(h.stdout, "version too creates\nthe empty migrations table, "+schema.MigrationsTable) {
 		t.Errorf("migrate -h does not say that version writes: %q", h.stderr)
 	}
 }

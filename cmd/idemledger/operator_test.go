@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -105,6 +106,9 @@ func TestOperatorOutput(t *testing.T) {
   "expired": 0,
   "lease_expired": 0,
   "committed": 0,
+  "completed_estimated": false,
+  "expired_estimated": false,
+  "purge_backlog_ms": 0,
   "oldest_created": "2023-11-14T22:13:20.000Z",
   "newest_created": "2023-11-14T22:13:20.000Z"
 }
@@ -426,6 +430,53 @@ expires 2100-01-01T00:00:00.000Z
 			}
 			if r := idemledger(t, "", "inspect", "-in-flight", "-json", "-db", empty); r.code != 0 || r.stdout != "[]\n" {
 				t.Errorf("inspect -in-flight -json with nothing in flight: %d %q", r.code, r.stdout)
+			}
+		})
+	}
+}
+
+// TestStatsPurgeBacklog: a record that expired an hour ago and was not
+// purged shows as stats' purge backlog, as text and as -json
+// (purge_backlog_ms), on every engine: what a monitor reads to see purge
+// falling behind.
+func TestStatsPurgeBacklog(t *testing.T) {
+	for _, e := range cliEngines {
+		t.Run(e, func(t *testing.T) {
+			dsn, db := operatorDB(t, e)
+			ctx := context.Background()
+			// Written 25 hours ago with the default 24-hour TTL.
+			then := time.Now().Add(-25 * time.Hour)
+			l, err := ledger.New(testdb.WrapSQL(e, db, dsn).Driver, ledger.Options{Now: func() time.Time { return then }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			claim, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: "old", Fingerprint: hash.Bytes([]byte("old"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Complete(ctx, claim, ledger.Outcome{Status: 200}); err != nil {
+				t.Fatal(err)
+			}
+			r := idemledger(t, "", "stats", "-db", dsn)
+			r.want(t, 0)
+			if !strings.Contains(squeeze(r.stdout), "\nexpired, awaiting purge 1\npurge backlog 1h0m") {
+				t.Errorf("stats:\n%s\nwant 1 expired and a backlog of 1h0m and some seconds", r.stdout)
+			}
+			r = idemledger(t, "", "stats", "-json", "-db", dsn)
+			r.want(t, 0)
+			var got struct {
+				Expired   int64 `json:"expired"`
+				Backlog   int64 `json:"purge_backlog_ms"`
+				Estimated *bool `json:"expired_estimated"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("stats -json: %v\n%s", err, r.stdout)
+			}
+			hour := time.Hour.Milliseconds()
+			if got.Expired != 1 || got.Backlog < hour || got.Backlog > hour+time.Minute.Milliseconds() || got.Estimated == nil || *got.Estimated {
+				t.Errorf("stats -json: expired %d, purge_backlog_ms %d, expired_estimated %v; want 1, an hour and a few seconds, false\n%s",
+					got.Expired, got.Backlog, got.Estimated, r.stdout)
 			}
 		})
 	}
