@@ -164,7 +164,8 @@ func printUsage(w io.Writer) {
 }
 
 // newFlagSet returns a flag set whose errors come back to the caller (so
-// that they exit with 2) and whose -h output goes to stderr.
+// that they exit with 2) and whose usage goes to stdout when -h asks for
+// it, to stderr after a mistake (parseFlags).
 func newFlagSet(e *env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(&usageOut{stdout: e.stdout, stderr: e.stderr})
