@@ -235,8 +235,10 @@ FROM purged AS p;
 --     VACUUM or ANALYZE, autovacuum's included), an estimate; an exact
 --     count(*) when the table was never analyzed (reltuples < 0);
 --     total_estimated says which;
---   the in-flight figures: exact, through the partial index of in-flight
---     rows;
+--   the in-flight figures: exact, in one scan of the partial index of
+--     in-flight rows and their rows (a scan per figure read them up to four
+--     times: the statement read 8,864 buffers with 50,000 records in flight
+--     and 150,000 completed, 5,657 in one scan);
 --   expired: the entries of the expiry index up to @now (an index-only
 --     scan where the visibility map allows), counted up to 100,001 (2.5M
 --     of them took 0.6 s); past that the drivers ask the planner for its
@@ -244,26 +246,32 @@ FROM purged AS p;
 --     lease still holds;
 --   oldest_expires_at: the first expired row in expiry order;
 --   oldest and newest created_at: exact, the ends of the created_at index.
+WITH f AS (
+    SELECT count(*) AS in_flight,
+           count(*) FILTER (WHERE f.lease_expires_at <= @now::bigint) AS lease_expired,
+           count(*) FILTER (WHERE f.committed_at IS NOT NULL) AS committed,
+           count(*) FILTER (WHERE f.expires_at <= @now::bigint AND f.lease_expires_at > @now::bigint) AS expires_passed_leased
+    FROM idempotency_ledger AS f
+    WHERE f.state = 'in_flight'
+)
 SELECT
     COALESCE((SELECT CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END
         FROM pg_catalog.pg_class AS c WHERE c.oid = 'idempotency_ledger'::regclass),
         (SELECT count(*) FROM idempotency_ledger))::bigint AS total,
     COALESCE((SELECT c.reltuples >= 0
         FROM pg_catalog.pg_class AS c WHERE c.oid = 'idempotency_ledger'::regclass), false)::boolean AS total_estimated,
-    (SELECT count(*) FROM idempotency_ledger AS f WHERE f.state = 'in_flight') AS in_flight,
-    (SELECT count(*) FROM idempotency_ledger AS f
-        WHERE f.state = 'in_flight' AND f.lease_expires_at <= @now::bigint) AS lease_expired,
-    (SELECT count(*) FROM idempotency_ledger AS f
-        WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
+    f.in_flight,
+    f.lease_expired,
+    f.committed,
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= @now::bigint LIMIT 100001) AS capped) AS expires_passed,
-    (SELECT count(*) FROM idempotency_ledger AS f
-        WHERE f.state = 'in_flight' AND f.expires_at <= @now::bigint AND f.lease_expires_at > @now::bigint) AS expires_passed_leased,
+    f.expires_passed_leased,
     COALESCE((SELECT o.expires_at FROM idempotency_ledger AS o
         WHERE o.expires_at <= @now::bigint AND (o.state = 'completed' OR o.lease_expires_at <= @now::bigint)
         ORDER BY o.expires_at LIMIT 1), 0)::bigint AS oldest_expires_at,
     COALESCE((SELECT min(c.created_at) FROM idempotency_ledger AS c), 0)::bigint AS oldest_created_at,
-    COALESCE((SELECT max(c.created_at) FROM idempotency_ledger AS c), 0)::bigint AS newest_created_at;
+    COALESCE((SELECT max(c.created_at) FROM idempotency_ledger AS c), 0)::bigint AS newest_created_at
+FROM f;
 
 -- name: FindKey :many
 -- Every record with the key, in whatever scope, for operators
