@@ -3,8 +3,9 @@ package schema_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -53,8 +54,8 @@ func TestPostgresInFlightStatementsByKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := &statementRecorder{byName: make(map[string]recorded)}
-			cfg.ConnConfig.Tracer = rec
+			trace := &testdb.Statements{}
+			cfg.ConnConfig.Tracer = trace
 			var ex driver.Executor
 			if name == testdb.PgxV5 {
 				pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -96,15 +97,25 @@ func TestPostgresInFlightStatementsByKey(t *testing.T) {
 				t.Fatalf("Abandon = %v", err)
 			}
 
+			// The last statement of each sqlc query name ("-- name:
+			// Complete :execrows" opens its text).
+			sent := make(map[string]testdb.Statement)
+			for _, st := range trace.Take() {
+				if rest, ok := strings.CutPrefix(st.SQL, "-- name: "); ok {
+					name, _, _ := strings.Cut(rest, " ")
+					sent[name] = st
+				}
+			}
+
 			conn, err := pgx.Connect(ctx, dsn)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close(ctx)
 			for _, stmt := range []string{"Extend", "MarkCommitted", "Complete", "Release", "Abandon"} {
-				r, ok := rec.byName[stmt]
+				r, ok := sent[stmt]
 				if !ok {
-					t.Errorf("%s: not sent; statements seen: %v", stmt, rec.names())
+					t.Errorf("%s: not sent; statements seen: %v", stmt, slices.Collect(maps.Keys(sent)))
 					continue
 				}
 				for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
@@ -120,41 +131,6 @@ func TestPostgresInFlightStatementsByKey(t *testing.T) {
 	}
 }
 
-// recorded is a statement as a driver sent it.
-type recorded struct {
-	sql  string
-	args []any
-}
-
-// statementRecorder is a pgx.QueryTracer that keeps the last statement of
-// each sqlc query name ("-- name: Complete :execrows" opens its text).
-type statementRecorder struct {
-	mu     sync.Mutex
-	byName map[string]recorded
-}
-
-func (r *statementRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if rest, ok := strings.CutPrefix(data.SQL, "-- name: "); ok {
-		name, _, _ := strings.Cut(rest, " ")
-		r.mu.Lock()
-		r.byName[name] = recorded{sql: data.SQL, args: data.Args}
-		r.mu.Unlock()
-	}
-	return ctx
-}
-
-func (r *statementRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (r *statementRecorder) names() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for n := range r.byName {
-		out = append(out, n)
-	}
-	return out
-}
-
 // explainBlocks runs s under EXPLAIN (ANALYZE, BUFFERS) with plan_cache_mode
 // set to mode, in a transaction it rolls back, and returns the shared
 // buffers the plan touched (hit and read) and the plan in text.
@@ -165,7 +141,7 @@ func (r *statementRecorder) names() []string {
 // the drivers' prepared statements. An EXPLAIN of the statement itself
 // with bound arguments is planned with their values (they are constants
 // to the planner), a custom plan whatever the mode.
-func explainBlocks(t *testing.T, conn *pgx.Conn, mode string, s recorded) (int, string) {
+func explainBlocks(t *testing.T, conn *pgx.Conn, mode string, s testdb.Statement) (int, string) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := conn.Begin(ctx)
@@ -181,14 +157,14 @@ func explainBlocks(t *testing.T, conn *pgx.Conn, mode string, s recorded) (int, 
 	// pgx's database/sql driver passes its result formats as a first
 	// argument, an option to pgx rather than a parameter.
 	var params []any
-	for _, a := range s.args {
+	for _, a := range s.Args {
 		switch a.(type) {
 		case pgx.QueryResultFormats, pgx.QueryResultFormatsByOID, pgx.QueryExecMode:
 		default:
 			params = append(params, a)
 		}
 	}
-	sd, err := tx.Conn().Prepare(ctx, "", s.sql)
+	sd, err := tx.Conn().Prepare(ctx, "", s.SQL)
 	if err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
@@ -212,7 +188,7 @@ func explainBlocks(t *testing.T, conn *pgx.Conn, mode string, s recorded) (int, 
 		prepare = "PREPARE idemledger_explain (" + strings.Join(types, ", ") + ") AS "
 		execute += " (" + strings.Join(args, ", ") + ")"
 	}
-	if _, err := tx.Exec(ctx, prepare+s.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
+	if _, err := tx.Exec(ctx, prepare+s.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatalf("PREPARE: %v", err)
 	}
 	// A prepared statement outlives the transaction: deallocated here, on

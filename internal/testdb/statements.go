@@ -20,17 +20,19 @@ type Statements struct {
 }
 
 // Statement is one statement a traced connection sent: its server process
-// (pgconn's PID) and its text, trimmed.
+// (pgconn's PID), its text, trimmed, and its arguments as the driver
+// passed them to pgx.
 type Statement struct {
-	PID uint32
-	SQL string
+	PID  uint32
+	SQL  string
+	Args []any
 }
 
 // TraceQueryStart records the statement.
 func (s *Statements) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen = append(s.seen, Statement{conn.PgConn().PID(), strings.TrimSpace(d.SQL)})
+	s.seen = append(s.seen, Statement{conn.PgConn().PID(), strings.TrimSpace(d.SQL), d.Args})
 	return ctx
 }
 
