@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/idemhttp"
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/protorecord"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"

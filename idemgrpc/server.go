@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/protorecord"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/syntax"
 	"github.com/idemledger/idemledger/ledger"
 )

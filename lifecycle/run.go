@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/heartbeat"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -40,7 +39,7 @@ type Run struct {
 	emit   func(ledger.Event)
 	// base carries the request context's values, not its cancellation.
 	base      context.Context
-	hb        *heartbeat.Beat
+	hb        *beat
 	committed atomic.Bool
 	markOnce  sync.Once
 
@@ -67,7 +66,7 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 	}
 	failed := func(err error) { emit(ledger.Event{Kind: FailureKind(err), Op: "extend", Err: err}) }
 	lost := func(err error) {
-		if errors.Is(err, heartbeat.ErrExpired) {
+		if errors.Is(err, ErrLeaseExpired) {
 			if r.committed.Load() && r.markWritten() {
 				// The record passed its commit point: no retry takes it
 				// over as if nothing had happened, so the handler goes on.
@@ -77,7 +76,7 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 		}
 		r.lose(err)
 	}
-	r.hb = heartbeat.Start(l.Lease(), extend, failed, lost)
+	r.hb = startBeat(l.Lease(), extend, failed, lost)
 	return r
 }
 
@@ -148,7 +147,7 @@ func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
 func (r *Run) Commit(ctx context.Context) bool {
 	r.committed.Store(true)
 	r.markOnce.Do(func() {
-		if err := r.Lost(); err != nil && !errors.Is(err, heartbeat.ErrExpired) {
+		if err := r.Lost(); err != nil && !errors.Is(err, ErrLeaseExpired) {
 			return
 		}
 		err := r.l.Commit(ctx, &r.marked)
@@ -166,7 +165,7 @@ func (r *Run) Commit(ctx context.Context) bool {
 		}
 	})
 	err := r.Lost()
-	return err == nil || (errors.Is(err, heartbeat.ErrExpired) && r.markWritten())
+	return err == nil || (errors.Is(err, ErrLeaseExpired) && r.markWritten())
 }
 
 // Committed reports whether the handler passed its commit point.
