@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // DefaultNackDelay is Options.NackDelay when it is left 0.

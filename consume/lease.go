@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // Handler handles a message in lease mode. Its effects may be anywhere

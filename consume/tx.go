@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // TxHandler handles a message whose effects are all writes through tx, a

@@ -17,10 +17,10 @@ import (
 
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/idemhttp"
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/protorecord"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // NewInterceptor returns the server interceptor that protects unary

@@ -18,8 +18,8 @@ import (
 
 	"github.com/idemledger/idemledger/idemgrpc"
 	"github.com/idemledger/idemledger/internal/eventlog"
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // recorder is an Observer that keeps every event.

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // reason says why an answer was not stored as the handler gave it, or why

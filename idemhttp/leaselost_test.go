@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // A handler hears through its context that its lease is lost, before it

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemledger/idemledger/lifecycle"
 	"github.com/idemledger/idemledger/internal/syntax"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // Middleware returns middleware that protects handlers with the ledger l
