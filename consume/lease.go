@@ -40,14 +40,14 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 	if refused != nil {
 		return *refused
 	}
-	claim, err := c.l.Claim(ctx, dv.req)
-	if err != nil {
-		return c.refuse(ctx, dv, err)
+	d := lifecycle.Decide(ctx, c.l, dv.req, lifecycle.Config{Emit: func(e ledger.Event) { c.emit(ctx, dv, e) }})
+	switch d.Verdict {
+	case lifecycle.Replayed:
+		return c.replay(ctx, dv, d.Outcome)
+	case lifecycle.Refused, lifecycle.Unprotected:
+		return c.refuse(ctx, dv, d)
 	}
-	if claim.Replayed() {
-		return c.replay(ctx, dv, claim.Replay.Outcome)
-	}
-	run := lifecycle.Start(ctx, c.l, claim, func(e ledger.Event) { c.emit(ctx, dv, e) })
+	run := d.Run
 	finished := false
 	defer func() {
 		if finished {

@@ -74,17 +74,19 @@ func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if c == nil {
 			return next(ctx, req)
 		}
-		claim, err := s.l.Claim(ctx, c.req)
-		if err != nil {
-			if err := s.refuseLedger(ctx, c, err); err != nil {
-				return nil, err
-			}
+		d := lifecycle.Decide(ctx, s.l, c.req, lifecycle.Config{
+			Wait: s.cfg.Wait, FailOpen: s.cfg.FailurePolicy == FailOpen, Emit: func(e ledger.Event) { s.emit(ctx, c, e) },
+		})
+		switch d.Verdict {
+		case lifecycle.Replayed:
+			return s.replay(ctx, c, d.Outcome)
+		case lifecycle.Unprotected:
+			s.emit(ctx, c, d.Event)
 			return next(ctx, req) // fail open
+		case lifecycle.Refused:
+			return nil, s.refuse(ctx, c, d)
 		}
-		if claim.Replayed() {
-			return s.replay(ctx, c, claim.Replay.Outcome)
-		}
-		return s.run(ctx, c, claim, req, next)
+		return s.run(ctx, c, d.Run, req, next)
 	}
 }
 
@@ -125,8 +127,7 @@ func (s *server) prepare(ctx context.Context, req connect.AnyRequest) (*call, er
 
 // run runs the procedure under the won claim and stores or releases its
 // answer.
-func (s *server) run(ctx context.Context, c *call, claim *ledger.Claim, req connect.AnyRequest, next connect.UnaryFunc) (connect.AnyResponse, error) {
-	run := lifecycle.Start(ctx, s.l, claim, func(e ledger.Event) { s.emit(ctx, c, e) })
+func (s *server) run(ctx context.Context, c *call, run *lifecycle.Run, req connect.AnyRequest, next connect.UnaryFunc) (connect.AnyResponse, error) {
 	finished := false
 	defer func() {
 		if finished {
@@ -215,36 +216,38 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (conne
 	return res, nil
 }
 
-// refuseLedger answers a Claim error with a Connect error, or returns nil
-// when the call is to run unprotected (FailOpen, the ledger unreachable
-// but migrated).
-func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
-	var inFlight *ledger.InFlightError
-	switch {
-	case errors.As(err, &inFlight):
-		wait := min(max(inFlight.RetryAfter, time.Millisecond), s.cfg.InFlightRetryAfter)
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventInFlight, Status: int(connect.CodeUnavailable)})
-		return refusal(connect.CodeUnavailable, protorecord.ReasonInFlight, "a call with this idempotency key is in flight", wait)
-	case errors.Is(err, ledger.ErrCommitted):
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(connect.CodeDataLoss)})
-		return refusal(connect.CodeDataLoss, protorecord.ReasonOutcomeNotStored,
+// refuse answers a refused call with a Connect error, and reports it.
+func (s *server) refuse(ctx context.Context, c *call, d lifecycle.Decision) error {
+	var refused error
+	e, ref := d.Event, d.Refusal
+	switch ref.Why {
+	case lifecycle.InFlight:
+		refused = refusal(connect.CodeUnavailable, protorecord.ReasonInFlight, "a call with this idempotency key is in flight",
+			min(ref.RetryAfter, s.cfg.InFlightRetryAfter))
+		e.Status = int(connect.CodeUnavailable)
+	case lifecycle.NotStored:
+		refused = refusal(connect.CodeDataLoss, protorecord.ReasonOutcomeNotStored,
 			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
-	case errors.Is(err, ledger.ErrKeyReused):
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventKeyReused, Status: int(connect.CodeFailedPrecondition)})
-		return refusal(connect.CodeFailedPrecondition, protorecord.ReasonKeyReused, "this idempotency key was used with another call", 0)
-	case errors.Is(err, ledger.ErrInvalidRequest):
-		return refusal(connect.CodeInvalidArgument, protorecord.ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
-	case ctx.Err() != nil:
-		return connect.NewError(connect.CodeOf(ctx.Err()), ctx.Err())
-	case errors.Is(err, ledger.ErrRetryable):
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreBusy, Op: "claim", Status: int(connect.CodeUnavailable), Err: err})
-		return refusal(connect.CodeUnavailable, protorecord.ReasonStoreBusy, "the idempotency store is busy; retry shortly", time.Second)
-	case s.cfg.FailurePolicy == FailOpen && !errors.Is(err, ledger.ErrNotMigrated):
-		s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
-		return nil
+		e.Status = int(connect.CodeDataLoss)
+	case lifecycle.KeyReused:
+		refused = refusal(connect.CodeFailedPrecondition, protorecord.ReasonKeyReused, "this idempotency key was used with another call", 0)
+		e.Status = int(connect.CodeFailedPrecondition)
+	case lifecycle.Invalid:
+		refused = refusal(connect.CodeInvalidArgument, protorecord.ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
+	case lifecycle.Canceled:
+		refused = connect.NewError(connect.CodeOf(ctx.Err()), ctx.Err())
+		e.Status = int(connect.CodeOf(refused))
+	case lifecycle.Busy:
+		refused = refusal(connect.CodeUnavailable, protorecord.ReasonStoreBusy, "the idempotency store is busy; retry shortly", ref.RetryAfter)
+		e.Status = int(connect.CodeUnavailable)
+	default:
+		refused = refusal(connect.CodeUnavailable, protorecord.ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
+		e.Status = int(connect.CodeUnavailable)
 	}
-	s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Status: int(connect.CodeUnavailable), Err: err})
-	return refusal(connect.CodeUnavailable, protorecord.ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
+	if e.Kind != 0 {
+		s.emit(ctx, c, e)
+	}
+	return refused
 }
 
 // emit reports an event of the call c: Method and Route are the procedure,

@@ -1,30 +1,16 @@
-// Package lifecycle is the lease-mode life of one protected request, from a
-// won claim to its stored or released end, shared by idemhttp's Middleware,
-// idemgrpc's and idemconnect's interceptors: the heartbeat, the commit
-// point, the completion or release under a context the client's hang-up
-// does not cancel, and the events of each step. Each integration keeps only
-// what is its own: reading the request, the answer's form, the refusals.
 package lifecycle
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
 )
-
-// Ledger is what a run needs of a ledger: the lease-mode operations bound
-// to their database (*ledger.Ledger has them all).
-type Ledger interface {
-	Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error
-	Release(ctx context.Context, c *ledger.Claim) error
-	Extend(ctx context.Context, c *ledger.Claim) error
-	Commit(ctx context.Context, c *ledger.Claim) error
-	Lease() time.Duration
-}
 
 // Run is one request's won claim while its handler runs and until its end
 // is stored. Commit and Committed may be called from any goroutine;
@@ -41,6 +27,8 @@ type Run struct {
 	base      context.Context
 	hb        *beat
 	committed atomic.Bool
+	// refused: Commit returned false, so the run's answer is not stored.
+	refused atomic.Bool
 	markOnce  sync.Once
 
 	// mu guards what tells the handler that its lease is gone: the
@@ -131,6 +119,14 @@ func (r *Run) markWritten() bool {
 	return r.markHeld
 }
 
+// Fence is the fence of the run's claim ([ledger.Claim].Fence): business
+// code may store it beside its writes and refuse a smaller one.
+func (r *Run) Fence() int64 { return r.claim.Fence }
+
+// Key is the run's idempotency key, to forward to an outside service that
+// takes idempotency keys too.
+func (r *Run) Key() string { return r.claim.Request.Key }
+
 // Recovered is when an earlier run of the request passed its commit point,
 // for a run that recovers it (ledger.Request.Recover); zero otherwise.
 func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
@@ -165,7 +161,11 @@ func (r *Run) Commit(ctx context.Context) bool {
 		}
 	})
 	err := r.Lost()
-	return err == nil || (errors.Is(err, ErrLeaseExpired) && r.markWritten())
+	held := err == nil || (errors.Is(err, ErrLeaseExpired) && r.markWritten())
+	if !held {
+		r.refused.Store(true)
+	}
+	return held
 }
 
 // Committed reports whether the handler passed its commit point.
@@ -183,11 +183,24 @@ func (r *Run) Stop() {
 	r.mu.Unlock()
 }
 
-// Complete stores out, reporting EventStored with why (empty when out is
-// the handler's answer as given) and status, or the failure with Op
-// "complete". It ignores the request's cancellation.
+// Complete stores out as the run's outcome, reporting EventStored with
+// why (empty when out is the handler's answer as given) and status, or the
+// failure with Op "complete". It ignores the request's cancellation.
+//
+// An answer given after [Run.Commit] returned false is not stored: the
+// handler was told that its lease is lost and not to make its effect, so
+// its answer is most likely that refusal, and a retry may be running the
+// request. The key is released instead, when the lease still allows it,
+// and EventLeaseLost is reported with Op "complete".
 func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause error) {
 	r.hb.Stop()
+	if r.refused.Load() {
+		r.emit(ledger.Event{Kind: ledger.EventLeaseLost, Op: "complete", Status: status, Err: errAnsweredAfterLoss})
+		ctx, cancel := r.detached()
+		defer cancel()
+		_ = r.l.Release(ctx, r.claim)
+		return
+	}
 	ctx, cancel := r.detached()
 	defer cancel()
 	if err := r.l.Complete(ctx, r.claim, out); err != nil {
@@ -196,6 +209,10 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 	}
 	r.emit(ledger.Event{Kind: ledger.EventStored, Reason: why, Status: status, Err: cause})
 }
+
+// errAnsweredAfterLoss is the Err of the event that reports an answer not
+// stored because it came after Commit said the lease was lost.
+var errAnsweredAfterLoss = fmt.Errorf("%w: the answer came after Commit reported it, and is not stored", ledger.ErrLeaseLost)
 
 // Release gives the key back so that a retry runs again, reporting
 // EventReleased with why and status (0 when there is no answer), or the
@@ -219,13 +236,14 @@ func (r *Run) detached() (context.Context, context.CancelFunc) {
 }
 
 // FailureKind returns the event of a failed ledger operation: lease lost,
-// store busy (contention: ledger.ErrRetryable or ledger.ErrBusy), outcome
+// store busy (contention: ledger.ErrRetryable or ledger.ErrBusy, or the
+// driver's ErrRetryable from a transport's own BEGIN or COMMIT), outcome
 // unknown (the connection broke), or store unavailable.
 func FailureKind(err error) ledger.EventKind {
 	switch {
 	case errors.Is(err, ledger.ErrLeaseLost):
 		return ledger.EventLeaseLost
-	case errors.Is(err, ledger.ErrRetryable), errors.Is(err, ledger.ErrBusy):
+	case errors.Is(err, ledger.ErrRetryable), errors.Is(err, ledger.ErrBusy), errors.Is(err, driver.ErrRetryable):
 		return ledger.EventStoreBusy
 	case errors.Is(err, ledger.ErrOutcomeUnknown):
 		return ledger.EventOutcomeUnknown
