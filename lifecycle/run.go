@@ -28,8 +28,8 @@ type Run struct {
 	hb        *beat
 	committed atomic.Bool
 	// refused: Commit returned false, so the run's answer is not stored.
-	refused atomic.Bool
-	markOnce  sync.Once
+	refused  atomic.Bool
+	markOnce sync.Once
 
 	// mu guards what tells the handler that its lease is gone: the
 	// cancellations of the contexts Context made, and the cause once
