@@ -158,7 +158,7 @@ func (c *Consumer[TTx]) emit(ctx context.Context, dv *delivery, e ledger.Event) 
 	if c.opts.Observer == nil {
 		return
 	}
-	e.Method, e.Route = EventMethod, c.opts.Name
+	e.Method, e.Route, e.Transport = EventMethod, c.opts.Name, ledger.TransportMessage
 	e.Duration = time.Since(dv.start)
 	if e.Err != nil {
 		e.Err = redact.Error(e.Err, dv.req.Key, dv.req.Scope)

@@ -139,7 +139,7 @@ func (s *server) run(ctx context.Context, c *call, run *lifecycle.Run, req conne
 			s.complete(run, nil, &spb.Status{Code: int32(connect.CodeInternal), Message: "the procedure failed after its commit point"}, ledger.ReasonPanic)
 			return
 		}
-		run.Release(ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
 	res, herr := next(run.Context(ctx), req)
 	finished = true
@@ -200,7 +200,7 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (conne
 		return nil, refusal(connect.CodeInternal, protorecord.ReasonStoredOutcome, "the answer stored for this idempotency key cannot be replayed", 0)
 	}
 	if st != nil {
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(st.Code)})
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(st.Code), HasStatus: true})
 		ce := errorOf(st)
 		ce.Meta().Set(ReplayedHeader, "true")
 		return nil, ce
@@ -212,7 +212,7 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (conne
 	proto.Merge(dm, m)
 	res := connect.NewResponse(dm)
 	res.Header().Set(ReplayedHeader, "true")
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed})
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, HasStatus: true})
 	return res, nil
 }
 
@@ -225,24 +225,30 @@ func (s *server) refuse(ctx context.Context, c *call, d lifecycle.Decision) erro
 		refused = refusal(connect.CodeUnavailable, protorecord.ReasonInFlight, "a call with this idempotency key is in flight",
 			min(ref.RetryAfter, s.cfg.InFlightRetryAfter))
 		e.Status = int(connect.CodeUnavailable)
+		e.HasStatus = true
 	case lifecycle.NotStored:
 		refused = refusal(connect.CodeDataLoss, protorecord.ReasonOutcomeNotStored,
 			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
 		e.Status = int(connect.CodeDataLoss)
+		e.HasStatus = true
 	case lifecycle.KeyReused:
 		refused = refusal(connect.CodeFailedPrecondition, protorecord.ReasonKeyReused, "this idempotency key was used with another call", 0)
 		e.Status = int(connect.CodeFailedPrecondition)
+		e.HasStatus = true
 	case lifecycle.Invalid:
 		refused = refusal(connect.CodeInvalidArgument, protorecord.ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
 	case lifecycle.Canceled:
 		refused = connect.NewError(connect.CodeOf(ctx.Err()), ctx.Err())
 		e.Status = int(connect.CodeOf(refused))
+		e.HasStatus = true
 	case lifecycle.Busy:
 		refused = refusal(connect.CodeUnavailable, protorecord.ReasonStoreBusy, "the idempotency store is busy; retry shortly", ref.RetryAfter)
 		e.Status = int(connect.CodeUnavailable)
+		e.HasStatus = true
 	default:
 		refused = refusal(connect.CodeUnavailable, protorecord.ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
 		e.Status = int(connect.CodeUnavailable)
+		e.HasStatus = true
 	}
 	if e.Kind != 0 {
 		s.emit(ctx, c, e)
@@ -257,7 +263,7 @@ func (s *server) emit(ctx context.Context, c *call, e ledger.Event) {
 	if s.cfg.Observer == nil {
 		return
 	}
-	e.Method, e.Route = c.procedure, c.procedure
+	e.Method, e.Route, e.Transport = c.procedure, c.procedure, ledger.TransportRPC
 	e.Duration = time.Since(c.start)
 	if e.Err != nil {
 		e.Err = redact.Error(e.Err, c.req.Key, c.req.Scope)

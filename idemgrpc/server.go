@@ -90,7 +90,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 			s.complete(run, nil, st, ledger.ReasonPanic)
 			return
 		}
-		run.Release(ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
 	resp, herr := next(hctx, req)
 	finished = true
@@ -190,27 +190,33 @@ func (s *server) refuse(ctx context.Context, c *call, d lifecycle.Decision) erro
 		// doc, Retries).
 		_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, strconv.FormatInt(wait.Milliseconds(), 10)))
 		e.Status = int(codes.Unavailable)
+		e.HasStatus = true
 	case lifecycle.NotStored:
 		// The first call passed its commit point and vanished: its effect
 		// was made and its answer is lost, as for an oversized answer.
 		refused = refusal(codes.DataLoss, ReasonOutcomeNotStored,
 			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
 		e.Status = int(codes.DataLoss)
+		e.HasStatus = true
 	case lifecycle.KeyReused:
 		refused = refusal(codes.FailedPrecondition, ReasonKeyReused, "this idempotency key was used with another call", 0)
 		e.Status = int(codes.FailedPrecondition)
+		e.HasStatus = true
 	case lifecycle.Invalid:
 		refused = refusal(codes.InvalidArgument, ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
 	case lifecycle.Canceled:
 		// The client left while the claim ran: nothing is unavailable.
 		refused = status.FromContextError(ctx.Err()).Err()
 		e.Status = int(status.Code(refused))
+		e.HasStatus = true
 	case lifecycle.Busy:
 		refused = refusal(codes.Unavailable, ReasonStoreBusy, "the idempotency store is busy; retry shortly", ref.RetryAfter)
 		e.Status = int(codes.Unavailable)
+		e.HasStatus = true
 	default:
 		refused = refusal(codes.Unavailable, ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
 		e.Status = int(codes.Unavailable)
+		e.HasStatus = true
 	}
 	if e.Kind != 0 {
 		s.emit(ctx, c, e)
@@ -229,7 +235,7 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (any, 
 	// SetHeader fails only outside a server call or after the header was
 	// sent, neither of which can be the case here.
 	_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedKey, "true"))
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(status.Code(err))})
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(status.Code(err)), HasStatus: true})
 	return resp, err
 }
 
@@ -261,7 +267,7 @@ func (s *server) emit(ctx context.Context, c *call, e ledger.Event) {
 	if s.cfg.Observer == nil {
 		return
 	}
-	e.Method, e.Route = c.method, c.method
+	e.Method, e.Route, e.Transport = c.method, c.method, ledger.TransportRPC
 	e.Duration = time.Since(c.start)
 	if e.Err != nil {
 		e.Err = redact.Error(e.Err, c.req.Key, c.req.Scope)

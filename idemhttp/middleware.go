@@ -91,7 +91,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			run.Complete(failure, ledger.ReasonPanic, failure.Status, nil)
 			return
 		}
-		run.Release(ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
 	m.next.ServeHTTP(cw, p.r.WithContext(context.WithValue(run.Context(p.r.Context()), ctxKey{}, h)))
 	finished = true

@@ -195,7 +195,7 @@ func (r *Run) Stop() {
 func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause error) {
 	r.hb.Stop()
 	if r.refused.Load() {
-		r.emit(ledger.Event{Kind: ledger.EventLeaseLost, Op: "complete", Status: status, Err: errAnsweredAfterLoss})
+		r.emit(withStatus(ledger.Event{Kind: ledger.EventLeaseLost, Op: "complete", Err: errAnsweredAfterLoss}, status))
 		ctx, cancel := r.detached()
 		defer cancel()
 		_ = r.l.Release(ctx, r.claim)
@@ -204,28 +204,40 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 	ctx, cancel := r.detached()
 	defer cancel()
 	if err := r.l.Complete(ctx, r.claim, out); err != nil {
-		r.emit(ledger.Event{Kind: FailureKind(err), Op: "complete", Status: status, Err: err})
+		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "complete", Err: err}, status))
 		return
 	}
-	r.emit(ledger.Event{Kind: ledger.EventStored, Reason: why, Status: status, Err: cause})
+	r.emit(withStatus(ledger.Event{Kind: ledger.EventStored, Reason: why, Err: cause}, status))
+}
+
+// withStatus returns e carrying status, unless it is NoStatus.
+func withStatus(e ledger.Event, status int) ledger.Event {
+	if status != NoStatus {
+		e.Status, e.HasStatus = status, true
+	}
+	return e
 }
 
 // errAnsweredAfterLoss is the Err of the event that reports an answer not
 // stored because it came after Commit said the lease was lost.
 var errAnsweredAfterLoss = fmt.Errorf("%w: the answer came after Commit reported it, and is not stored", ledger.ErrLeaseLost)
 
+// NoStatus is the status of [Run.Release] when there is no answer (the
+// handler panicked).
+const NoStatus = -1
+
 // Release gives the key back so that a retry runs again, reporting
-// EventReleased with why and status (0 when there is no answer), or the
-// failure with Op "release".
+// EventReleased with why and status (NoStatus when there is no answer),
+// or the failure with Op "release".
 func (r *Run) Release(why ledger.Reason, status int) {
 	r.hb.Stop()
 	ctx, cancel := r.detached()
 	defer cancel()
 	if err := r.l.Release(ctx, r.claim); err != nil {
-		r.emit(ledger.Event{Kind: FailureKind(err), Op: "release", Status: status, Err: err})
+		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "release", Err: err}, status))
 		return
 	}
-	r.emit(ledger.Event{Kind: ledger.EventReleased, Reason: why, Status: status})
+	r.emit(withStatus(ledger.Event{Kind: ledger.EventReleased, Reason: why}, status))
 }
 
 // detached returns a context that outlives the client's hang-up but not
