@@ -43,13 +43,13 @@
 //
 // With Options.Wait set, a duplicate that finds its key in flight is not
 // refused at once: it polls the record (every few milliseconds at first,
-// then a few times a second) and is answered the first call's answer,
+// then every 50 to 100 ms) and is answered the first call's answer,
 // marked replayed, within a poll of its being stored; it runs the
 // procedure itself when the first call releases the key; it gets the
 // in-flight unavailable when the budget or its own deadline ends first.
 // A client with no retries at all then ends with the first answer. A
-// waiting call holds its connection and makes a few claims a second on
-// the store: keep Wait below the deadlines and timeouts between the
+// waiting call holds its connection and makes a claim on the store at
+// each poll: keep Wait below the deadlines and timeouts between the
 // client and the server (the call's deadline, an HTTP client's Timeout, a
 // proxy's), so that a duplicate hears "come back" rather than
 // deadline_exceeded.

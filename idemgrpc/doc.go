@@ -259,7 +259,7 @@
 //
 // With ServerOptions.Wait set, a duplicate that finds its key in flight
 // is not refused at once: it polls the record (every few milliseconds at
-// first, then a few times a second) and is answered the first call's
+// first, then every 50 to 100 ms) and is answered the first call's
 // answer, marked replayed, within a poll of its being stored; it runs the
 // handler itself when the first call releases the key; it gets the
 // in-flight UNAVAILABLE when the budget or its own deadline ends first.
@@ -267,7 +267,7 @@
 // its policy: eight duplicates of a call that outlasts grpc-go's retry
 // policy all end with its answer, in one attempt each
 // (TestGRPCRetryPolicyWithWait). A waiting call holds its stream and makes
-// a few claims a second on the store: keep Wait below the call deadlines
+// a claim on the store at each poll: keep Wait below the call deadlines
 // clients set, so that a duplicate hears "come back" (UNAVAILABLE with
 // RetryInfo) rather than DEADLINE_EXCEEDED, which neither this package's
 // client interceptor nor a retry policy listing UNAVAILABLE retries.

@@ -65,7 +65,7 @@
 // not retry a 409 at all, stripe-go spends its two retries in about
 // 1.5 s. With [Options].Wait set, the duplicate waits for the first
 // request instead: it polls the record (every few milliseconds at first,
-// then a few times a second) and is answered the first answer, marked
+// then every 50 to 100 ms) and is answered the first answer, marked
 // replayed, within a poll of its being stored (BENCHMARKS.md, "Waiting
 // duplicates", has the added latency). When the first request releases
 // the key (its handler failed before its commit point), the duplicate
@@ -73,7 +73,7 @@
 // first, it gets the 409.
 //
 // A waiting duplicate holds its connection and its client's attempt, and
-// makes a few claims a second on the store. Set Wait longer than the
+// makes a claim on the store at each poll. Set Wait longer than the
 // handlers usually take, and shorter than the shortest per-attempt timeout
 // between the client and the handler (a load balancer's idle or request
 // timeout, idemclient.Transport.AttemptTimeout, stripe-go's 80 s): a
