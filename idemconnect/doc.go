@@ -27,6 +27,7 @@
 //	invalid key                               invalid_argument     IDEMPOTENCY_KEY_INVALID
 //	first call with the key                   the procedure's answer, stored when Options.ShouldStore says so
 //	same key while the first runs             unavailable          IDEMPOTENCY_KEY_IN_FLIGHT, RetryInfo and Retry-After
+//	  ... with Options.Wait                   the first answer once stored; unavailable at the budget's end
 //	same key and message, completed           the stored answer, with Idempotent-Replayed: true
 //	same key, other procedure or message      failed_precondition  IDEMPOTENCY_KEY_REUSED
 //	first call passed its commit point,       data_loss            IDEMPOTENCY_OUTCOME_NOT_STORED
@@ -39,6 +40,19 @@
 // retries unavailable with the same key, never failed_precondition or
 // data_loss. A replayed error carries Idempotent-Replayed: true in its
 // metadata; the client interceptor never retries it.
+//
+// With Options.Wait set, a duplicate that finds its key in flight is not
+// refused at once: it polls the record (every few milliseconds at first,
+// then every 50 to 100 ms) and is answered the first call's answer,
+// marked replayed, within a poll of its being stored; it runs the
+// procedure itself when the first call releases the key; it gets the
+// in-flight unavailable when the budget or its own deadline ends first.
+// A client with no retries at all then ends with the first answer. A
+// waiting call holds its connection and makes a claim on the store at
+// each poll: keep Wait below the deadlines and timeouts between the
+// client and the server (the call's deadline, an HTTP client's Timeout, a
+// proxy's), so that a duplicate hears "come back" rather than
+// deadline_exceeded.
 //
 // Commit marks the commit point inside a procedure, as idemgrpc.Commit
 // does: from then on its answer is stored whatever its code, and the mark

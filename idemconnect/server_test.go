@@ -114,6 +114,53 @@ func TestConcurrentDuplicates(t *testing.T) {
 	})
 }
 
+// TestConcurrentDuplicatesWait: with Options.Wait, duplicates sent by a
+// client with no retries at all while the first call runs (300 ms) wait
+// for it and end with its answer, in one attempt each; without Wait they
+// end with the in-flight unavailable. Every protocol, every driver.
+func TestConcurrentDuplicatesWait(t *testing.T) {
+	eachDriver(t, ledger.Options{}, func(t *testing.T, l idemconnect.Ledger) {
+		for _, proto := range protocols {
+			for _, wait := range []time.Duration{10 * time.Second, 0} {
+				t.Run(fmt.Sprintf("%s/wait=%v", proto.name, wait), func(t *testing.T) {
+					p := &payments{delay: 300 * time.Millisecond}
+					c := serve(t, p, l, idemconnect.Options{Wait: wait}, proto.opt)
+					key := fmt.Sprintf("dup-%s-%v", proto.name, wait)
+					first := make(chan result, 1)
+					go func() { first <- call(context.Background(), c, key, mapMessage(t, 9)) }()
+					for p.runs.Load() == 0 {
+						time.Sleep(time.Millisecond)
+					}
+					var wg sync.WaitGroup
+					results := make([]result, 10)
+					for i := range results {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							results[i] = call(context.Background(), c, key, mapMessage(t, 9))
+						}()
+					}
+					wg.Wait()
+					if r := <-first; r.err != nil || r.charge != "ch_1" || r.replayed != "" {
+						t.Errorf("first call: %+v; want ch_1, not replayed", r)
+					}
+					for i, r := range results {
+						if wait > 0 && (r.err != nil || r.charge != "ch_1" || r.replayed != "true") {
+							t.Errorf("duplicate %d: %+v; want ch_1, replayed", i, r)
+						}
+						if wait == 0 && r.code != connect.CodeUnavailable {
+							t.Errorf("duplicate %d: %+v; want unavailable", i, r)
+						}
+					}
+					if n := p.runs.Load(); n != 1 {
+						t.Errorf("procedure ran %d times, want 1", n)
+					}
+				})
+			}
+		}
+	})
+}
+
 // TestCommittedThenGone: a first call that marked its commit point and
 // vanished is answered data_loss (IDEMPOTENCY_OUTCOME_NOT_STORED) after its
 // lease, never run again; with Options.Recover it runs once more, and

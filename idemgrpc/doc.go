@@ -32,6 +32,7 @@
 //	                                          INVALID_ARGUMENT
 //	first call with the key                   the handler's answer, stored when ShouldStore
 //	same key while the first runs             UNAVAILABLE          IDEMPOTENCY_KEY_IN_FLIGHT, RetryInfo
+//	  ... with ServerOptions.Wait             the first answer once stored; UNAVAILABLE at the budget's end
 //	same key and request, completed           the stored answer, and idempotent-replayed: true
 //	same key, other method or message         FAILED_PRECONDITION  IDEMPOTENCY_KEY_REUSED
 //	store busy (SQLite lock, serialization)   UNAVAILABLE          IDEMPOTENCY_STORE_BUSY, RetryInfo
@@ -62,6 +63,8 @@
 //     precisely because the key is sent again. ABORTED (HTTP's 409, which
 //     package idemhttp answers) would tell the client to restart a larger
 //     sequence, which is not needed, and is retried by nothing by default.
+//     With ServerOptions.Wait the duplicate is not refused at first: it
+//     waits for the first call's answer (see Waiting duplicates).
 //   - Key reused: the key's record exists with another request. The same
 //     call retried will fail the same way until the record expires, so
 //     it is not retryable; it depends on the system's state (the same
@@ -250,7 +253,24 @@
 // sets response headers (grpc.SetHeader, grpc.SendHeader) before this one
 // answers turns every in-flight answer into a final failure. Keep such
 // interceptors from sending headers on refusals, or use this package's
-// client interceptor, which has neither limit.
+// client interceptor, which has neither limit, or let the server wait.
+//
+// # Waiting duplicates
+//
+// With ServerOptions.Wait set, a duplicate that finds its key in flight
+// is not refused at once: it polls the record (every few milliseconds at
+// first, then every 50 to 100 ms) and is answered the first call's
+// answer, marked replayed, within a poll of its being stored; it runs the
+// handler itself when the first call releases the key; it gets the
+// in-flight UNAVAILABLE when the budget or its own deadline ends first.
+// A client then needs no retries to end with the first answer, whatever
+// its policy: eight duplicates of a call that outlasts grpc-go's retry
+// policy all end with its answer, in one attempt each
+// (TestGRPCRetryPolicyWithWait). A waiting call holds its stream and makes
+// a claim on the store at each poll: keep Wait below the call deadlines
+// clients set, so that a duplicate hears "come back" (UNAVAILABLE with
+// RetryInfo) rather than DEADLINE_EXCEEDED, which neither this package's
+// client interceptor nor a retry policy listing UNAVAILABLE retries.
 //
 // # Ledger
 //

@@ -15,8 +15,9 @@
 // own short transaction on the ledger's database. The first request runs
 // the handler and its answer is stored; a retry gets the stored answer
 // with an Idempotent-Replayed: true field; a duplicate that arrives while
-// the first still runs gets 409 with Retry-After; a key used again for
-// another request gets 422. [Options] set every part of this contract:
+// the first still runs gets 409 with Retry-After, or waits for the first
+// answer (Options.Wait: see Duplicates); a key used again for another
+// request gets 422. [Options] set every part of this contract:
 // which methods, whether the key is required, which statuses and header
 // fields are stored, the body limit, the refusal format (RFC 9457 problem
 // documents by default), what to do when the ledger is down, and the
@@ -41,6 +42,7 @@
 //	body longer than MaxBodyBytes                      413 (CodeBodyTooLarge)
 //	first request with the key                         the handler's answer, stored if ShouldStore
 //	same key while the first runs                      409 with Retry-After (CodeInFlight), at once
+//	  ... with Options.Wait                            the first answer once stored; 409 at the budget's end
 //	same key and fingerprint, completed                the stored answer, plus ReplayHeader: true
 //	  ... stored by ledger.Mutate, not an HTTP answer  500 (CodeStoredOutcome)
 //	  ... an answer too large to keep (a marker)       410 (CodeOutcomeNotStored), plus ReplayHeader: true
@@ -53,6 +55,34 @@
 // A request without a key and without Required, or with another method,
 // goes to the handler unprotected. The middleware's refusals never create
 // or complete a record.
+//
+// # Duplicates
+//
+// By default a duplicate that arrives while the key's first request runs
+// is answered 409 with Retry-After at once, and its client must come
+// back. Many retrying clients at their default settings do not come back
+// long enough for a slow handler: go-retryablehttp and curl --retry do
+// not retry a 409 at all, stripe-go spends its two retries in about
+// 1.5 s. With [Options].Wait set, the duplicate waits for the first
+// request instead: it polls the record (every few milliseconds at first,
+// then every 50 to 100 ms) and is answered the first answer, marked
+// replayed, within a poll of its being stored (BENCHMARKS.md, "Waiting
+// duplicates", has the added latency). When the first request releases
+// the key (its handler failed before its commit point), the duplicate
+// runs the handler itself; when the budget or the request's context ends
+// first, it gets the 409.
+//
+// A waiting duplicate holds its connection and its client's attempt, and
+// makes a claim on the store at each poll. Set Wait longer than the
+// handlers usually take, and shorter than the shortest per-attempt timeout
+// between the client and the handler (a load balancer's idle or request
+// timeout, idemclient.Transport.AttemptTimeout, stripe-go's 80 s): a
+// duplicate cut by such a timeout learns less than a 409 would have told
+// it. Under Wait the refusals that say "come back" (409 at the budget,
+// 503 busy) and the final ones (410, 422, 400) keep their meaning, so a
+// client that retries only the former (curl --retry with
+// --retry-connrefused retries 429 and 503, never 400, 409, 410 or 422)
+// ends with the first answer or a final one.
 //
 // # Storing
 //

@@ -202,8 +202,8 @@ type Options struct {
 	// Retry-After would have told it to come back. Set it below the
 	// shortest such timeout in front of the service; then a duplicate
 	// from a client at its default retry settings ends with the first
-	// answer. Waiting polls the record, a few times a second at most
-	// (see BENCHMARKS.md, "Waiting duplicates").
+	// answer. Waiting polls the record, every few milliseconds at first,
+	// then every 50 to 100 ms (see BENCHMARKS.md, "Waiting duplicates").
 	Wait time.Duration
 
 	// Now is the clock of the events' Duration. Default time.Now. The
