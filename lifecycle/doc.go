@@ -47,7 +47,7 @@
 // # Waiting duplicates
 //
 // With [Config].Wait set, a duplicate that finds the key in flight polls
-// the record (at first every few milliseconds, then a few times a second)
+// the record (at first every few milliseconds, then every 50 to 100 ms)
 // until the first run stores its answer (Replayed), releases the key
 // (Claimed: the duplicate runs itself), or the budget or the request's
 // context ends (InFlight).
