@@ -132,7 +132,7 @@ func (cfg *config) prepare(c fiber.Ctx, method string) (*request, error) {
 	if int64(len(body)) > cfg.maxBody {
 		return nil, cfg.refuse(c, idemhttp.Refusal{Status: http.StatusRequestEntityTooLarge, Code: idemhttp.CodeBodyTooLarge,
 			Detail: "the request body is longer than " + strconv.FormatInt(cfg.maxBody, 10) + " bytes",
-			Err: &http.MaxBytesError{Limit: cfg.maxBody}})
+			Err:    &http.MaxBytesError{Limit: cfg.maxBody}})
 	}
 	fp, err := cfg.fingerprint(c, body)
 	if err != nil {
