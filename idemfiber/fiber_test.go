@@ -21,6 +21,7 @@ import (
 	"github.com/idemledger/idemledger/idemfiber"
 	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // answer is what a client saw.
@@ -459,18 +460,23 @@ func TestClaimFrom(t *testing.T) {
 	eachEngine(t, func(t *testing.T, s store) {
 		sh := newShop(t, s, idemfiber.Options{})
 		var got idemhttp.Claim
-		var ok bool
+		var ok, run bool
 		sh.handle = func(c fiber.Ctx, n int64) error {
 			got, ok = idemfiber.ClaimFrom(c)
+			var r *lifecycle.Run
+			r, run = lifecycle.FromContext(c.Context())
+			if run && (r.Key() != got.Key || r.Fence() != got.Fence) {
+				t.Errorf("the context's run has key %q and fence %d, ClaimFrom %q and %d", r.Key(), r.Fence(), got.Key, got.Fence)
+			}
 			return c.SendStatus(201)
 		}
 		post(t, sh.url, `"order-42"`, `{}`)
-		if !ok || got.Scope != "acme" || got.Key != "order-42" || got.Fence < 1 || !got.CommittedAt.IsZero() {
-			t.Errorf("ClaimFrom: %+v, %v; want acme, order-42, a fence", got, ok)
+		if !ok || !run || got.Scope != "acme" || got.Key != "order-42" || got.Fence < 1 || !got.CommittedAt.IsZero() {
+			t.Errorf("ClaimFrom: %+v, %v, run in the context %v; want acme, order-42, a fence, and the run", got, ok, run)
 		}
 		post(t, sh.url, "", `{}`)
-		if ok {
-			t.Errorf("ClaimFrom without a key: %+v, want false", got)
+		if ok || run {
+			t.Errorf("without a key: ClaimFrom %+v, %v, run in the context %v; want false twice", got, ok, run)
 		}
 	})
 }
