@@ -252,26 +252,29 @@ func TestKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		required bool
+		strict   bool
 		keys     []string // the key field's lines of the second request
 		body     string   // of the second request
 		status   int
 		code     string // the problem's code, or "" for the handler's answer
 		runs     int64  // after both requests
 	}{
-		{"too long", false, []string{strings.Repeat("k", 256)}, `{"item":"book"}`, 400, "key-invalid", 1},
-		{"empty", false, []string{""}, `{"item":"book"}`, 400, "key-invalid", 1},
-		{"two lines", false, []string{"k1", "k1"}, `{"item":"book"}`, 400, "key-invalid", 1},
-		{"bad quote", false, []string{`"k1`}, `{"item":"book"}`, 400, "key-invalid", 1},
-		{"strict refuses bare", false, []string{"k2"}, `{"item":"book"}`, 201, "", 2},
-		{"missing, required", true, nil, `{"item":"book"}`, 400, "key-missing", 1},
-		{"missing, optional", false, nil, `{"item":"book"}`, 201, "", 2},
-		{"quoted is the bare key", false, []string{`"k1"`}, `{"item":"book"}`, 201, "", 1},
-		{"reused", false, []string{"k1"}, `{"item":"pen"}`, 422, "key-reused", 1},
+		{"too long", false, false, []string{strings.Repeat("k", 256)}, `{"item":"book"}`, 400, "key-invalid", 1},
+		{"empty", false, false, []string{""}, `{"item":"book"}`, 400, "key-invalid", 1},
+		{"two lines", false, false, []string{"k1", "k1"}, `{"item":"book"}`, 400, "key-invalid", 1},
+		{"bad quote", false, false, []string{`"k1`}, `{"item":"book"}`, 400, "key-invalid", 1},
+		{"another key", false, false, []string{"k2"}, `{"item":"book"}`, 201, "", 2},
+		{"strict refuses bare", false, true, []string{"k2"}, `{"item":"book"}`, 400, "key-invalid", 1},
+		{"strict takes quoted", false, true, []string{`"k2"`}, `{"item":"book"}`, 201, "", 2},
+		{"missing, required", true, false, nil, `{"item":"book"}`, 400, "key-missing", 1},
+		{"missing, optional", false, false, nil, `{"item":"book"}`, 201, "", 2},
+		{"bare is the quoted key", false, false, []string{"k1"}, `{"item":"book"}`, 201, "", 1},
+		{"reused", false, false, []string{"k1"}, `{"item":"pen"}`, 422, "key-reused", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eachEngine(t, func(t *testing.T, s store) {
-				sh := newShop(t, s, idemfiber.Options{Required: tc.required})
-				if got := post(t, sh.url, "k1", `{"item":"book"}`); got.status != 201 {
+				sh := newShop(t, s, idemfiber.Options{Required: tc.required, StrictKey: tc.strict})
+				if got := send(t, http.MethodPost, sh.url, `{"item":"book"}`, `"k1"`); got.status != 201 {
 					t.Fatalf("first: %+v", got)
 				}
 				got := send(t, http.MethodPost, sh.url, tc.body, tc.keys...)
