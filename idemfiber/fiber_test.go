@@ -575,3 +575,51 @@ func TestSharedRecords(t *testing.T) {
 		}
 	})
 }
+
+// TestNested: an idemfiber handler inside another (app.Use'd, and on the
+// route) leaves the request to the outer one, which holds its key: the
+// handler runs once and its answer is replayed, where a second claim of
+// the same key would answer 409 for ever.
+func TestNested(t *testing.T) {
+	eachEngine(t, func(t *testing.T, s store) {
+		opts := idemfiber.Options{Scope: func(fiber.Ctx) (string, error) { return "acme", nil }}
+		app := fiber.New()
+		app.Use(idemfiber.New(s.l, opts))
+		var runs atomic.Int64
+		app.Post("/orders", idemfiber.New(s.l, opts), func(c fiber.Ctx) error {
+			return c.Status(201).SendString(fmt.Sprint(runs.Add(1)))
+		})
+		url := listen(t, app) + "/orders"
+		for i, replayed := range []string{"", "true"} {
+			if got := post(t, url, "k1", `{}`); got.status != 201 || got.body != "1" || got.replayed != replayed {
+				t.Errorf("request %d: %+v, want 201 1 replayed %q", i+1, got, replayed)
+			}
+		}
+	})
+}
+
+// TestScopeError: a scope function's *idemhttp.ScopeError chooses the
+// refusal's status, detail and header lines; the handler does not run.
+func TestScopeError(t *testing.T) {
+	eachEngine(t, func(t *testing.T, s store) {
+		sh := newShop(t, s, idemfiber.Options{Scope: func(c fiber.Ctx) (string, error) {
+			return "", fmt.Errorf("auth: %w", &idemhttp.ScopeError{Status: 401, Detail: "who are you?",
+				Header: http.Header{"Www-Authenticate": {`Bearer realm="shop"`}}})
+		}})
+		req, _ := http.NewRequest(http.MethodPost, sh.url, strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "k1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := `{"type":"about:blank","title":"Unauthorized","status":401,"detail":"who are you?","code":"scope"}` + "\n"
+		if resp.StatusCode != 401 || string(body) != want || resp.Header.Get("WWW-Authenticate") != `Bearer realm="shop"` {
+			t.Errorf("answer %d %s %v\nwant 401 %s with the challenge", resp.StatusCode, body, resp.Header, want)
+		}
+		if got := sh.runs.Load(); got != 0 {
+			t.Errorf("handler ran %d times, want 0", got)
+		}
+	})
+}

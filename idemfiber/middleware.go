@@ -114,6 +114,7 @@ func (cfg *config) prepare(c fiber.Ctx, method string) (*request, error) {
 				ref.Detail = se.Detail
 			}
 			for name, values := range se.Header {
+				c.Response().Header.Del(name)
 				for _, v := range values {
 					c.Response().Header.Add(name, v)
 				}

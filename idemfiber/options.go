@@ -89,8 +89,9 @@ type Options struct {
 	// Refuse writes the handler's own answers (the refusals: see
 	// idemhttp.Refusal and its codes). It is called before anything was
 	// written for the request, except the Retry-After and replay fields
-	// that the refusal carries. Default: an RFC 9457 problem document,
-	// byte for byte idemhttp.WriteProblem's.
+	// that the refusal carries. Its error is returned to Fiber, whose
+	// error handler then answers. Default [WriteProblem]: an RFC 9457
+	// problem document, byte for byte idemhttp.WriteProblem's.
 	Refuse func(c fiber.Ctx, ref idemhttp.Refusal) error
 
 	// ReplayHeader is the field set to "true" on every replayed answer.
