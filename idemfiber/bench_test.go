@@ -30,7 +30,10 @@ func BenchmarkReplay(b *testing.B) {
 		{"idemfiber/postgres", func(b *testing.B) fiber.Handler {
 			return idemfiber.New(open(b, testdb.PostgresDB(b)).l, idemfiber.Options{Scope: scope})
 		}},
-		{"fiber-idempotency/memory", func(*testing.B) fiber.Handler { return idempotency.New() }},
+		{"fiber-idempotency/memory", func(*testing.B) fiber.Handler {
+			// Its default field is X-Idempotency-Key.
+			return idempotency.New(idempotency.Config{KeyHeader: "Idempotency-Key"})
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			app := fiber.New()
