@@ -5,10 +5,10 @@
 //
 // It is a Go module of its own (github.com/idemledger/idemledger/idemfiber),
 // so that Fiber stays out of the main module's go.mod. It is built on
-// Fiber v3, the current major version, since the module proxy serves
-// stable v3 releases (v3.0.0 and later): v3's handlers take a fiber.Ctx
-// interface and carry a context.Context (c.Context, c.SetContext), which
-// a run under a lease needs to cancel its handler. It requires v3.1.0
+// Fiber v3, the current major version, which the module proxy serves as
+// stable releases (v3.0.0 and later). Fiber v2's handlers take another
+// type (*fiber.Ctx, where v3 has the fiber.Ctx interface), so a v2 app
+// needs a transport of its own, written the same way. It requires v3.1.0
 // and is tested with it: the newest v3 release whose whole dependency
 // graph the proxy served when this module was made (v3.7.0 needs a
 // gofiber/utils version the proxy refused).
