@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/recover"
 
+	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/idemfiber"
 	"github.com/idemledger/idemledger/idemhttp"
 	"github.com/idemledger/idemledger/ledger"
@@ -622,4 +623,52 @@ func TestScopeError(t *testing.T) {
 			t.Errorf("handler ran %d times, want 0", got)
 		}
 	})
+}
+
+// TestStoredKinds: what a retry gets for each kind of record another
+// writer may have left under the key: idemhttp's markers (410, with the
+// replay field), an answer without a kind and without a Content-Type
+// (replayed without fasthttp's default type), and an outcome that is no
+// HTTP answer (a gRPC one, ledger.Mutate's: 500 stored-outcome, never
+// sent).
+func TestStoredKinds(t *testing.T) {
+	const body = `{"item":"book"}`
+	for _, tc := range []struct {
+		name string
+		out  ledger.Outcome
+		want answer
+	}{
+		{"marker", ledger.Outcome{Kind: idemhttp.KindNotStored, Status: 201, Body: []byte("oversized")},
+			answer{410, `{"type":"about:blank","title":"Gone","status":410,"detail":"the request with this idempotency key completed with status 201, but its answer was too large to keep, so it cannot be sent again","code":"outcome-not-stored"}` + "\n",
+				"", idemhttp.ProblemContentType, "true", ""}},
+		{"legacy marker", ledger.Outcome{Status: 201, Header: map[string][]string{"Idemhttp-Not-Stored": {"hijack"}}},
+			answer{410, `{"type":"about:blank","title":"Gone","status":410,"detail":"the request with this idempotency key completed with status 201, but its answer could not be kept, so it cannot be sent again","code":"outcome-not-stored"}` + "\n",
+				"", idemhttp.ProblemContentType, "true", ""}},
+		{"untyped answer", ledger.Outcome{Status: 202, Header: map[string][]string{"Location": {"/jobs/7"}}, Body: []byte("queued")},
+			answer{202, "queued", "/jobs/7", "", "true", ""}},
+		{"grpc answer", ledger.Outcome{Kind: "grpc", Body: []byte{0x0a}},
+			answer{500, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the answer stored for this idempotency key cannot be replayed over HTTP","code":"stored-outcome"}` + "\n",
+				"", idemhttp.ProblemContentType, "", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachEngine(t, func(t *testing.T, s store) {
+				sh := newShop(t, s, idemfiber.Options{})
+				req := ledger.Request{Scope: "acme", Key: "k1",
+					Fingerprint: hash.Request(http.MethodPost, "/orders", "application/json", []byte(body))}
+				c, err := s.l.Claim(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.l.Complete(t.Context(), c, tc.out); err != nil {
+					t.Fatal(err)
+				}
+				if got := post(t, sh.url, "k1", body); got != tc.want {
+					t.Errorf("retry: %+v\nwant   %+v", got, tc.want)
+				}
+				if got := sh.runs.Load(); got != 0 {
+					t.Errorf("handler ran %d times, want 0", got)
+				}
+			})
+		})
+	}
 }
