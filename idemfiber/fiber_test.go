@@ -672,3 +672,38 @@ func TestStoredKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseLost: when the store goes away while the handler runs, a lease
+// passes with no extension confirmed, and the handler hears it through
+// c.Context(): cancelled, with a cause matching ledger.ErrLeaseLost, and
+// Commit reports false, so it answers 503 instead of making its effect.
+func TestLeaseLost(t *testing.T) {
+	eachEngineWith(t, ledger.Options{Lease: 500 * time.Millisecond}, func(t *testing.T, s store) {
+		sh := newShop(t, s, idemfiber.Options{})
+		type heard struct {
+			cause  error
+			commit bool
+		}
+		got := make(chan heard, 1)
+		sh.handle = func(c fiber.Ctx, _ int64) error {
+			s.down()
+			select {
+			case <-c.Context().Done():
+			case <-time.After(10 * time.Second): // twenty leases: never heard
+			}
+			h := heard{cause: context.Cause(c.Context()), commit: idemfiber.Commit(c)}
+			got <- h
+			if !h.commit {
+				return fiber.ErrServiceUnavailable
+			}
+			return c.SendStatus(201)
+		}
+		if a := post(t, sh.url, "k1", `{"item":"book"}`); a.status != 503 {
+			t.Errorf("answer %+v, want 503", a)
+		}
+		h := <-got
+		if !errors.Is(h.cause, ledger.ErrLeaseLost) || h.commit {
+			t.Errorf("the handler heard cause %v and Commit %v; want ErrLeaseLost and false", h.cause, h.commit)
+		}
+	})
+}

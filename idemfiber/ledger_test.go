@@ -32,9 +32,12 @@ type store struct {
 	down func()
 }
 
-func open[TTx any](t testing.TB, d *testdb.DB[TTx]) store {
+func open[TTx any](t testing.TB, d *testdb.DB[TTx]) store { return openWith(t, d, ledger.Options{}) }
+
+// openWith is open with the ledger's options o.
+func openWith[TTx any](t testing.TB, d *testdb.DB[TTx], o ledger.Options) store {
 	t.Helper()
-	l, err := ledger.New(d.Driver, ledger.Options{})
+	l, err := ledger.New(d.Driver, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +52,11 @@ func open[TTx any](t testing.TB, d *testdb.DB[TTx]) store {
 
 // eachEngine runs f once per driver (testdb's registry), as subtests
 // named after them, each on a fresh ledger.
-func eachEngine(t *testing.T, f func(t *testing.T, s store)) {
+func eachEngine(t *testing.T, f func(t *testing.T, s store)) { eachEngineWith(t, ledger.Options{}, f) }
+
+// eachEngineWith is eachEngine with the ledger's options o.
+func eachEngineWith(t *testing.T, o ledger.Options, f func(t *testing.T, s store)) {
 	testdb.Each(t,
-		func(t *testing.T, d *testdb.DB[*sql.Tx]) { f(t, open(t, d)) },
-		func(t *testing.T, d *testdb.DB[pgx.Tx]) { f(t, open(t, d)) })
+		func(t *testing.T, d *testdb.DB[*sql.Tx]) { f(t, openWith(t, d, o)) },
+		func(t *testing.T, d *testdb.DB[pgx.Tx]) { f(t, openWith(t, d, o)) })
 }
