@@ -252,7 +252,7 @@ func (cfg *config) emit(p *request, e ledger.Event) {
 	e.Method, e.Route = p.method, p.route
 	e.Duration = cfg.now().Sub(p.start)
 	if e.Err != nil {
-		e.Err = redact(e.Err, p.req.Key, p.req.Scope)
+		e.Err = lifecycle.Redact(e.Err, p.req.Key, p.req.Scope)
 	}
 	cfg.observer.Observe(p.ctx, e)
 }

@@ -91,7 +91,7 @@ type Refusal struct {
 	RetryAfter time.Duration
 	// Err is the ledger's error behind the refusal, as returned by
 	// [ledger.Ledger.Claim]: it may quote the key and the scope, so a
-	// transport that reports it must redact it.
+	// transport that reports it must redact it ([Redact]).
 	Err error
 }
 
