@@ -40,6 +40,7 @@ func Exercise[TTx any](t *testing.T, fresh func(t *testing.T) *testdb.DB[TTx], h
 	t.Run("TxDone", func(t *testing.T) { txDone(t, fresh(t)) })
 	t.Run("BatchedEqualsUnbatched", func(t *testing.T) { batched(t, fresh(t)) })
 	t.Run("ErrNotMigrated", func(t *testing.T) { notMigrated(t, fresh(t)) })
+	t.Run("Catalog", func(t *testing.T) { catalog(t, fresh(t)) })
 	t.Run("ErrOutcomeUnknown", func(t *testing.T) { outcomeUnknown(t, fresh(t)) })
 	t.Run("ErrRetryable", func(t *testing.T) {
 		if hooks.Retryable == nil {
@@ -412,6 +413,56 @@ func notMigrated[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	if !errors.Is(err, driver.ErrNotMigrated) {
 		t.Fatalf("claim without the table: %v; want driver.ErrNotMigrated", err)
 	}
+}
+
+// catalog: TableExists and ColumnExists see the ledger's tables and
+// columns, and a table of the test's own appear and go, on the pool and
+// inside a transaction.
+func catalog[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	ctx := context.Background()
+	type check struct {
+		table, column string // column "" asks TableExists
+		want          bool
+	}
+	run := func(t *testing.T, checks []check) {
+		t.Helper()
+		tx := d.Begin(t)
+		defer d.Driver.Rollback(ctx, tx)
+		for _, where := range []struct {
+			name string
+			ex   driver.Executor
+		}{{"pool", d.Driver.DB()}, {"tx", d.Driver.TxExecutor(tx)}} {
+			for _, c := range checks {
+				var got bool
+				var err error
+				if c.column == "" {
+					got, err = where.ex.TableExists(ctx, c.table)
+				} else {
+					got, err = where.ex.ColumnExists(ctx, c.table, c.column)
+				}
+				if err != nil || got != c.want {
+					t.Errorf("%s: exists(%q, %q) = %t, %v; want %t", where.name, c.table, c.column, got, err, c.want)
+				}
+			}
+		}
+	}
+	run(t, []check{
+		{"idempotency_ledger", "", true},
+		{"idemledger_schema_migrations", "", true},
+		{"idempotency_ledger", "fence", true},
+		{"idempotency_ledger", "committed_at", true},
+		{"idempotency_ledger", "no_such_column", false},
+		{"catalog_probe", "", false},
+		{"catalog_probe", "probe_col", false},
+	})
+	if _, err := d.SQL.Exec("CREATE TABLE catalog_probe (probe_col INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, []check{{"catalog_probe", "", true}, {"catalog_probe", "probe_col", true}, {"catalog_probe", "fence", false}})
+	if _, err := d.SQL.Exec("DROP TABLE catalog_probe"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, []check{{"catalog_probe", "", false}, {"catalog_probe", "probe_col", false}})
 }
 
 // outcomeUnknown: a statement whose connection breaks after it was sent
