@@ -1123,15 +1123,6 @@ func TestHeartbeatKeepsSlowHandlerKey(t *testing.T) {
 	})
 }
 
-// tableLock locks the ledger's rows against writes from other sessions,
-// inside a transaction, per driver (SQLite's BEGIN IMMEDIATE does it
-// alone).
-var tableLock = map[string]string{
-	testdb.Postgres: "LOCK TABLE idempotency_ledger IN EXCLUSIVE MODE",
-	testdb.PgxV5:    "LOCK TABLE idempotency_ledger IN EXCLUSIVE MODE",
-	testdb.MySQL:    "SELECT COUNT(*) FROM (SELECT 1 FROM idempotency_ledger FOR UPDATE) AS l",
-}
-
 // A failed extension is not the end of the heartbeat: with the ledger's
 // table locked by another session for longer than an extension may wait
 // (SQLite's write lock; PostgreSQL's table lock; MySQL's row locks), the beat fails, and once
@@ -1162,7 +1153,7 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stmt := tableLock[e]; stmt != "" {
+		if stmt := testdb.EngineOf(e).LockLedger; stmt != "" {
 			if _, err := lock.ExecContext(ctx, stmt); err != nil {
 				t.Fatal(err)
 			}

@@ -472,7 +472,7 @@ func outcomeUnknown[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	f := testdb.NewFaulty(t, d, 0)
 	if f.Plan != nil {
 		// SELECT, then the INSERT of a claim on the pool.
-		f.Plan.FailAfter(2, ioErr{})
+		f.Plan.FailAfter(2, f.IOErr)
 	} else {
 		// The lease token: only the claim's write carries it (a driver's
 		// claim may read the row first).
@@ -486,9 +486,3 @@ func outcomeUnknown[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		t.Fatal("the claim's write did not happen: the cut was not after the request")
 	}
 }
-
-// ioErr is SQLITE_IOERR as the sqlite driver reads it (a Code method).
-type ioErr struct{}
-
-func (ioErr) Error() string { return "disk I/O error" }
-func (ioErr) Code() int     { return 10 }
