@@ -1,7 +1,9 @@
 // Package driver is the boundary between package ledger and the databases
 // it runs on. It is for driver implementers: users pick a driver package
-// (sqlite, postgres or pgxv5), build its Driver over their database and
-// hand it to ledger.New, and never call the methods below themselves.
+// (one per engine and database library; README.md lists them), build its
+// Driver over their database and hand it to ledger.New, and never call the
+// methods below themselves. Each driver package documents what its engine
+// does differently.
 //
 // A Driver[TTx] holds the database: a pool on which it runs the ledger's
 // statements on its own (lease mode, Get, Purge, Stats) and begins

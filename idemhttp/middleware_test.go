@@ -34,7 +34,7 @@ type bundle struct {
 	srv *httptest.Server
 	l   ledgerAPI
 	db  *sql.DB // the database through database/sql, for assertions
-	e   string  // the driver's name (testdb.SQLite, testdb.Postgres, testdb.PgxV5)
+	e   string  // the driver's name (one of testdb.Drivers)
 	// closeStore makes the store unreachable: it closes the driver's
 	// database handle.
 	closeStore func()
@@ -74,9 +74,8 @@ type ledgerAPI interface {
 	Close() error
 }
 
-// eachEngine runs f as one subtest per driver ("sqlite", "postgres",
-// "pgxv5"); the PostgreSQL ones skip, naming the variable, when
-// testdb.PostgresEnv is unset.
+// eachEngine runs f as one subtest per driver of testdb.Drivers; a server
+// engine's ones skip, naming its variable, when it is unset.
 func eachEngine(t *testing.T, f func(t *testing.T, e string)) {
 	t.Helper()
 	for _, e := range testdb.Drivers() {
