@@ -19,14 +19,11 @@ import (
 
 // TestReplayWritesNothing: a retry of a record that stands (completed and
 // unexpired, in flight under a live lease, another fingerprint) is answered
-// from a plain read. On PostgreSQL the row is never locked nor rewritten
-// (its xmax and ctid stay as they were; a no-op upsert would lock it) and a
-// transaction that replays through Mutate is assigned no transaction id,
-// so its commit writes no WAL. On SQLite the answers come while another
-// connection holds the write lock (BEGIN IMMEDIATE), and no connection
-// commits anything (PRAGMA data_version of a separate connection stays). On
-// MySQL the answers come while another transaction holds the standing rows
-// locked for update.
+// from a plain read, which writes nothing and takes no lock: each engine's
+// testdb entry checks it the engine's way (testdb.Engine.WritesNothing:
+// the row's version and the transaction id on PostgreSQL, data_version
+// and the write lock held elsewhere on SQLite, row locks held elsewhere
+// on MySQL).
 func TestReplayWritesNothing(t *testing.T) {
 	eachDriver(t, testReplayWritesNothing[*sql.Tx], testReplayWritesNothing[pgx.Tx])
 }

@@ -20,6 +20,9 @@ import (
 	"github.com/idemledger/idemledger/schema"
 )
 
+// MySQL names the mysql driver under test.
+const MySQL = "mysql"
+
 // mysqlEngine is MySQL or MariaDB: a database of its own per test, on the
 // server MySQLEnv names.
 var mysqlEngine = &Engine{

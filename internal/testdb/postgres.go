@@ -22,6 +22,13 @@ import (
 	"github.com/idemledger/idemledger/schema"
 )
 
+// Postgres and PgxV5 name the drivers under test of PostgreSQL: postgres
+// (database/sql) and pgxv5 (pgx's native API).
+const (
+	Postgres = "postgres"
+	PgxV5    = "pgxv5"
+)
+
 // postgresEngine is PostgreSQL: a schema of its own per test (or, through
 // a pooler, a database), on the server PostgresEnv names.
 var postgresEngine = &Engine{

@@ -12,6 +12,9 @@ import (
 	"github.com/idemledger/idemledger/sqlite"
 )
 
+// SQLite names the sqlite driver under test.
+const SQLite = "sqlite"
+
 // sqliteEngine is SQLite: a file in the test's temporary directory.
 var sqliteEngine = &Engine{
 	Name:   "sqlite",

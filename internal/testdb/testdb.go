@@ -21,14 +21,6 @@ import (
 	"github.com/idemledger/idemledger/schema"
 )
 
-// The drivers under test, by the names their registry entries give them.
-const (
-	SQLite   = "sqlite"
-	Postgres = "postgres"
-	PgxV5    = "pgxv5"
-	MySQL    = "mysql"
-)
-
 // The registry of drivers under test: each engine's file (sqlite.go,
 // postgres.go, mysql.go) registers its drivers from its init function,
 // with the function that opens a fresh, migrated database through each,
@@ -214,9 +206,8 @@ type Driver[TTx any] interface {
 // DB is a fresh, migrated database under test, reached through one driver
 // whose transactions are TTx.
 type DB[TTx any] struct {
-	// Name is the driver's name (SQLite, Postgres, PgxV5, MySQL); Engine
-	// the database engine's ("sqlite", "postgres", "mysql"), whose
-	// helpers Eng holds.
+	// Name is the driver's name (one of Drivers); Engine the database
+	// engine's (Eng.Name), whose helpers Eng holds.
 	Name, Engine string
 	Eng          *Engine
 	// Driver is the ledger's driver over the database.
@@ -224,10 +215,12 @@ type DB[TTx any] struct {
 	// Serial is Eng.Serial.
 	Serial string
 	// SQL reaches the same database through database/sql, for setup and
-	// assertions; it is the driver's own pool on SQLite and postgres.
+	// assertions; it is the driver's own pool on the database/sql
+	// drivers.
 	SQL *sql.DB
-	// Source is the SQLite file's path or the PostgreSQL connection
-	// string (with the test's schema on its search_path).
+	// Source is what reaches the database again, in the form of its
+	// database package: a file's path, a connection URL or DSN (on
+	// PostgreSQL with the test's schema on its search_path).
 	Source string
 
 	closeDB func()
@@ -280,7 +273,7 @@ func (d *DB[TTx]) Rollback(t testing.TB, tx TTx) {
 // Each runs the test body once per driver, as subtests named after them:
 // sqlBody on the database/sql drivers (transactions are *sql.Tx), pgxBody
 // on pgx's (pgx.Tx). Write the body once, generic in TTx, and pass both
-// instances: testdb.Each(t, body[*sql.Tx], body[pgx.Tx]). The PostgreSQL
+// instances: testdb.Each(t, body[*sql.Tx], body[pgx.Tx]). The
 // subtests of a server's engine skip, naming its variable, when it is
 // unset.
 func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*testing.T, *DB[pgx.Tx])) {
