@@ -41,8 +41,8 @@ const (
 
 // engine is how the command reaches the databases of one engine: the -db
 // values that select it and the function that opens them. Each engine
-// registers itself (register) from a file of its own, which is the only
-// place the command knows it by name.
+// registers itself (register) from a file of its own (db_<engine>.go),
+// the only place where the command's database code knows it by name.
 type engine struct {
 	// name names the engine in messages ("PostgreSQL").
 	name string
