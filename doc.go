@@ -12,7 +12,9 @@
 //     transaction.
 //   - idemhttp: net/http middleware and client helpers.
 //   - schema: the embedded migrations, applied with golang-migrate.
-//   - sqlite: opens an SQLite file with the settings the ledger relies on.
+//   - driver: the boundary between the ledger and a database, which one
+//     package per engine and database library implements (README.md lists
+//     them; each one's documentation says what its engine does).
 //
 // The command idemledger (cmd/idemledger) runs a demonstration and
 // administers a ledger: canon, hash, migrate, purge, stats, inspect.

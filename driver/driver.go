@@ -1,7 +1,9 @@
 // Package driver is the boundary between package ledger and the databases
 // it runs on. It is for driver implementers: users pick a driver package
-// (sqlite, postgres or pgxv5), build its Driver over their database and
-// hand it to ledger.New, and never call the methods below themselves.
+// (one per engine and database library; README.md lists them), build its
+// Driver over their database and hand it to ledger.New, and never call the
+// methods below themselves. Each driver package documents what its engine
+// does differently.
 //
 // A Driver[TTx] holds the database: a pool on which it runs the ledger's
 // statements on its own (lease mode, Get, Purge, Stats) and begins
@@ -128,6 +130,18 @@ type Executor interface {
 	// Both read the whole table: they serve operators, not requests.
 	FindKey(ctx context.Context, key string, limit int) ([]Row, error)
 	ListInFlight(ctx context.Context, limit int) ([]Row, error)
+	// TableExists reports whether a table named table is one the
+	// ledger's statements reach, which name their tables unqualified:
+	// in SQLite's main database, in MySQL's current database, in a
+	// schema of PostgreSQL's search_path. When the session has nowhere
+	// to look (PostgreSQL, with no schema of the search_path existing)
+	// it returns an error saying so, which for the PostgreSQL drivers
+	// matches schema.ErrNoCurrentSchema. It only reads the catalog: tools
+	// use it to tell a migrated database from another before touching it.
+	TableExists(ctx context.Context, table string) (bool, error)
+	// ColumnExists reports whether the table that TableExists would
+	// find has a column named column; false when there is no such table.
+	ColumnExists(ctx context.Context, table, column string) (bool, error)
 	// Savepoint, RollbackToSavepoint and ReleaseSavepoint run
 	// SAVEPOINT name, ROLLBACK TO SAVEPOINT name and RELEASE SAVEPOINT
 	// name. name is an SQL identifier made by the ledger.

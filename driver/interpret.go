@@ -110,3 +110,13 @@ func (i *interpretedBatcher) CompleteReleaseCommit(ctx context.Context, p Comple
 	ok, released, committed, err := i.b.CompleteReleaseCommit(ctx, p, name)
 	return ok, released, committed, i.f(err)
 }
+
+func (i *interpreted) TableExists(ctx context.Context, table string) (bool, error) {
+	ok, err := i.ex.TableExists(ctx, table)
+	return ok, i.f(err)
+}
+
+func (i *interpreted) ColumnExists(ctx context.Context, table, column string) (bool, error) {
+	ok, err := i.ex.ColumnExists(ctx, table, column)
+	return ok, i.f(err)
+}

@@ -171,7 +171,7 @@ func TestPostgresLockTimeoutAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hold.ExecContext(ctx, tableLock[testdb.Postgres]); err != nil {
+	if _, err := hold.ExecContext(ctx, testdb.EngineOf(testdb.Postgres).LockLedger); err != nil {
 		t.Fatal(err)
 	}
 	const want = `{"type":"about:blank","title":"Service Unavailable","status":503,` +

@@ -20,12 +20,6 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// sqliteIOErr is SQLITE_IOERR as the sqlite driver reads it (a Code method).
-type sqliteIOErr struct{}
-
-func (sqliteIOErr) Error() string { return "injected SQLITE_IOERR" }
-func (sqliteIOErr) Code() int     { return 10 }
-
 // TestCompleteCutAfterCommit is issue 19's double charge, on every driver:
 // the handler makes its effect and marks its commit point, then the
 // connection that carries Complete's UPDATE breaks after the server ran it
@@ -48,7 +42,7 @@ func testCompleteCutAfterCommit[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	if f.Plan != nil {
 		// The request's statements on SQLite: the claim's SELECT and
 		// INSERT, the commit mark's UPDATE, Complete's UPDATE.
-		arm = func(string) { f.Plan.FailAfter(4, sqliteIOErr{}) }
+		arm = func(string) { f.Plan.FailAfter(4, f.IOErr) }
 	}
 	fired := f.Fired
 	l, err := ledger.New(f.Driver, ledger.Options{})

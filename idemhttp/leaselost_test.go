@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/lifecycle"
 )
@@ -119,7 +120,7 @@ func testLeaseLost(t *testing.T, e, how string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stmt := tableLock[e]; stmt != "" {
+		if stmt := testdb.EngineOf(e).LockLedger; stmt != "" {
 			if _, err := lock.ExecContext(ctx, stmt); err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ type bundle struct {
 	srv *httptest.Server
 	l   ledgerAPI
 	db  *sql.DB // the database through database/sql, for assertions
-	e   string  // the driver's name (testdb.SQLite, testdb.Postgres, testdb.PgxV5)
+	e   string  // the driver's name (one of testdb.Drivers)
 	// closeStore makes the store unreachable: it closes the driver's
 	// database handle.
 	closeStore func()
@@ -74,9 +74,8 @@ type ledgerAPI interface {
 	Close() error
 }
 
-// eachEngine runs f as one subtest per driver ("sqlite", "postgres",
-// "pgxv5"); the PostgreSQL ones skip, naming the variable, when
-// testdb.PostgresEnv is unset.
+// eachEngine runs f as one subtest per driver of testdb.Drivers; a server
+// engine's ones skip, naming its variable, when it is unset.
 func eachEngine(t *testing.T, f func(t *testing.T, e string)) {
 	t.Helper()
 	for _, e := range testdb.Drivers() {
@@ -1123,15 +1122,6 @@ func TestHeartbeatKeepsSlowHandlerKey(t *testing.T) {
 	})
 }
 
-// tableLock locks the ledger's rows against writes from other sessions,
-// inside a transaction, per driver (SQLite's BEGIN IMMEDIATE does it
-// alone).
-var tableLock = map[string]string{
-	testdb.Postgres: "LOCK TABLE idempotency_ledger IN EXCLUSIVE MODE",
-	testdb.PgxV5:    "LOCK TABLE idempotency_ledger IN EXCLUSIVE MODE",
-	testdb.MySQL:    "SELECT COUNT(*) FROM (SELECT 1 FROM idempotency_ledger FOR UPDATE) AS l",
-}
-
 // A failed extension is not the end of the heartbeat: with the ledger's
 // table locked by another session for longer than an extension may wait
 // (SQLite's write lock; PostgreSQL's table lock; MySQL's row locks), the beat fails, and once
@@ -1162,7 +1152,7 @@ func TestHeartbeatSurvivesTransientFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stmt := tableLock[e]; stmt != "" {
+		if stmt := testdb.EngineOf(e).LockLedger; stmt != "" {
 			if _, err := lock.ExecContext(ctx, stmt); err != nil {
 				t.Fatal(err)
 			}

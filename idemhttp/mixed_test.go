@@ -25,7 +25,7 @@ import (
 func mixedSetup(t *testing.T, e string) (b *bundle, viaTx *atomic.Bool) {
 	t.Helper()
 	b = &bundle{db: openSQL(t, e), obs: &recorder{}}
-	if _, err := b.db.Exec(ordersTable[e]); err != nil {
+	if _, err := b.db.Exec(ordersTable(e)); err != nil {
 		t.Fatal(err)
 	}
 	var err error
@@ -139,7 +139,7 @@ func TestReplayOfMutateRecord(t *testing.T) {
 func TestTxHandlerUnderMiddleware(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e string) {
 		b := &bundle{db: openSQL(t, e), obs: &recorder{}}
-		if _, err := b.db.Exec(ordersTable[e]); err != nil {
+		if _, err := b.db.Exec(ordersTable(e)); err != nil {
 			t.Fatal(err)
 		}
 		t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)

@@ -22,7 +22,7 @@ import (
 // tests use *sql.Tx handlers, on the database/sql drivers.)
 func TestTxHandlerPgx(t *testing.T) {
 	d := testdb.PgxDB(t)
-	if _, err := d.SQL.Exec(ordersTable[testdb.Postgres]); err != nil {
+	if _, err := d.SQL.Exec(ordersTable(testdb.Postgres)); err != nil {
 		t.Fatal(err)
 	}
 	l := newLedger(t, d.Driver, ledger.Options{})

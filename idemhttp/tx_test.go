@@ -22,7 +22,7 @@ import (
 func txSetup(t *testing.T, e string, opts Options, fn TxFunc[*sql.Tx]) *bundle {
 	t.Helper()
 	b := &bundle{db: openSQL(t, e), obs: &recorder{}}
-	if _, err := b.db.Exec(ordersTable[e]); err != nil {
+	if _, err := b.db.Exec(ordersTable(e)); err != nil {
 		t.Fatal(err)
 	}
 	l, err := ledger.New(sqlDriver(e, b.db), ledger.Options{})
@@ -44,11 +44,9 @@ func txSetup(t *testing.T, e string, opts Options, fn TxFunc[*sql.Tx]) *bundle {
 	return b
 }
 
-// ordersTable is the handlers' business table, per engine.
-var ordersTable = map[string]string{
-	testdb.SQLite:   `CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)`,
-	testdb.Postgres: `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount bigint NOT NULL)`,
-	testdb.MySQL:    `CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, amount BIGINT NOT NULL)`,
+// ordersTable is the handlers' business table on driver e's engine.
+func ordersTable(e string) string {
+	return "CREATE TABLE orders (" + testdb.EngineOf(e).Serial + ", amount BIGINT NOT NULL)"
 }
 
 func (b *bundle) orders(t *testing.T) int {

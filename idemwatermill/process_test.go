@@ -2,7 +2,6 @@ package idemwatermill_test
 
 import (
 	"bufio"
-	"context"
 	"database/sql"
 	"fmt"
 	"io"
@@ -17,13 +16,11 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemledger/idemledger/consume"
 	"github.com/idemledger/idemledger/idemwatermill"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 // childEnv, when set, makes the test binary a consumer process (see
@@ -57,28 +54,11 @@ func (c childConfig) env() []string {
 func child() {
 	f := strings.Split(os.Getenv(childEnv), "\x1f")
 	cfg := childConfig{Mode: f[0], Form: f[1], Broker: f[2], Driver: f[3], Source: f[4], Group: f[5], In: f[6], Out: f[7]}
-	ctx := context.Background()
-	switch cfg.Driver {
-	case testdb.PgxV5:
-		pool, err := pgxpool.New(ctx, cfg.Source)
-		must(err)
-		db, err := sql.Open("pgx", cfg.Source) // for the Middleware form's writes
-		must(err)
-		runChild(cfg, testdb.WrapPgx(pool, db, cfg.Source))
-	default:
-		var db *sql.DB
-		var err error
-		switch cfg.Driver {
-		case testdb.SQLite:
-			db, err = sqlite.Open(cfg.Source)
-		case testdb.MySQL:
-			db, err = sql.Open("mysql", cfg.Source)
-		default:
-			db, err = sql.Open("pgx", cfg.Source)
-		}
-		must(err)
-		runChild(cfg, testdb.WrapSQL(cfg.Driver, db, cfg.Source))
-	}
+	// The Middleware form writes through the database/sql view beside
+	// the driver (DB.SQL).
+	must(testdb.Connect(cfg.Driver, cfg.Source, testdb.Conns{},
+		func(d *testdb.DB[*sql.Tx]) { runChild(cfg, d) },
+		func(d *testdb.DB[pgx.Tx]) { runChild(cfg, d) }))
 }
 
 func must(err error) {

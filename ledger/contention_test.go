@@ -13,11 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 const (
@@ -164,10 +161,7 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 
 func acrossProcesses(t *testing.T, name string) {
 	// The pgxv5 workers reach the schema of a database/sql one.
-	sqlName := name
-	if name == testdb.PgxV5 {
-		sqlName = testdb.Postgres
-	}
+	sqlName := testdb.SQLSibling(name)
 	d, ok := testdb.OpenSQL(t, sqlName)
 	if !ok {
 		t.Fatalf("no database/sql driver %s", sqlName)
@@ -216,54 +210,23 @@ func TestWorkerProcess(t *testing.T) {
 		t.Skip("only run as a worker of TestExactlyOnceAcrossProcesses")
 	}
 	name := os.Getenv(workerEngineEnv)
-	var (
-		db  *sql.DB
-		err error
-	)
-	if name != testdb.SQLite {
-		// A pool per process, as each replica of a service has; the
-		// server's row locks queue the duplicates.
-		driverName := "pgx"
-		if name == testdb.MySQL {
-			driverName = "mysql"
-		}
-		db, err = sql.Open(driverName, path)
-		if err == nil {
-			db.SetMaxOpenConns(perProcess)
-		}
-	} else {
-		// One connection per process, as the sqlite package advises for
-		// several processes writing one file: the Go pool queues this
-		// process's goroutines in order, and only one connection per
-		// process polls SQLite's lock. With more, SQLite's busy handler
-		// (which polls with growing sleeps, in no order) can starve one
-		// connection past busy_timeout when 4 processes hammer the file
-		// under -race. The busy timeout is raised from its 10 s default:
-		// when the PostgreSQL tests of other packages run at the same time
-		// on a 2-core machine, their fsyncs and CPU can hold one writer
-		// back past 10 s under -race. This test is about exactly-once, not
-		// latency.
-		db, err = sqlite.Options{MaxOpenConns: 1, BusyTimeout: time.Minute}.Open(path)
+	// A pool per process, as each replica of a service has; the server's
+	// row locks queue the duplicates. An engine may want fewer
+	// connections per process (testdb.Engine.ProcessConns). The lock wait
+	// is raised from its default (SQLite's busy_timeout, 10 s): when the
+	// PostgreSQL tests of other packages run at the same time on a 2-core
+	// machine, their fsyncs and CPU can hold one writer back past 10 s
+	// under -race. This test is about exactly-once, not latency.
+	conns := testdb.Conns{Max: perProcess, LockWait: time.Minute}
+	if n := testdb.EngineOf(name).ProcessConns; n > 0 {
+		conns.Max = n
 	}
+	var got [hammerKeys][hammerDuplicates]int64
+	err := testdb.Connect(name, path, conns,
+		func(d *testdb.DB[*sql.Tx]) { got = workerRun(t, d) },
+		func(d *testdb.DB[pgx.Tx]) { got = workerRun(t, d) })
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer db.Close()
-	var got [hammerKeys][hammerDuplicates]int64
-	if name == testdb.PgxV5 {
-		cfg, err := pgxpool.ParseConfig(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.MaxConns = perProcess
-		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
-		got = workerRun(t, testdb.WrapPgx(pool, db, path))
-	} else {
-		got = workerRun(t, testdb.WrapSQL(name, db, path))
 	}
 	out, _ := json.Marshal(got)
 	fmt.Printf("\nRESULT %s\n", out)

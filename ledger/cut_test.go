@@ -31,19 +31,6 @@ import (
 //   - a record marked committed is never taken over: past its lease a
 //     retry gets ErrCommitted, and runs again only with Recover.
 
-// sqliteIOErr and sqliteFull are SQLite's result codes as the sqlite
-// driver reads them (a Code method): SQLITE_IOERR and SQLITE_FULL
-// (https://sqlite.org/rescode.html).
-type sqliteErr int
-
-func (e sqliteErr) Error() string { return fmt.Sprintf("injected SQLite error %d", int(e)) }
-func (e sqliteErr) Code() int     { return int(e) }
-
-const (
-	sqliteIOErr sqliteErr = 10
-	sqliteFull  sqliteErr = 13
-)
-
 // cut is a way to break the next statement of an operation.
 type cut struct {
 	name string
@@ -82,9 +69,9 @@ func newCutRig[TTx any](t *testing.T, d *testdb.DB[TTx]) *cutRig[TTx] {
 	if plan := f.Plan; plan != nil {
 		rig.perStatement = true
 		rig.cuts = []cut{
-			{"IOERR before", func(_ string, n int) { plan.FailAt(n, sqliteIOErr) }, true},
-			{"IOERR after", func(_ string, n int) { plan.FailAfter(n, sqliteIOErr) }, true},
-			{"FULL", func(_ string, n int) { plan.FailAt(n, sqliteFull) }, false},
+			{"IOERR before", func(_ string, n int) { plan.FailAt(n, f.IOErr) }, true},
+			{"IOERR after", func(_ string, n int) { plan.FailAfter(n, f.IOErr) }, true},
+			{"FULL", func(_ string, n int) { plan.FailAt(n, f.Full) }, false},
 		}
 	} else {
 		for _, at := range []faultnet.Point{faultnet.BeforeRequest, faultnet.AfterRequest, faultnet.MidReply} {

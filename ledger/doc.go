@@ -3,10 +3,10 @@
 //
 // Records live in one table, idempotency_ledger (see package schema), keyed
 // by (scope, key) and guarded by the request's fingerprint. A Ledger is
-// built from a driver that holds the database (sqlite.New, postgres.New,
-// pgxv5.New), so engine and database cannot disagree; Ledger[TTx] is
-// generic in the driver's transaction type (*sql.Tx or pgx.Tx), which
-// Mutate takes. Lease mode, Get, Purge and Stats run on the driver's pool.
+// built from a driver that holds the database (the New of a driver
+// package, such as sqlite.New), so engine and database cannot disagree;
+// Ledger[TTx] is generic in the driver's transaction type (*sql.Tx or
+// pgx.Tx), which Mutate takes. Lease mode, Get, Purge and Stats run on the driver's pool.
 //
 // There are two ways to use it.
 //
@@ -147,17 +147,14 @@
 //
 // # Engines
 //
-// The ledger runs on SQLite (package sqlite; one machine) or on PostgreSQL
-// (package postgres over database/sql, package pgxv5 over pgx's native
-// API; any number of replicas sharing it). The API and the guarantees are
-// the same on every driver. Two things differ between the engines:
-//
-//   - The clock. On SQLite, times come from Options.Now (time.Now by
-//     default). On PostgreSQL, every statement reads the server's clock
-//     (statement_timestamp()), so that replicas whose clocks disagree
-//     still agree on when a lease runs out and a record expires; Options.Now,
-//     when set, replaces the server's clock (tests use it to move time).
-//   - Waiting duplicates: see Mutate above.
+// The ledger runs on every engine that has a driver package (README.md
+// lists them); the API and the guarantees are the same on each. What
+// differs is the driver's to say, in its package documentation: whose
+// clock judges leases and expiry (the process's where the engine serves
+// one machine; the server's where replicas share it, so that replicas
+// whose clocks disagree still agree, unless Options.Now replaces it), how
+// a duplicate waits for the first (see Mutate above), where the tables
+// live and how Purge and Reclaim work there.
 //
 // The core talks to the drivers through package driver's Executor and
 // links no database package: error codes are read through small

@@ -28,11 +28,8 @@ func TestMutateSavepointFails(t *testing.T) {
 }
 
 func testMutateSavepointFails[TTx any](t *testing.T, b *bundle[TTx]) {
-	switch b.d.Engine {
-	case "sqlite":
-		t.Skip("on SQLite a SAVEPOINT outside a transaction begins one: it never fails so")
-	case "mysql":
-		t.Skip("on MySQL a SAVEPOINT in autocommit mode is accepted and does nothing: it never fails so")
+	if does := b.d.Eng.SavepointOutsideTx; does != "" {
+		t.Skip(does + ": it never fails so")
 	}
 	tx := b.begin(t)
 	defer b.l.Driver().Rollback(b.ctx, tx)
@@ -61,32 +58,12 @@ func TestMutateClaimFails(t *testing.T) {
 	eachDriver(t, testMutateClaimFails[*sql.Tx], testMutateClaimFails[pgx.Tx])
 }
 
-// refuseKey makes every insert of the key "refused" into the ledger fail,
-// with the message "refused key".
-var refuseKey = map[string][]string{
-	"postgres": {
-		`CREATE FUNCTION refuse_key() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN
-		   IF NEW.key = 'refused' THEN RAISE EXCEPTION 'refused key'; END IF;
-		   RETURN NEW;
-		 END $$`,
-		`CREATE TRIGGER refuse_key BEFORE INSERT ON idempotency_ledger
-		 FOR EACH ROW EXECUTE FUNCTION refuse_key()`,
-	},
-	"sqlite": {
-		`CREATE TRIGGER refuse_key BEFORE INSERT ON idempotency_ledger
-		 WHEN NEW.key = 'refused' BEGIN SELECT RAISE(ABORT, 'refused key'); END`,
-	},
-	"mysql": {
-		`CREATE TRIGGER refuse_key BEFORE INSERT ON idempotency_ledger FOR EACH ROW
-		 BEGIN
-		   IF NEW.` + "`key`" + ` = 'refused' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused key'; END IF;
-		 END`,
-	},
-}
-
 func testMutateClaimFails[TTx any](t *testing.T, b *bundle[TTx]) {
-	for _, stmt := range refuseKey[b.d.Engine] {
+	// A trigger, the engine's way, refuses the key "refused".
+	if len(b.d.Eng.RefuseKey) == 0 {
+		t.Fatalf("the %s engine's testdb entry has no RefuseKey trigger", b.d.Engine)
+	}
+	for _, stmt := range b.d.Eng.RefuseKey {
 		if _, err := b.db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
@@ -152,18 +129,9 @@ func TestMutateCancelledMidBatch(t *testing.T) {
 	eachDriver(t, testMutateCancelledMidBatch[*sql.Tx], testMutateCancelledMidBatch[pgx.Tx])
 }
 
-// lockWaitProbe is, per engine, the query of a session's id and the query
-// (of that id) that tells whether it waits for a row lock.
-var lockWaitProbe = map[string]struct{ session, waiting string }{
-	"postgres": {"SELECT pg_backend_pid()",
-		`SELECT wait_event_type IS NOT DISTINCT FROM 'Lock' FROM pg_stat_activity WHERE pid = $1`},
-	"mysql": {"SELECT CONNECTION_ID()",
-		`SELECT COUNT(*) > 0 FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'`},
-}
-
 func testMutateCancelledMidBatch[TTx any](t *testing.T, b *bundle[TTx]) {
-	if b.d.Engine == "sqlite" {
-		t.Skip("on SQLite a transaction holds the write lock from BEGIN: its claim never waits")
+	if b.l.Driver().BeginLocks() {
+		t.Skip("a transaction holds the write lock from BEGIN: its claim never waits")
 	}
 	// The holder: a first execution of "k" that stays inside fn until
 	// told, then fails, so that its claim vanishes.
@@ -195,8 +163,11 @@ func testMutateCancelledMidBatch[TTx any](t *testing.T, b *bundle[TTx]) {
 	if err := b.exec(b.ctx, tx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	probe := lockWaitProbe[b.d.Engine]
-	pid, err := b.d.QueryInt(b.ctx, tx, probe.session)
+	probe := b.d.Eng.LockWait // the session's id, and whether it waits for a row lock
+	if probe == nil {
+		t.Fatalf("the %s engine's testdb entry has no LockWait probe", b.d.Engine)
+	}
+	pid, err := b.d.QueryInt(b.ctx, tx, probe.Session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +177,7 @@ func testMutateCancelledMidBatch[TTx any](t *testing.T, b *bundle[TTx]) {
 		// Cancel once the claim waits for the holder's row lock.
 		for {
 			var waiting bool
-			err := b.db.QueryRow(probe.waiting, pid).Scan(&waiting)
+			err := b.db.QueryRow(probe.Waiting, pid).Scan(&waiting)
 			if err != nil || waiting {
 				break
 			}

@@ -43,10 +43,11 @@ type Options struct {
 	Lease time.Duration
 
 	// Now returns the current time. Tests set it to move time by hand. It
-	// must be safe for concurrent use. Unset, it is time.Now on SQLite and
-	// the database server's clock on PostgreSQL; set, it replaces the
-	// server's clock on PostgreSQL too, so every replica must then agree on
-	// the time it returns.
+	// must be safe for concurrent use. Unset, it is the engine's clock:
+	// time.Now where the engine serves one machine, the database server's
+	// where replicas share it (the driver's package documentation says
+	// which); set, it replaces a server's clock too, so every replica must
+	// then agree on the time it returns.
 	Now func() time.Time
 
 	// MaxKeyLength is the longest idempotency key accepted, in bytes: the
@@ -71,12 +72,12 @@ type Ledger[TTx any] struct {
 	db         driver.Executor
 }
 
-// New returns a Ledger on the database of d (sqlite.New, postgres.New or
-// pgxv5.New), with defaults in place of zero Options fields. It returns an
+// New returns a Ledger on the database of d (the New of a driver package,
+// such as sqlite.New), with defaults in place of zero Options fields. It returns an
 // error wrapping ErrInvalidOptions when TTL, Lease or MaxKeyLength is
 // negative, when TTL or Lease is under one millisecond, when MaxKeyLength
 // exceeds MaxKeyLengthLimit, or when d or its database is nil. A driver
-// that prepares statements (sqlite) prepares them here, on one connection
+// that prepares statements (a driver.Preparer) prepares them here, on one connection
 // of its pool (so New waits while all are busy); New returns that error,
 // wrapped with "ledger: prepare:", when it fails: one matching
 // ErrNotMigrated when the ledger's table is missing, or the pool's error.

@@ -13,19 +13,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
 // TestReplayWritesNothing: a retry of a record that stands (completed and
 // unexpired, in flight under a live lease, another fingerprint) is answered
-// from a plain read. On PostgreSQL the row is never locked nor rewritten
-// (its xmax and ctid stay as they were; a no-op upsert would lock it) and a
-// transaction that replays through Mutate is assigned no transaction id,
-// so its commit writes no WAL. On SQLite the answers come while another
-// connection holds the write lock (BEGIN IMMEDIATE), and no connection
-// commits anything (PRAGMA data_version of a separate connection stays). On
-// MySQL the answers come while another transaction holds the standing rows
-// locked for update.
+// from a plain read, which writes nothing and takes no lock: each engine's
+// testdb entry checks it the engine's way (testdb.Engine.WritesNothing:
+// the row's version and the transaction id on PostgreSQL, data_version
+// and the write lock held elsewhere on SQLite, row locks held elsewhere
+// on MySQL).
 func TestReplayWritesNothing(t *testing.T) {
 	eachDriver(t, testReplayWritesNothing[*sql.Tx], testReplayWritesNothing[pgx.Tx])
 }
@@ -56,108 +54,33 @@ func testReplayWritesNothing[TTx any](t *testing.T, b *bundle[TTx]) {
 		}
 	}
 
-	switch b.d.Engine {
-	case "postgres":
-		// xmax is set by any row lock (a no-op ON CONFLICT DO UPDATE takes
-		// one) and ctid moves with any update.
-		rowVersion := func() string {
-			var v string
-			if err := b.db.QueryRow(`SELECT xmax::text || ' ' || ctid::text FROM idempotency_ledger WHERE key = 'done'`).Scan(&v); err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-		before := rowVersion()
-		for range 5 {
-			standing(t)
-		}
-		if after := rowVersion(); after != before || before[:2] != "0 " {
-			t.Errorf("xmax, ctid of the completed row: %q before the replays, %q after; want unchanged, xmax 0", before, after)
-		}
-		for _, r := range []ledger.Request{done, req("done", "other"), req("held", "p")} {
-			tx := b.d.Begin(t)
-			res, err := ledger.Mutate(b.ctx, b.l, tx, r, func(context.Context) (string, error) { return "ran", nil })
-			xid, qerr := b.d.QueryInt(b.ctx, tx, `SELECT COALESCE(pg_current_xact_id_if_assigned()::text::bigint, 0)`)
-			b.d.Commit(t, tx)
-			if qerr != nil {
-				t.Fatal(qerr)
-			}
-			if xid != 0 {
-				t.Errorf("Mutate(%s, %x…) = %+v, %v: the transaction got transaction id %d; want none (no write)", r.Key, r.Fingerprint[:2], res, err, xid)
-			}
-		}
-	case "sqlite":
-		// A separate connection: PRAGMA data_version changes when another
-		// connection commits.
-		conn, err := b.db.Conn(b.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		dataVersion := func() int64 {
-			var v int64
-			if err := conn.QueryRowContext(b.ctx, `PRAGMA data_version`).Scan(&v); err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-		before := dataVersion()
-		for range 5 {
-			standing(t)
-		}
-		if after := dataVersion(); after != before {
-			t.Errorf("data_version went from %d to %d over the replays; want no commit", before, after)
-		}
-		// The write lock, held by another connection: a claim that wrote
-		// would wait for it (busy_timeout) and fail.
-		lock, err := b.db.BeginTx(b.ctx, nil) // BEGIN IMMEDIATE (sqlite.Open)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lock.Rollback()
-		if _, err := lock.Exec(`INSERT INTO orders (item) VALUES ('holding the write lock')`); err != nil {
-			t.Fatal(err)
-		}
-		standing(t)
-	case "mysql":
-		// Another transaction holds the two standing rows locked for
-		// update: a replay that locked or wrote either would wait for it,
-		// and the answering transactions give up after a second
-		// (innodb_lock_wait_timeout), failing the test.
-		lock, err := b.db.BeginTx(b.ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lock.Rollback()
-		var locked int
-		if err := lock.QueryRow("SELECT COUNT(*) FROM (SELECT 1 FROM idempotency_ledger WHERE `key` IN ('done', 'held') FOR UPDATE) AS l").Scan(&locked); err != nil || locked != 2 {
-			t.Fatalf("locking the standing rows: %d, %v", locked, err)
-		}
-		for _, r := range []ledger.Request{done, req("done", "other"), req("held", "p")} {
-			tx := b.d.Begin(t)
-			if err := b.d.Exec(b.ctx, tx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
-				t.Fatal(err)
-			}
-			res, err := ledger.Mutate(b.ctx, b.l, tx, r, func(context.Context) (string, error) { return "ran", nil })
-			b.d.Commit(t, tx)
-			if errors.Is(err, ledger.ErrBusy) || res.Value == "ran" {
-				t.Errorf("Mutate(%s, %x…) = %+v, %v: it waited for the row lock or ran; want an answer from a plain read", r.Key, r.Fingerprint[:2], res, err)
-			}
-		}
-		// The control: a statement that does want the lock gives up.
-		tx := b.d.Begin(t)
-		if err := b.d.Exec(b.ctx, tx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
-			t.Fatal(err)
-		}
-		err = b.d.Exec(b.ctx, tx, "UPDATE idempotency_ledger SET fence = fence WHERE `key` = 'done'")
-		b.d.Rollback(t, tx)
-		if err == nil {
-			t.Fatal("an UPDATE of a locked row went through: the lock is not held")
-		}
-		standing(t)
-	default:
-		t.Fatalf("engine %q", b.d.Engine)
+	check := b.d.Eng.WritesNothing
+	if check == nil {
+		t.Fatalf("the %s engine's testdb entry has no WritesNothing check", b.d.Engine)
 	}
+	check(t, testdb.Quiet{SQL: b.db, Answer: standing, Mutate: func(t *testing.T, setup, query string) []testdb.Mutated {
+		var runs []testdb.Mutated
+		for _, r := range []ledger.Request{done, req("done", "other"), req("held", "p")} {
+			tx := b.d.Begin(t)
+			if setup != "" {
+				if err := b.d.Exec(b.ctx, tx, setup); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := ledger.Mutate(b.ctx, b.l, tx, r, func(context.Context) (string, error) { return "ran", nil })
+			m := testdb.Mutated{Request: fmt.Sprintf("%s, %x…", r.Key, r.Fingerprint[:2]), Ran: res.Value == "ran", Busy: errors.Is(err, ledger.ErrBusy), Err: err}
+			if query != "" {
+				var qerr error
+				if m.Query, qerr = b.d.QueryInt(b.ctx, tx, query); qerr != nil {
+					b.d.Commit(t, tx)
+					t.Fatal(qerr)
+				}
+			}
+			b.d.Commit(t, tx)
+			runs = append(runs, m)
+		}
+		return runs
+	}})
 }
 
 // TestReplayRace races replays against takeovers of expired records and

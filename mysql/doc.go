@@ -13,6 +13,14 @@
 // recording in idemledger_schema_migrations, one statement at a time, so
 // that the DSN needs no multiStatements), in the DSN's database.
 //
+// # Migrations
+//
+// A run of schema.Migrate holds golang-migrate's named lock (GET_LOCK, a
+// session lock, on a connection borrowed from the pool for the run), and
+// schema.Version takes the same lock, so it never reads a run in progress.
+// MySQL commits each DDL statement as it runs: a migration that fails
+// leaves the database dirty at its version.
+//
 // # What differs from PostgreSQL
 //
 // The API and the guarantees are the same; the statements are not.

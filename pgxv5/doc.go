@@ -14,7 +14,8 @@
 // Leases and expiry are judged by the server's clock
 // (statement_timestamp()), never the replicas', unless ledger.Options.Now is
 // set. The ledger's table lives in the connection's current schema (the
-// first schema of its search_path that exists).
+// first schema of its search_path that exists); schema.Migrate runs as
+// with package postgres (see its Migrations section).
 //
 // # Round trips
 //

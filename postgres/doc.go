@@ -16,6 +16,24 @@
 // set. The ledger's table lives in the connection's current schema (the
 // first schema of its search_path that exists).
 //
+// # Migrations
+//
+// The tables live in the connection's current schema (the first one on
+// its search_path that exists; with none, schema.ErrNoCurrentSchema). A
+// run of schema.Migrate is one transaction that holds a
+// transaction-level advisory lock (pg_advisory_xact_lock, keyed on the
+// database, schema and table names as golang-migrate keys its session
+// lock, so that runs of earlier releases and of this one exclude each
+// other): nothing it writes is visible before it commits, a process that
+// dies during a run has it rolled back whole, as has a migration that
+// fails (the database stays clean at the version it had; earlier releases
+// left it dirty), and no lock is ever left on a pooler's server
+// connection, so Migrate is safe through PgBouncer in transaction pooling
+// (README.md, "Behind a pooler"). A run waits for the lock at most
+// golang-migrate's lock timeout (15 s), then fails with
+// migrate.ErrLockTimeout. schema.Version waits for a run in progress. The
+// pgxv5 driver migrates the same way.
+//
 // # Purge
 //
 // Each batch of Purge locks up to its size of expired rows in expiry order

@@ -22,8 +22,7 @@ import (
 //go:embed */*.sql
 var FS embed.FS
 
-// Latest is the newest migration version in FS, for SQLite and PostgreSQL
-// alike. A database at a higher version was migrated by a newer release of
+// Latest is the newest migration version in FS, for every engine alike. A database at a higher version was migrated by a newer release of
 // idemledger.
 const Latest uint = 6
 
@@ -52,7 +51,7 @@ func Files(engine string) (fs.FS, error) {
 }
 
 // Driver is what the functions of this package need of a ledger driver:
-// the *Driver of package sqlite, postgres and pgxv5 has it.
+// the *Driver of every driver package of this module has it.
 type Driver interface {
 	Migration() Migration
 	NilDB() bool
@@ -71,11 +70,10 @@ type Migration struct {
 	// database, recording versions in table, and calls f with it. read is
 	// true for a version read, false for a run that migrates (Up, Down). A
 	// migrating run holds the engine's migration lock from start to end
-	// (the PostgreSQL drivers' database driver takes it in its Lock, the
-	// SQLite driver's With takes SQLite's write lock around the run); a
-	// read sees only what finished runs committed, never a run half-way. With owns what it
-	// builds and closes it; it never closes the caller's database nor asks
-	// golang-migrate to drop anything.
+	// (in the database driver's Lock, or around the run); a read sees only
+	// what finished runs committed, never a run half-way. With owns what
+	// it builds and closes it; it never closes the caller's database nor
+	// asks golang-migrate to drop anything.
 	With func(ctx context.Context, table string, read bool, f func(database.Driver) error) error
 }
 
@@ -98,8 +96,8 @@ func Down(ctx context.Context, d Driver) error {
 // Version returns the migration version applied to d's database (0 when
 // none is) and whether a migration failed half-way and left it dirty, in
 // which case the schema needs repair by hand. It reads only what finished
-// runs of Migrate and Down committed (on PostgreSQL it waits for a run in
-// progress). Like Migrate, it creates the (empty) migrations table when it
+// runs of Migrate and Down committed (it may wait for a run in progress).
+// Like Migrate, it creates the (empty) migrations table when it
 // is missing. Errors are wrapped with "schema: version:".
 func Version(ctx context.Context, d Driver) (version uint, dirty bool, err error) {
 	err = run(ctx, d, nil, "version", func(m *migrate.Migrate) error {
@@ -114,8 +112,9 @@ func Version(ctx context.Context, d Driver) (version uint, dirty bool, err error
 }
 
 // ErrNoCurrentSchema is returned, wrapped, by Migrate, Down and Version on
-// PostgreSQL when no schema on the connection's search_path exists, so that
-// there is nowhere to put the ledger's table. Create the schema, or point
+// PostgreSQL (and by the PostgreSQL drivers' Executor.TableExists) when no
+// schema on the connection's search_path exists, so that there is nowhere
+// to put the ledger's table. Create the schema, or point
 // search_path at one that exists.
 var ErrNoCurrentSchema = errors.New("no schema on the search_path exists")
 

@@ -18,6 +18,23 @@
 // DSN that was silently ignored (a typo, a read-only file, an in-memory
 // database that cannot use WAL) is an error instead of a surprise.
 //
+// # Clock
+//
+// Leases and expiry are judged by the process's clock (ledger.Options.Now,
+// time.Now by default): SQLite serves one machine, whose processes share
+// that clock.
+//
+// # Migrations
+//
+// The tables live in the file. Each run of schema.Migrate holds SQLite's
+// write lock from its first read of the version to its last write, so one
+// applies the migrations and the others wait (up to busy_timeout, 10 s
+// with [Open], then SQLITE_BUSY), then find nothing to do; nothing a run
+// writes is visible to other connections before it ends, and a process
+// that dies during a run leaves the file as it was. schema.Version sees
+// only committed runs. A migration that fails is undone and leaves the
+// database dirty at its version, as golang-migrate records it.
+//
 // # Writers in order
 //
 // SQLite admits one writer at a time, and every transaction begun on a

@@ -82,10 +82,10 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 
 func runPurge(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "purge", "-db DSN [-batch N] [-timeout D] [-q]\n\n"+
-		"Deletes expired records in batches and prints how many went; suitable for cron. By default, so\n"+
-		"that a large purge runs beside the service: on SQLite each batch is sized to hold the write lock\n"+
-		"about 2 ms; on PostgreSQL and MySQL/MariaDB, which lock rows, batches are of 1,000 rows with a\n"+
-		"30 ms pause between them. Then the space is given back (see reclaim).\n"+
+		"Deletes expired records in batches and prints how many went; suitable for cron. By default the\n"+
+		"batches are sized so that a large purge runs beside the service:\n"+
+		engineHelp(func(g *engine) string { return g.purge })+
+		"Then the space is given back (see reclaim).\n"+
 		"With -timeout, stops after D (a batch whose DELETE was cut short is rolled back), prints the count so far\n"+
 		"and exits with 1, so that a cron job never runs into the next one.")
 	dsn := dbFlag(fs)
@@ -165,14 +165,9 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 func runReclaim(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "reclaim", "-db DSN [-full]\n\n"+
 		"Makes the space of purged records free again and prints the ledger's size before and after, in\n"+
-		"bytes. purge already does the incremental form after deleting records. SQLite: returns free pages\n"+
-		"to the file system in short steps and truncates the WAL (the file shrinks); PostgreSQL: VACUUM\n"+
-		"(ANALYZE) of the table, which frees the space for new records but returns to the file system only\n"+
-		"empty pages at the table's end (the size rarely shrinks, it stops growing); MySQL/MariaDB: only\n"+
-		"measures the table (InnoDB reuses the pages of deleted rows by itself).\n"+
-		"-full rebuilds the storage and blocks writers until done: SQLite VACUUM (run it once on a file\n"+
-		"created before idemledger used incremental auto-vacuum), PostgreSQL VACUUM FULL (exclusive lock),\n"+
-		"MySQL/MariaDB OPTIMIZE TABLE (a copy of the table; writes wait at its start and end).")
+		"bytes. purge already does the incremental form after deleting records. -full rebuilds the\n"+
+		"storage and blocks writers until done. What each does:\n"+
+		strings.TrimSuffix(engineHelp(func(g *engine) string { return g.reclaim }), "\n"))
 	dsn := dbFlag(fs)
 	full := fs.Bool("full", false, "rebuild the storage completely (blocks writers; for a maintenance window)")
 	if err := parseFlags(fs, args); err != nil {

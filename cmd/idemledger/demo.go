@@ -48,8 +48,8 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if *ttl < time.Second || *ttl > time.Minute {
 		return usagef("-ttl must be between 1s and 1m, got %v", *ttl)
 	}
-	if isPostgres(*dbPath) || isKeyValue(*dbPath) {
-		return usagef("the demo runs on an SQLite file; -db %q is a PostgreSQL connection string", redactDSN(*dbPath))
+	if e := meantFor(*dbPath); e != nil {
+		return usagef("the demo runs on an SQLite file; -db %q is a %s connection string", redactDSN(*dbPath), e.name)
 	}
 	if *dbPath == "" {
 		dir, err := os.MkdirTemp("", "idemledger-demo-")

@@ -14,12 +14,12 @@
 //
 // Every subcommand takes -h ("idemledger help CMD" says the same). Without
 // -db, the database is read from the environment variable IDEMLEDGER_DB,
-// which keeps a password out of argv, ps and crontabs. A DSN
-// is an SQLite file path or a file: URI, or a postgres:// (postgresql://,
-// in any case) URL, which selects the PostgreSQL engine; the tables live
-// in the first existing schema of the URL's search_path (PostgreSQL's
-// current_schema()). A key=value connection string ("host=... dbname=...")
-// is refused. Messages show a DSN's password as xxxxx, also when its
+// which keeps a password out of argv, ps and crontabs. A DSN is a URL
+// whose scheme (in any case) selects the engine, or the path or file: URI
+// of an SQLite file, the default; the -db flag's help lists the forms
+// this build takes, and each engine's driver package says where the
+// ledger's tables live. Connection strings in another syntax (key=value,
+// a database package's own DSN) are refused. Messages show a DSN's password as xxxxx, also when its
 // scheme is mistyped (anything shaped like user:password@).
 //
 // Exit codes: 0 on success, 1 when the work failed (bad input, a failed

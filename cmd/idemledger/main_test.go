@@ -737,7 +737,7 @@ func TestPasswordNeverShown(t *testing.T) {
 			`-db "file://postgres:xxxxx@otherhost/x.db": a file: URI names a local file`},
 		// URLs of other schemes are refused, not taken for SQLite paths.
 		{"mssql URL", "mssql://app:s3cretpw@db.example/app", 2, 2, 2,
-			`-db "mssql://app:xxxxx@db.example/app": the scheme "mssql" is not supported: give a postgres:// or mysql:// URL, a file path or a file: URI`},
+			`-db "mssql://app:xxxxx@db.example/app": the scheme "mssql" is not supported: give ` + dsnForms()},
 		{"go-sql-driver DSN", "app:s3cretpw@tcp(db.example:3306)/app", 2, 2, 2,
 			`-db "app:xxxxx@tcp(db.example:3306)/app" is a go-sql-driver DSN; give a mysql://user:password@host:3306/database URL`},
 		{"mysql URL without a database", "mysql://app:s3cretpw@db.example", 2, 2, 2,

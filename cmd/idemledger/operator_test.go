@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,45 +14,21 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/schema"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
-// operatorDB returns a migrated ledger database of engine e, its DSN, and a
-// pool on it for writing rows by hand.
+// operatorDB returns a migrated ledger database of driver e, its DSN (as
+// the command's -db takes it), and a pool on it for writing rows by hand.
 func operatorDB(t *testing.T, e string) (dsn string, db *sql.DB) {
 	t.Helper()
-	switch e {
-	case testdb.Postgres:
-		db, dsn = testdb.PostgresDSN(t)
-		return dsn, db
-	case testdb.MySQL:
-		d := testdb.MySQLDB(t)
-		cfg, err := gomysql.ParseDSN(d.Source)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := url.URL{Scheme: "mysql", Host: cfg.Addr, Path: "/" + cfg.DBName}
-		if cfg.Passwd != "" {
-			u.User = url.UserPassword(cfg.User, cfg.Passwd)
-		} else {
-			u.User = url.User(cfg.User)
-		}
-		return u.String(), d.SQL
+	d, ok := testdb.OpenSQL(t, e)
+	if !ok {
+		t.Fatalf("no database/sql driver %s", e)
 	}
-	dsn = filepath.Join(t.TempDir(), "ops.db")
-	idemledger(t, "", "migrate", "-db", dsn).want(t, 0)
-	db, err := sqlite.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return dsn, db
+	return d.Eng.URL(t, d.Source), d.SQL
 }
 
 // Fixed rows: times chosen so that their milliseconds end in zeros, which
@@ -79,7 +54,7 @@ func insertOperatorRows(t *testing.T, e string, db *sql.DB) {
 			[]any{[]byte(fp), far, created, far + 100}},
 	}
 	for _, r := range rows {
-		if _, err := db.Exec(testdb.Rebind(engineOf(e), r.q), r.args...); err != nil {
+		if _, err := db.Exec(testdb.Rebind(e, r.q), r.args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,7 +254,7 @@ func TestPurgeTimeout(t *testing.T) {
 		t.Run(e, func(t *testing.T) {
 			dsn, db := operatorDB(t, e)
 			const total = 20000
-			if _, err := db.Exec(testdb.Rebind(engineOf(e), `INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, status, created_at, completed_at, expires_at)
+			if _, err := db.Exec(testdb.Rebind(e, `INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, status, created_at, completed_at, expires_at)
 				SELECT 's', concat('k', n), ?, 'completed', 1, 200, 1, 1, 2 FROM (`+series(e, total)+`) AS g`), []byte(strings.Repeat("\x01", 32))); err != nil {
 				t.Fatal(err)
 			}
@@ -313,21 +288,9 @@ func TestPurgeTimeout(t *testing.T) {
 	}
 }
 
-// series is a subquery of the integers 1..n, column n.
-func series(e string, n int) string {
-	switch e {
-	case testdb.Postgres:
-		return fmt.Sprintf("SELECT generate_series(1, %d) AS n", n)
-	case testdb.MySQL:
-		// MySQL and MariaDB stop a recursive CTE at 1,000 rounds by
-		// default: five tables of ten digits make up to 100,000 rows.
-		digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
-			"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-		return fmt.Sprintf("SELECT 1 + a.d + 10*b.d + 100*c.d + 1000*e.d + 10000*f.d AS n FROM %[1]s AS a, %[1]s AS b, %[1]s AS c, %[1]s AS e, %[1]s AS f "+
-			"WHERE a.d + 10*b.d + 100*c.d + 1000*e.d + 10000*f.d < %[2]d", digits, n)
-	}
-	return fmt.Sprintf("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < %d) SELECT n FROM c", n)
-}
+// series is a subquery of the integers 1..n, column n, on driver e's
+// engine.
+func series(e string, n int) string { return testdb.EngineOf(e).Series(n) }
 
 // TestVersion: the version command names the build and the schema.
 func TestVersion(t *testing.T) {
@@ -340,17 +303,8 @@ func TestVersion(t *testing.T) {
 	r.want(t, 2)
 }
 
-// engineOf is the database engine of the command's driver e.
-func engineOf(e string) string {
-	switch e {
-	case testdb.SQLite, testdb.MySQL:
-		return e
-	}
-	return "postgres"
-}
-
 // cliEngines are the drivers the command opens, one per engine.
-var cliEngines = []string{testdb.SQLite, testdb.Postgres, testdb.MySQL}
+var cliEngines = testdb.SQLDrivers()
 
 // TestInspectAcrossScopes: without -scope, inspect shows the key's records
 // in every scope; -in-flight lists the records in flight; on both engines.

@@ -40,6 +40,7 @@ func Exercise[TTx any](t *testing.T, fresh func(t *testing.T) *testdb.DB[TTx], h
 	t.Run("TxDone", func(t *testing.T) { txDone(t, fresh(t)) })
 	t.Run("BatchedEqualsUnbatched", func(t *testing.T) { batched(t, fresh(t)) })
 	t.Run("ErrNotMigrated", func(t *testing.T) { notMigrated(t, fresh(t)) })
+	t.Run("Catalog", func(t *testing.T) { catalog(t, fresh(t)) })
 	t.Run("ErrOutcomeUnknown", func(t *testing.T) { outcomeUnknown(t, fresh(t)) })
 	t.Run("ErrRetryable", func(t *testing.T) {
 		if hooks.Retryable == nil {
@@ -414,6 +415,56 @@ func notMigrated[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	}
 }
 
+// catalog: TableExists and ColumnExists see the ledger's tables and
+// columns, and a table of the test's own appear and go, on the pool and
+// inside a transaction.
+func catalog[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	ctx := context.Background()
+	type check struct {
+		table, column string // column "" asks TableExists
+		want          bool
+	}
+	run := func(t *testing.T, checks []check) {
+		t.Helper()
+		tx := d.Begin(t)
+		defer d.Driver.Rollback(ctx, tx)
+		for _, where := range []struct {
+			name string
+			ex   driver.Executor
+		}{{"pool", d.Driver.DB()}, {"tx", d.Driver.TxExecutor(tx)}} {
+			for _, c := range checks {
+				var got bool
+				var err error
+				if c.column == "" {
+					got, err = where.ex.TableExists(ctx, c.table)
+				} else {
+					got, err = where.ex.ColumnExists(ctx, c.table, c.column)
+				}
+				if err != nil || got != c.want {
+					t.Errorf("%s: exists(%q, %q) = %t, %v; want %t", where.name, c.table, c.column, got, err, c.want)
+				}
+			}
+		}
+	}
+	run(t, []check{
+		{"idempotency_ledger", "", true},
+		{"idemledger_schema_migrations", "", true},
+		{"idempotency_ledger", "fence", true},
+		{"idempotency_ledger", "committed_at", true},
+		{"idempotency_ledger", "no_such_column", false},
+		{"catalog_probe", "", false},
+		{"catalog_probe", "probe_col", false},
+	})
+	if _, err := d.SQL.Exec("CREATE TABLE catalog_probe (probe_col INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, []check{{"catalog_probe", "", true}, {"catalog_probe", "probe_col", true}, {"catalog_probe", "fence", false}})
+	if _, err := d.SQL.Exec("DROP TABLE catalog_probe"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, []check{{"catalog_probe", "", false}, {"catalog_probe", "probe_col", false}})
+}
+
 // outcomeUnknown: a statement whose connection breaks after it was sent
 // (PostgreSQL: the reply is lost; SQLite: an I/O error after the write)
 // fails marked driver.ErrOutcomeUnknown, and the write did happen.
@@ -421,7 +472,7 @@ func outcomeUnknown[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	f := testdb.NewFaulty(t, d, 0)
 	if f.Plan != nil {
 		// SELECT, then the INSERT of a claim on the pool.
-		f.Plan.FailAfter(2, ioErr{})
+		f.Plan.FailAfter(2, f.IOErr)
 	} else {
 		// The lease token: only the claim's write carries it (a driver's
 		// claim may read the row first).
@@ -435,9 +486,3 @@ func outcomeUnknown[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		t.Fatal("the claim's write did not happen: the cut was not after the request")
 	}
 }
-
-// ioErr is SQLITE_IOERR as the sqlite driver reads it (a Code method).
-type ioErr struct{}
-
-func (ioErr) Error() string { return "disk I/O error" }
-func (ioErr) Code() int     { return 10 }

@@ -16,10 +16,147 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemledger/idemledger/internal/faultnet"
 	"github.com/idemledger/idemledger/pgxv5"
 	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
 )
+
+// Postgres and PgxV5 name the drivers under test of PostgreSQL: postgres
+// (database/sql) and pgxv5 (pgx's native API).
+const (
+	Postgres = "postgres"
+	PgxV5    = "pgxv5"
+)
+
+// postgresEngine is PostgreSQL: a schema of its own per test (or, through
+// a pooler, a database), on the server PostgresEnv names.
+var postgresEngine = &Engine{
+	Name:   "postgres",
+	Serial: "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	rebind: dollars,
+	RefuseKey: []string{
+		`CREATE FUNCTION refuse_key() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		   IF NEW.key = 'refused' THEN RAISE EXCEPTION 'refused key'; END IF;
+		   RETURN NEW;
+		 END $$`,
+		`CREATE TRIGGER refuse_key BEFORE INSERT ON idempotency_ledger
+		 FOR EACH ROW EXECUTE FUNCTION refuse_key()`,
+	},
+	LockLedger: "LOCK TABLE idempotency_ledger IN EXCLUSIVE MODE",
+	LockWait: &LockWait{"SELECT pg_backend_pid()",
+		`SELECT wait_event_type IS NOT DISTINCT FROM 'Lock' FROM pg_stat_activity WHERE pid = $1`},
+	WritesNothing: postgresWritesNothing,
+	Series:        func(n int) string { return fmt.Sprintf("SELECT generate_series(1, %d) AS n", n) },
+	URL:           func(_ testing.TB, source string) string { return source },
+}
+
+func init() {
+	registerSQL(&sqlEntry{
+		name:   Postgres,
+		engine: postgresEngine,
+		open:   PostgresDB,
+		wrap: func(db *sql.DB, source string) *DB[*sql.Tx] {
+			return sqlDB(Postgres, postgresEngine, postgres.New(db), db, source)
+		},
+		connect: func(source string, o Conns) (*sql.DB, error) {
+			db, err := sql.Open("pgx", source)
+			if err == nil && o.Max > 0 {
+				db.SetMaxOpenConns(o.Max)
+			}
+			return db, err
+		},
+		faulty: func(t testing.TB, source string, maxConns int, f *faults) any {
+			db, err := sql.Open("pgx", postgresProxy(t, source, f))
+			if err != nil {
+				t.Fatalf("testdb: %v", err)
+			}
+			db.SetMaxOpenConns(maxConns)
+			t.Cleanup(func() { db.Close() })
+			return postgres.New(db)
+		},
+	})
+	registerPgx(&pgxEntry{
+		name:    PgxV5,
+		sibling: Postgres,
+		engine:  postgresEngine,
+		open:    PgxDB,
+		connect: func(source string, db *sql.DB, o Conns) (*DB[pgx.Tx], func(), error) {
+			cfg, err := pgxpool.ParseConfig(source)
+			if err != nil {
+				return nil, nil, err
+			}
+			if o.Max > 0 {
+				cfg.MaxConns = int32(o.Max)
+			}
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			if err != nil {
+				return nil, nil, err
+			}
+			return WrapPgx(pool, db, source), pool.Close, nil
+		},
+		faulty: func(t testing.TB, source string, maxConns int, f *faults) any {
+			cfg, err := pgxpool.ParseConfig(postgresProxy(t, source, f))
+			if err != nil {
+				t.Fatalf("testdb: %v", err)
+			}
+			if maxConns > 0 {
+				cfg.MaxConns = int32(maxConns)
+			}
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("testdb: %v", err)
+			}
+			t.Cleanup(pool.Close)
+			return pgxv5.New(pool)
+		},
+	})
+}
+
+// postgresProxy puts a faultnet proxy in front of source's server and
+// returns source through it; pgx spells the commit "commit".
+func postgresProxy(t testing.TB, source string, f *faults) string {
+	u, err := url.Parse(source)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	if f.Proxy, err = faultnet.Listen(u.Host); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() { f.Proxy.Close() })
+	u.Host = f.Proxy.Addr()
+	f.Commit = "commit"
+	return u.String()
+}
+
+// postgresWritesNothing: the standing row is never locked nor rewritten
+// (its xmax and ctid stay as they were; a no-op upsert would lock it), and
+// a transaction that answers through Mutate is assigned no transaction
+// id, so its commit writes no WAL.
+func postgresWritesNothing(t *testing.T, q Quiet) {
+	// xmax is set by any row lock (a no-op ON CONFLICT DO UPDATE takes
+	// one) and ctid moves with any update.
+	rowVersion := func() string {
+		var v string
+		if err := q.SQL.QueryRow(`SELECT xmax::text || ' ' || ctid::text FROM idempotency_ledger WHERE key = 'done'`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := rowVersion()
+	for range 5 {
+		q.Answer(t)
+	}
+	if after := rowVersion(); after != before || before[:2] != "0 " {
+		t.Errorf("xmax, ctid of the completed row: %q before the replays, %q after; want unchanged, xmax 0", before, after)
+	}
+	for _, m := range q.Mutate(t, "", `SELECT COALESCE(pg_current_xact_id_if_assigned()::text::bigint, 0)`) {
+		if m.Query != 0 {
+			t.Errorf("Mutate(%s) = ran %t, %v: the transaction got transaction id %d; want none (no write)", m.Request, m.Ran, m.Err, m.Query)
+		}
+	}
+}
 
 // PostgresEnv names the environment variable that points the tests at a
 // PostgreSQL server, as a pgx connection string, for example
@@ -38,7 +175,7 @@ const maxPostgresConns = 12
 func PostgresDB(t testing.TB) *DB[*sql.Tx] {
 	t.Helper()
 	db, dsn := PostgresDSN(t)
-	return sqlDB(Postgres, "postgres", postgres.New(db), db, dsn)
+	return sqlDB(Postgres, postgresEngine, postgres.New(db), db, dsn)
 }
 
 // PgxDB returns a fresh PostgreSQL schema through the pgxv5 driver, on a
@@ -64,7 +201,7 @@ func PgxDB(t testing.TB) *DB[pgx.Tx] {
 // reaches the same database through database/sql.
 func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 	return &DB[pgx.Tx]{
-		Name: PgxV5, Engine: "postgres", Driver: pgxv5.New(pool), SQL: db, Source: dsn, Serial: serial["postgres"],
+		Name: PgxV5, Engine: postgresEngine.Name, Eng: postgresEngine, Driver: pgxv5.New(pool), SQL: db, Source: dsn, Serial: postgresEngine.Serial,
 		closeDB: pool.Close,
 		exec: func(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
 			_, err := tx.Exec(ctx, query, args...)

@@ -16,7 +16,7 @@ import (
 )
 
 // Each runs f once per driver of testdb.Drivers, as subtests named after
-// them; the PostgreSQL ones skip when testdb.PostgresEnv is unset.
+// them; a server engine's ones skip when its variable is unset.
 func Each(t *testing.T, f func(t *testing.T, driver string)) {
 	for _, d := range testdb.Drivers() {
 		t.Run(d, func(t *testing.T) { f(t, d) })
@@ -31,7 +31,7 @@ type Store struct {
 }
 
 // Middleware returns idemhttp.Middleware with opts on a fresh ledger of
-// the driver (testdb.SQLite, testdb.Postgres or testdb.PgxV5), and its
+// the driver named driver (a name of testdb.Drivers), and its
 // Store. Any failure ends the test.
 func Middleware(t testing.TB, driver string, opts idemhttp.Options) (func(http.Handler) http.Handler, Store) {
 	t.Helper()

@@ -18,7 +18,7 @@ import (
 func Each(t *testing.T, f func(t *testing.T, engine string)) { testmw.Each(t, f) }
 
 // Middleware returns idemhttp.Middleware with opts on a fresh ledger of
-// the driver (testdb.SQLite, testdb.Postgres or testdb.PgxV5).
+// the driver named engine (a name of testdb.Drivers).
 func Middleware(t testing.TB, engine string, opts idemhttp.Options) func(http.Handler) http.Handler {
 	t.Helper()
 	mw, _ := testmw.Middleware(t, engine, opts)

@@ -1,0 +1,22 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/idemledger/idemledger/internal/pgmigrate"
+)
+
+func (e executor) TableExists(ctx context.Context, table string) (bool, error) {
+	var found, hasSchema bool
+	var path string
+	if err := e.db.QueryRowContext(ctx, pgmigrate.TableExistsSQL, table).Scan(&found, &hasSchema, &path); err != nil {
+		return false, err
+	}
+	return pgmigrate.TableExists(found, hasSchema, path)
+}
+
+func (e executor) ColumnExists(ctx context.Context, table, column string) (bool, error) {
+	var found bool
+	err := e.db.QueryRowContext(ctx, pgmigrate.ColumnExistsSQL, table, column).Scan(&found)
+	return found, err
+}
