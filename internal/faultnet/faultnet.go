@@ -2,6 +2,9 @@
 // connections at chosen moments: fakes cannot show what a client library
 // does when a connection to a real PostgreSQL drops before a request,
 // after it (the server ran the statement, the reply is lost) or mid-reply.
+// It can also fall silent (Silence): every byte is held, none is lost and
+// no connection is reset, as when a network path stops delivering packets,
+// until Resume delivers what was held, in order.
 package faultnet
 
 import (
@@ -55,6 +58,8 @@ type Proxy struct {
 	fired  bool           // the cut armed in generation gen has happened
 	links  map[*link]bool // open proxied connections, for DropAll and Close
 	closed bool
+	// quiet is non-nil while the proxy is silent; Resume closes it.
+	quiet chan struct{}
 }
 
 // link is one proxied connection: the accepted client side and the dialled
@@ -63,6 +68,7 @@ type link struct {
 	p              *Proxy
 	client, server net.Conn
 	once           sync.Once
+	done           chan struct{} // closed by close, to wake a pump held by Silence
 
 	mu  sync.Mutex // guards at and gen, set by clientToServer on a match
 	at  Point      // the cut under way, 0 for none
@@ -148,6 +154,51 @@ func (p *Proxy) DropAll() {
 	}
 }
 
+// Silence makes the proxy hold every byte it receives, in both directions
+// and on every connection, new ones included (their TCP handshake
+// completes, as the kernel answers it, but nothing more), until Resume:
+// nothing is dropped and no connection is reset or closed, so a client
+// sees a peer that has gone quiet, and only its own deadlines end the
+// wait. A connection that the client closes meanwhile is closed towards
+// the server only after the bytes held before the close are delivered.
+// Silence while silent does nothing.
+func (p *Proxy) Silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet == nil {
+		p.quiet = make(chan struct{})
+	}
+}
+
+// Resume ends a Silence: the bytes held are delivered, in the order they
+// came, and the proxy forwards as before. Resume when not silent does
+// nothing.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet != nil {
+		close(p.quiet)
+		p.quiet = nil
+	}
+}
+
+// hold returns once the proxy is not silent, or false once the link is
+// closed.
+func (l *link) hold() bool {
+	l.p.mu.Lock()
+	quiet := l.p.quiet
+	l.p.mu.Unlock()
+	if quiet == nil {
+		return true
+	}
+	select {
+	case <-quiet:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
 // Close stops listening, closes both sides of every connection and waits
 // for all the proxy's goroutines to end. It is safe to call twice.
 func (p *Proxy) Close() error {
@@ -160,6 +211,7 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	err := p.ln.Close()
 	p.DropAll()
+	p.Resume()
 	p.wg.Wait()
 	return err
 }
@@ -178,7 +230,7 @@ func (p *Proxy) accept() {
 			client.Close() // the client sees the target's refusal as EOF
 			continue
 		}
-		l := &link{p: p, client: client, server: server}
+		l := &link{p: p, client: client, server: server, done: make(chan struct{})}
 		p.mu.Lock()
 		if p.closed { // Close already ran DropAll; do not start pumps it would miss
 			p.mu.Unlock()
@@ -197,6 +249,7 @@ func (p *Proxy) accept() {
 // close closes both halves of the link and forgets it.
 func (l *link) close() {
 	l.once.Do(func() {
+		close(l.done)
 		l.client.Close()
 		l.server.Close()
 		l.p.mu.Lock()
@@ -261,6 +314,9 @@ func (l *link) clientToServer() {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.client.Read(buf)
+		if !l.hold() {
+			return
+		}
 		at, gen := l.p.match(&tail, buf[:n])
 		switch at {
 		case BeforeRequest:
@@ -294,6 +350,9 @@ func (l *link) serverToClient() {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.server.Read(buf)
+		if !l.hold() {
+			return
+		}
 		l.mu.Lock()
 		at, gen := l.at, l.gen
 		l.mu.Unlock()
