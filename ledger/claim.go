@@ -114,6 +114,13 @@ func (l *Ledger[TTx]) claim(ctx context.Context, ex driver.Executor, req Request
 // claimWith is claim whose attempts run through attempt instead of
 // ex.Claim (Mutate's sets its savepoint with the first that needs one).
 func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Request, attempt func(context.Context, driver.ClaimParams) (driver.ClaimResult, error)) (*Claim, error) {
+	if ex == l.db {
+		// Lease mode: the claim's statements answer within a lease, like
+		// the lease's own (see persist), whatever ctx allows.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.lease)
+		defer cancel()
+	}
 	for range claimAttempts {
 		a := driver.ClaimParams{
 			Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint[:],
@@ -122,7 +129,7 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 		}
 		won, err := attempt(ctx, a)
 		if err != nil {
-			err = classify(err)
+			err = classify(deadlineFault(ctx, err))
 			if ex == l.db && mayHaveRun(err) || ctx.Err() != nil {
 				l.abandon(ctx, ex, a)
 			}
@@ -174,10 +181,8 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 // connection of the pool; should it last longer, the lease running out
 // remains the remedy, as for any holder that vanished.
 func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.ClaimParams) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonBudget)
-	defer cancel()
 	p := driver.LeaseParams{Scope: a.Scope, Key: a.Key, Token: a.Token}
-	_, _, _ = l.persist(ctx, time.Now().Add(abandonBudget), func(ctx context.Context) (bool, error) {
+	_, _, _ = l.persist(context.WithoutCancel(ctx), time.Now().Add(min(abandonBudget, l.lease)), func(ctx context.Context) (bool, error) {
 		return true, ex.Abandon(ctx, p)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -295,4 +296,36 @@ func FreshLike[TTx any](t testing.TB, d *DB[TTx]) *DB[TTx] {
 	}
 	t.Fatalf("testdb: no driver %s", d.Name)
 	return nil
+}
+
+// HoldRecord locks the ledger record of scope and key against writes from
+// other sessions, in a transaction of its own on d.SQL, until the returned
+// function is called (at the latest when the test ends): a row lock (FOR
+// UPDATE) on PostgreSQL and MySQL, the database's write lock (BEGIN
+// IMMEDIATE) on SQLite, where no lock is finer. The record need not exist.
+func (d *DB[TTx]) HoldRecord(t testing.TB, scope, key string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := d.SQL.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE takes the write lock
+	if err != nil {
+		t.Fatalf("testdb: hold record: %v", err)
+	}
+	if d.Engine != "sqlite" {
+		q := Rebind(d.Engine, `SELECT COUNT(*) FROM (SELECT 1 FROM idempotency_ledger WHERE scope = ? AND "key" = ? FOR UPDATE) AS l`)
+		var n int
+		if err := tx.QueryRowContext(ctx, q, scope, key).Scan(&n); err != nil {
+			tx.Rollback()
+			t.Fatalf("testdb: hold record: %v", err)
+		}
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if err := tx.Rollback(); err != nil {
+				t.Errorf("testdb: release record: %v", err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
