@@ -30,6 +30,22 @@
 // sql.ErrTxDone, whatever the database package: ledger.Mutate reports a
 // callback that ended the caller's transaction through it.
 //
+// # Deadlines
+//
+// The ledger runs every lease-mode statement (Executor.Claim, Complete,
+// Release, MarkCommitted, Extend and Abandon on DB()) under a context
+// whose deadline comes from the lease: the statement must answer by then,
+// whatever holds it up. A driver honours the deadline on the client side
+// (its database package cuts the call), and, where the engine would go on
+// waiting for a lock after its client gave up and then write, bounds that
+// wait on the server too, shorter than the time left (PostgreSQL's
+// lock_timeout, MariaDB's innodb_lock_wait_timeout per statement), so that
+// a lock held past the deadline ends the statement with a busy error
+// (ErrBusy: nothing written) rather than an unknown outcome that may still
+// be written later. A call the deadline cut short is an unknown outcome
+// (ErrOutcomeUnknown), and the ledger reports it so. Inside a caller's
+// transaction (TxExecutor) a driver changes no setting of the caller's.
+//
 // The interfaces may grow new methods in any release, as the ledger needs
 // them: implementations outside this module are not supported.
 package driver

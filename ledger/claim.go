@@ -81,7 +81,11 @@ const claimAttempts = 5
 //     flight under a live lease, with RetryAfter;
 //   - a Claim whose Replay is the completed record.
 //
-// Claim runs on the driver's pool and commits at once: lease mode. Bad
+// Claim runs on the driver's pool and commits at once: lease mode. Its
+// statements answer within one lease, or sooner when ctx ends: a claim
+// held up longer (a lock, a silent connection) fails, matching ErrBusy
+// when the store refused to wait longer (nothing was written) or
+// ErrOutcomeUnknown when the statement was cut short. Bad
 // input returns an error wrapping ErrInvalidRequest before the database is
 // used. If the row changes between the read and the write, the claim
 // starts over; after a few such losses it returns an error matching

@@ -24,9 +24,13 @@ import (
 //
 // The write ignores the cancellation of ctx (it keeps ctx's values): a
 // client that hangs up must not turn the finished work into a retry that
-// runs again. A fault that leaves it unknown whether the write ran (a lost
-// connection, ErrOutcomeUnknown) or a busy store is retried on a fresh
-// connection until c's lease runs out (see the package doc, Faults); when
+// runs again. It answers by the end of c's lease (or a second from the
+// call, for a lease that has nearly run out), whatever holds the
+// statement up: a lock held longer gives ErrBusy (nothing written), a
+// silent connection ErrOutcomeUnknown. A fault that leaves it unknown
+// whether the write ran (a lost connection, ErrOutcomeUnknown) or a busy
+// store is retried on a fresh connection until then (see the package doc,
+// Faults); when
 // an attempt whose outcome was unknown is followed by one that finds the
 // lease gone, the record is read to tell a stored outcome (nil) from a
 // lost lease. A nil c, or a header name in out that is not valid UTF-8,
@@ -115,11 +119,17 @@ func (l *Ledger[TTx]) persist(ctx context.Context, deadline time.Time, op func(c
 			return false, unsure, err
 		}
 		unsure = unsure || errors.Is(err, ErrOutcomeUnknown)
-		if retry.Sleep(ctx, retry.Backoff(persistFirstWait, persistMaxWait, attempt)) != nil {
+		if retry.Sleep(ctx, retry.Backoff(persistFirstWait, persistMaxWait, attempt)) != nil ||
+			time.Until(deadline) < persistLastAttempt {
 			return false, unsure, err
 		}
 	}
 }
+
+// persistLastAttempt is the least time left for which persist starts
+// another attempt: one with less would be cut short by the deadline,
+// turning a definite answer (busy) into an unknown one.
+const persistLastAttempt = 100 * time.Millisecond
 
 // deadlineFault is err, the error of a statement run under ctx, marked
 // driver.ErrOutcomeUnknown when ctx ended while it ran and the driver did
@@ -140,8 +150,9 @@ const (
 	persistMaxWait   = time.Second
 )
 
-// leaseDeadline is when the retries of c's lease operations stop: the end
-// of its lease, or persistMinBudget from now if that is later. After it
+// leaseDeadline is when c's lease operations must have answered, their
+// statements and retries included: the end of its lease, or
+// persistMinBudget from now if that is later. After it
 // another request may take the key over and the guarded write would fail
 // anyway; a record that passed its commit point is not taken over, but a
 // store unreachable for a whole lease is an outage the caller must hear

@@ -145,7 +145,7 @@ func (e executor) takeOverOnPool(ctx context.Context, a idriver.ClaimParams) (id
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	res, err := executor{d: e.d, db: tx, tx: tx, own: new(owner)}.takeOver(ctx, a, false)
+	res, err := executor{d: e.d, db: tx, tx: tx, own: new(owner), bound: true}.takeOver(ctx, a, false)
 	if err != nil {
 		_ = tx.Rollback()
 		return idriver.ClaimResult{}, err

@@ -43,6 +43,15 @@
 //     that transaction ends, also when the row stood after all.
 //   - Purge deletes expired rows oldest expiry first in batches of
 //     DELETE ... ORDER BY expires_at LIMIT n.
+//   - A lease-mode statement that waits for another transaction's row
+//     lock gives up before the lease ends (see the driver package doc,
+//     Deadlines). On MariaDB it carries its own innodb_lock_wait_timeout
+//     (SET STATEMENT ... FOR), and the wait ends with 1205 (ledger.ErrBusy,
+//     nothing written). MySQL 8.0 cannot set that variable for one
+//     statement: there the client gives up at the deadline and reports an
+//     unknown outcome (ledger.ErrOutcomeUnknown), and the server may still
+//     write once the lock is gone, up to innodb_lock_wait_timeout later;
+//     keep that setting short on MySQL 8.0.
 //
 // # Speed
 //

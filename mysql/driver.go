@@ -36,6 +36,9 @@ type Driver struct {
 	preparing atomic.Bool
 	// pool is the Executor on db, made once.
 	pool idriver.Executor
+	// mariaDB is set once Prepare found the server to be MariaDB, whose
+	// statements can carry a lock wait of their own (wait.go).
+	mariaDB atomic.Bool
 }
 
 var (
@@ -52,7 +55,7 @@ var (
 // every request runs (see Prepare). A nil db is refused by ledger.New.
 func New(db *sql.DB) *Driver {
 	d := &Driver{db: db}
-	d.pool = idriver.Interpreted(executor{d: d, db: db, pool: db}, interpret)
+	d.pool = idriver.Interpreted(executor{d: d, db: db, pool: db, bound: true}, interpret)
 	return d
 }
 
@@ -102,16 +105,25 @@ type executor struct {
 	tx   *sql.Tx // nil on the pool
 	pool *sql.DB // nil inside a transaction
 	own  *owner  // whether tx is the pool's; nil on the pool
+	// bound: the statements' lock waits end before ctx's deadline
+	// (wait.go); set on the pool and in the driver's own transactions,
+	// never in a caller's, whose settings are the caller's.
+	bound bool
 }
 
 // q returns the queries to run, with the statements of hot prepared once
 // the driver has prepared them.
 func (e executor) q() *mysqldb.Queries {
+	var db mysqldb.DBTX = e.db
 	if p := e.d.prepared.Load(); p != nil {
-		return mysqldb.New(preparedDB{DBTX: e.db, tx: e.tx, p: p, own: e.own})
+		db = preparedDB{DBTX: e.db, tx: e.tx, p: p, own: e.own}
+	} else {
+		e.d.prepareLater()
 	}
-	e.d.prepareLater()
-	return mysqldb.New(e.db)
+	if e.bound {
+		db = boundedDB{DBTX: db, d: e.d}
+	}
+	return mysqldb.New(db)
 }
 
 func (e executor) Now(ctx context.Context) (int64, error) { return e.q().Now(ctx) }

@@ -2,6 +2,7 @@ package pgerr
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 )
@@ -9,9 +10,10 @@ import (
 // LockTimeout is the lock_timeout, in milliseconds as the text that
 // set_config takes, for a statement run on the pool under ctx: the time
 // left until ctx's deadline, less a margin for the server's answer to
-// travel back before the client stops listening (a quarter of the time
-// left, at most lockMargin). ok is false when ctx has no deadline: the
-// statement then keeps the session's setting.
+// travel back before the client stops listening (half the time left, at
+// most lockMargin), and at most what the setting holds (about 24 days).
+// ok is false when ctx has no deadline: the statement then keeps the
+// session's setting.
 //
 // The client's deadline alone is not enough: pgx answers it by closing the
 // connection (its default context watcher sends no cancel request), and
@@ -25,9 +27,9 @@ func LockTimeout(ctx context.Context) (ms string, ok bool) {
 		return "", false
 	}
 	left := time.Until(deadline)
-	left -= min(lockMargin, left/4)
+	left -= min(lockMargin, left/2)
 	// lock_timeout 0 would mean no timeout at all.
-	return strconv.FormatInt(max(left.Milliseconds(), 1), 10), true
+	return strconv.FormatInt(min(max(left.Milliseconds(), 1), math.MaxInt32), 10), true
 }
 
 // lockMargin bounds the time LockTimeout leaves between the server's
