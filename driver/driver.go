@@ -23,7 +23,8 @@
 //
 // A driver owns its engine's errors: every method returns the database's
 // error marked (Mark) with the sentinels of this package that it matches
-// (ErrRetryable, ErrBusy, ErrNotMigrated, ErrOutcomeUnknown), so that the
+// (ErrRetryable, ErrBusy, ErrNotMigrated, ErrOutcomeUnknown; a
+// *TooLargeError for an outcome too large to store), so that the
 // ledger and the integrations read no engine's codes, while callers still
 // reach the database's own error with errors.As. A statement on a
 // transaction that is already over returns an error matching database/sql's
@@ -54,6 +55,7 @@ import (
 	"context"
 	sqldriver "database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -409,7 +411,52 @@ var (
 	// ErrOutcomeUnknown: the connection broke, or the engine's storage
 	// failed, after the statement may have run: whether it did is unknown.
 	ErrOutcomeUnknown = errors.New("driver: outcome unknown")
+	// ErrTooLarge: an outcome (Executor.Complete) is larger than the
+	// engine can store or the connection can carry; nothing was written.
+	// Drivers return it as a *TooLargeError.
+	ErrTooLarge = errors.New("driver: outcome too large")
 )
+
+// TooLargeError is the error of a Complete whose outcome the engine cannot
+// store: a driver returns it when its own check before sending finds the
+// outcome over the engine's limit, or when the engine refuses it for its
+// size. Nothing was written, and the lease still holds. errors.Is(err,
+// ErrTooLarge) reports true for it.
+type TooLargeError struct {
+	// Size is the outcome's size as the driver counts it against Limit
+	// (its body, headers and kind, plus what the statement carries
+	// besides, when the limit is on a whole message), in bytes.
+	Size int64
+	// Limit is the engine's limit in bytes, 0 when the engine refused the
+	// outcome without saying.
+	Limit int64
+	// Err is the engine's error, nil when the driver's check refused the
+	// outcome before sending it.
+	Err error
+}
+
+// Error states the size and the limit.
+func (e *TooLargeError) Error() string {
+	msg := fmt.Sprintf("%v: %d bytes", ErrTooLarge, e.Size)
+	if e.Limit > 0 {
+		msg += fmt.Sprintf(", over the limit of %d", e.Limit)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the engine's error.
+func (e *TooLargeError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrTooLarge.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// OutcomeSize is the size of p's outcome: its body, headers and kind.
+func OutcomeSize(p CompleteParams) int64 {
+	return int64(len(p.Body)) + int64(len(p.Headers)) + int64(len(p.Kind))
+}
 
 // Mark returns err marked with the sentinels in kinds: errors.Is reports
 // true for each of them as well as for everything err matches, Unwrap

@@ -33,8 +33,10 @@ import (
 // Faults); when
 // an attempt whose outcome was unknown is followed by one that finds the
 // lease gone, the record is read to tell a stored outcome (nil) from a
-// lost lease. A nil c, or a header name in out that is not valid UTF-8,
-// returns ErrInvalidRequest.
+// lost lease. An outcome larger than the store can keep returns an
+// *OutcomeTooLargeError (ErrOutcomeTooLarge) and stores nothing: the
+// lease still holds, for a Complete with a smaller outcome. A nil c, or a
+// header name in out that is not valid UTF-8, returns ErrInvalidRequest.
 func (l *Ledger[TTx]) Complete(ctx context.Context, c *Claim, out Outcome) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err

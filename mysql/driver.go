@@ -39,6 +39,9 @@ type Driver struct {
 	// mariaDB is set once Prepare found the server to be MariaDB, whose
 	// statements can carry a lock wait of their own (wait.go).
 	mariaDB atomic.Bool
+	// maxPacket is the server's max_allowed_packet as Prepare read it, 0
+	// before (size.go).
+	maxPacket atomic.Int64
 }
 
 var (
@@ -165,6 +168,9 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 }
 
 func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := e.d.checkOutcome(p); err != nil {
+		return false, err
+	}
 	n, err := e.q().Complete(ctx, mysqldb.CompleteParams{
 		Status:         sql.NullInt64{Int64: p.Status, Valid: true},
 		Headers:        p.Headers,
@@ -177,7 +183,7 @@ func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		LeaseToken:     token(p.Token),
 		Fence:          p.Fence,
 	})
-	return n == 1, err
+	return n == 1, e.d.tooLarge(p, err)
 }
 
 func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {

@@ -61,9 +61,13 @@ func (d *Driver) Prepare(ctx context.Context) error {
 // prepare is Prepare without reopening a closed driver: what a background
 // attempt runs, so that a Close during it wins.
 func (d *Driver) prepare(ctx context.Context) error {
-	var version string
-	if err := d.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err == nil {
+	var (
+		version string
+		packet  int64
+	)
+	if err := d.db.QueryRowContext(ctx, "SELECT VERSION(), @@max_allowed_packet").Scan(&version, &packet); err == nil {
 		d.mariaDB.Store(strings.Contains(version, "MariaDB"))
+		d.maxPacket.Store(packet)
 	}
 	texts := hot[:]
 	if d.mariaDB.Load() {

@@ -245,6 +245,9 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := pgerr.CheckOutcome(p); err != nil {
+		return false, err
+	}
 	n, err := pgxdb.New(e.db).Complete(ctx, pgxdb.CompleteParams{
 		LockTimeout: e.lockTimeout(ctx),
 		Status:      pgtype.Int8{Int64: p.Status, Valid: true},
@@ -258,7 +261,7 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		Fence:       p.Fence,
 		Now:         at(p.Now),
 	})
-	return n == 1, txDone(err)
+	return n == 1, pgerr.TooLarge(p, txDone(err))
 }
 
 func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {

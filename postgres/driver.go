@@ -162,6 +162,9 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := pgerr.CheckOutcome(p); err != nil {
+		return false, err
+	}
 	n, err := pgdb.New(e.db).Complete(ctx, pgdb.CompleteParams{
 		LockTimeout: e.lockTimeout(ctx),
 		Status:      sql.NullInt64{Int64: p.Status, Valid: true},
@@ -175,7 +178,7 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		Fence:       p.Fence,
 		Now:         at(p.Now),
 	})
-	return n == 1, err
+	return n == 1, pgerr.TooLarge(p, err)
 }
 
 func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {

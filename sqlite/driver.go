@@ -298,6 +298,9 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if n := rowSize(p); n > maxLength {
+		return false, &idriver.TooLargeError{Size: n, Limit: maxLength}
+	}
 	now := clock(p.Now)
 	n, err := e.queries(ctx).Complete(ctx, sqlitedb.CompleteParams{
 		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
@@ -311,6 +314,9 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		LeaseToken: sql.NullString{String: p.Token, Valid: true},
 		Fence:      p.Fence,
 	})
+	if isTooBig(err) {
+		return false, &idriver.TooLargeError{Size: rowSize(p), Limit: e.lengthLimit(ctx), Err: err}
+	}
 	return n == 1, err
 }
 

@@ -13,8 +13,10 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	msqlite "modernc.org/sqlite"
 
 	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pgerr"
 	"github.com/idemledger/idemledger/schema"
 	"github.com/idemledger/idemledger/sqlite"
 
@@ -328,4 +330,41 @@ func (d *DB[TTx]) HoldRecord(t testing.TB, scope, key string) (release func()) {
 	}
 	t.Cleanup(release)
 	return release
+}
+
+// OutcomeLimit returns the size in bytes from which d's driver refuses to
+// store an outcome (ledger.ErrOutcomeTooLarge), an outcome's body of that
+// many bytes being refused for sure (the row or message holds more). Where
+// the engine's limit is too large for a test to reach, it is lowered to
+// 1 MiB for the rest of the test: on SQLite the engine's own
+// SQLITE_LIMIT_LENGTH, on the only connection d.SQL keeps from then on;
+// on PostgreSQL the drivers' check before sending (the server's 1 GB
+// field). On MySQL it is the server's max_allowed_packet, unchanged.
+func (d *DB[TTx]) OutcomeLimit(t testing.TB) int64 {
+	t.Helper()
+	const lowered = 1 << 20
+	ctx := context.Background()
+	switch d.Engine {
+	case "sqlite":
+		d.SQL.SetMaxOpenConns(1)
+		c, err := d.SQL.Conn(ctx)
+		if err != nil {
+			t.Fatalf("testdb: outcome limit: %v", err)
+		}
+		defer c.Close()
+		if _, err := msqlite.Limit(c, 0, lowered); err != nil { // SQLITE_LIMIT_LENGTH
+			t.Fatalf("testdb: outcome limit: %v", err)
+		}
+		return lowered
+	case "postgres":
+		was := pgerr.MaxOutcome
+		pgerr.MaxOutcome = lowered
+		t.Cleanup(func() { pgerr.MaxOutcome = was })
+		return lowered
+	}
+	var packet int64
+	if err := d.SQL.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&packet); err != nil {
+		t.Fatalf("testdb: outcome limit: %v", err)
+	}
+	return packet
 }
