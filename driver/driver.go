@@ -216,6 +216,16 @@ type ClaimParams struct {
 	LeaseMillis, TTLMillis int64
 	// Now is the claim's time; 0 for the engine's clock.
 	Now int64
+	// ValidUntil, when not 0, is the latest time (Unix milliseconds, the
+	// scale of Now) at which the claim may still write: a claim whose
+	// write reaches the engine later (its clock, or Now when set, is past
+	// ValidUntil) writes nothing and returns ClaimResult.Late. A lease-mode
+	// claim sets it to when its caller stops waiting (plus an allowance
+	// for clocks that disagree), so that a statement held up on its way
+	// (a silent network) cannot win a key that nobody will run. A driver
+	// whose claim is several statements checks it at each that writes, in
+	// the engine's clock when Now is 0.
+	ValidUntil int64
 }
 
 // MayTakeOver reports whether a claim p at the engine's time now may take
@@ -243,6 +253,10 @@ func Expired(r *Row, now int64) bool {
 // ledger then starts over.
 type ClaimResult struct {
 	Won bool
+	// Late reports that the claim wrote nothing because it reached the
+	// engine after ClaimParams.ValidUntil; Now is then the engine's time
+	// that judged it so.
+	Late bool
 	// Fence and LeaseExpiresAt describe the won lease; CommittedAt is the
 	// commit mark a recovery kept (0 when none).
 	Fence, LeaseExpiresAt, CommittedAt int64

@@ -306,8 +306,10 @@ func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, l
 		return true
 	}
 	if r.Context().Err() != nil {
-		// The client left while the claim ran: nothing is unavailable,
-		// and nobody reads the answer.
+		// The client left while the claim ran: nobody reads the answer,
+		// but the claim's failure is reported all the same (a store held
+		// up until clients give up is an outage to see).
+		cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
 		cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Detail: "the idempotency store is unavailable; retry later", Err: err})
 		return true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemledger/idemledger/internal/faultnet"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
@@ -144,4 +145,84 @@ func recordOf[TTx any](t *testing.T, l *ledger.Ledger[TTx], key string) string {
 	}
 	return fmt.Sprintf("%s fence %d lease %v committed %v status %d body %q", r.State, r.Fence,
 		r.LeaseExpiresAt.UnixMilli(), r.CommittedAt.UnixMilli(), r.Outcome.Status, r.Outcome.Body)
+}
+
+// TestLateClaimDoesNotHoldKey holds a claim's write on its way (the network
+// falls silent as it goes: packets held, no reset; internal/faultnet's
+// Hold) on the drivers that talk to a server: the claim gives
+// up at its ClaimTimeout, and when the silence ends its statement reaches
+// the server after the bound it carries. It must not win: nothing is
+// stored for the key, and a retry claims it at once, where a claim that
+// landed would hold the key for a whole lease that no handler uses. One
+// case gives up at the ledger's own deadline, the other earlier, when the
+// caller's context ends (a client that hung up).
+func TestLateClaimDoesNotHoldKey(t *testing.T) {
+	testdb.Each(t, testLateClaim[*sql.Tx], testLateClaim[pgx.Tx])
+}
+
+func testLateClaim[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	f := testdb.NewFaulty(t, d, 0)
+	if f.Proxy == nil {
+		t.Skip("SQLite runs in the caller's process: no statement reaches it late")
+	}
+	opts := ledger.Options{TTL: time.Hour, Lease: 6 * time.Second, ClaimTimeout: time.Second}
+	l, err := ledger.New(f.Driver, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	clean, err := ledger.New(d.Driver, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { clean.Close() })
+
+	for _, tc := range []struct {
+		name   string
+		cancel time.Duration // when the caller's context ends; 0: never
+	}{
+		{"deadline", 0},
+		{"caller gone", 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Held on its way: the statement that writes the claim, the
+			// only one that carries the fingerprint (on MySQL the claim's
+			// read goes through first).
+			r := req("late-"+tc.name, "payload of "+tc.name)
+			ctx := context.Background()
+			if tc.cancel > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.cancel)
+				defer cancel()
+			}
+			f.Proxy.Arm(r.Fingerprint[:], faultnet.Hold)
+			answered := make(chan error, 1)
+			go func() { _, err := l.Claim(ctx, r); answered <- err }()
+			select {
+			case err = <-answered:
+			case <-time.After(10 * time.Second):
+				f.Proxy.Resume()
+				t.Fatalf("no answer 10 s into the silence, then %v", <-answered)
+			}
+			if !f.Proxy.Fired() {
+				f.Proxy.Resume()
+				t.Fatalf("the claim's write was never held (%v)", err)
+			}
+			// Past the claim's bound (ClaimTimeout and MaxClockSkew)
+			// before the statement is let through.
+			time.Sleep(ledger.MaxClockSkew + 200*time.Millisecond)
+			f.Proxy.Resume()
+			if !errors.Is(err, ledger.ErrOutcomeUnknown) {
+				t.Errorf("claim in the silence = %v, want ErrOutcomeUnknown", err)
+			}
+			time.Sleep(500 * time.Millisecond) // the held statement lands
+			if rec := recordOf(t, clean, r.Key); rec != "none" {
+				t.Fatalf("the claim reached the server after its caller gave up, and won: %s", rec)
+			}
+			c, err := clean.Claim(context.Background(), r)
+			if err != nil || c.Replayed() {
+				t.Fatalf("retry after the silence = %+v, %v; want the key at once", c, err)
+			}
+		})
+	}
 }

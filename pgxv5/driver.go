@@ -211,9 +211,13 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		TtlMillis:   a.TTLMillis,
 		Now:         at(a.Now),
 		Recover:     a.Recover,
+		ValidUntil:  pgtype.Int8{Int64: a.ValidUntil, Valid: a.ValidUntil != 0},
 	})
 	if err != nil {
 		return idriver.ClaimResult{}, txDone(err)
+	}
+	if r.Late {
+		return idriver.ClaimResult{Late: true, Now: r.Now}, nil
 	}
 	switch r.State {
 	case "won":

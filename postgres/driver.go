@@ -126,9 +126,13 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		TtlMillis:   a.TTLMillis,
 		Now:         at(a.Now),
 		Recover:     a.Recover,
+		ValidUntil:  sql.NullInt64{Int64: a.ValidUntil, Valid: a.ValidUntil != 0},
 	})
 	if err != nil {
 		return idriver.ClaimResult{}, err
+	}
+	if r.Late {
+		return idriver.ClaimResult{Late: true, Now: r.Now}, nil
 	}
 	switch r.State {
 	case "won":

@@ -27,12 +27,16 @@ const (
 	BeforeRequest Point = iota + 1 // the matched chunk is never forwarded: the statement did not run
 	AfterRequest                   // the reply is awaited and discarded: the statement ran, the client never learns it
 	MidReply                       // a strict prefix of the reply (≥1 byte when possible) reaches the client
+	// Hold makes the proxy silent (see Silence) from the matched chunk
+	// on, that chunk included: the request is held on its way, the
+	// connection stays open, and Resume delivers it.
+	Hold
 )
 
 // String names the point for test names and failure messages.
 func (p Point) String() string {
-	if p >= BeforeRequest && p <= MidReply {
-		return [...]string{"before request", "after request", "mid reply"}[p-1]
+	if p >= BeforeRequest && p <= Hold {
+		return [...]string{"before request", "after request", "mid reply", "hold"}[p-1]
 	}
 	return fmt.Sprintf("Point(%d)", int(p))
 }
@@ -114,7 +118,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // retry by the client under test goes through; re-arming replaces an
 // unfired plan and resets Fired.
 func (p *Proxy) Arm(marker []byte, at Point) {
-	if len(marker) == 0 || at < BeforeRequest || at > MidReply {
+	if len(marker) == 0 || at < BeforeRequest || at > Hold {
 		panic("faultnet: Arm needs a marker and a valid Point")
 	}
 	p.mu.Lock()
@@ -318,6 +322,14 @@ func (l *link) clientToServer() {
 			return
 		}
 		at, gen := l.p.match(&tail, buf[:n])
+		if at == Hold {
+			l.p.Silence()
+			l.p.fire(gen)
+			if !l.hold() {
+				return
+			}
+			at = 0
+		}
 		switch at {
 		case BeforeRequest:
 			l.p.fire(gen) // before closing, so the client's error implies Fired

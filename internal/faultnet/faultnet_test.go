@@ -587,3 +587,40 @@ func TestSilence(t *testing.T) {
 		t.Error("server side still open 5s after Resume")
 	}
 }
+
+// TestHold checks that a Hold cut silences the proxy from the matched
+// chunk on, that chunk included, and that Resume delivers it.
+func TestHold(t *testing.T) {
+	target, _ := fakeServer(t, echo)
+	p, err := Listen(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip(t, c, "before", "before")
+	p.Arm([]byte("mark"), Hold)
+	if _, err := c.Write([]byte("the mark")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 8)); n != 0 || err == nil {
+		t.Fatalf("read while held: %d bytes, %v; want nothing", n, err)
+	}
+	if !p.Fired() {
+		t.Fatal("Fired is false after the marker went by")
+	}
+	p.Resume()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, 8)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "the mark" {
+		t.Fatalf("after Resume: %q, %v", got, err)
+	}
+	if s := Hold.String(); s != "hold" {
+		t.Errorf("Hold.String() = %q", s)
+	}
+}

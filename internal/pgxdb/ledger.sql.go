@@ -65,12 +65,14 @@ SELECT clock.now::bigint AS now,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.kind, '')::text AS kind
+       COALESCE(r.kind, '')::text AS kind,
+       (r.open IS NOT FALSE AND $1::bigint IS NOT NULL
+        AND clock.now > $1::bigint)::boolean AS late
 FROM (
-    SELECT COALESCE($1::bigint,
+    SELECT COALESCE($2::bigint,
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
-           CASE WHEN $2::text IS NULL THEN NULL
-                ELSE set_config('lock_timeout', $2::text, true) END AS lock_timeout
+           CASE WHEN $3::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $3::text, true) END AS lock_timeout
     OFFSET 0
 ) AS clock
 LEFT JOIN LATERAL (
@@ -85,23 +87,25 @@ LEFT JOIN LATERAL (
            ) OR (
                 c.state = 'in_flight'
                 AND c.lease_expires_at <= clock.now
-                AND c.fingerprint = $3::bytea
-                AND (c.committed_at IS NULL OR $4::boolean)
+                AND c.fingerprint = $4::bytea
+                AND (c.committed_at IS NULL OR $5::boolean)
            ), false) AS open
     FROM idempotency_ledger AS c
-    WHERE c.scope = $5::text AND c.key = $6::text
+    WHERE c.scope = $6::text AND c.key = $7::text
     LIMIT 1
 ) AS r ON true
 LEFT JOIN LATERAL (
     SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
-    FROM idemledger_claim_write($5::text, $6::text, $3::bytea, $7::text,
-                                clock.now, $8::bigint, $9::bigint, $4::boolean) AS f
+    FROM idemledger_claim_write($6::text, $7::text, $4::bytea, $8::text,
+                                clock.now, $9::bigint, $10::bigint, $5::boolean) AS f
     WHERE r.open IS NOT FALSE
+      AND ($1::bigint IS NULL OR clock.now <= $1::bigint)
     OFFSET 0
 ) AS w ON true
 `
 
 type ClaimParams struct {
+	ValidUntil  pgtype.Int8
 	Now         pgtype.Int8
 	LockTimeout pgtype.Text
 	Fingerprint []byte
@@ -128,6 +132,7 @@ type ClaimRow struct {
 	CompletedAt    int64
 	ExpiresAt      int64
 	Kind           string
+	Late           bool
 }
 
 // One statement that reads the key's row first (r) and writes only when
@@ -139,6 +144,13 @@ type ClaimRow struct {
 // three things, told by state: 'won', with the won lease in fence,
 // lease_expires_at and committed_at; the row as r read it (its own state);
 // or ” when nothing was won and the key had no row.
+//
+// @valid_until (nullable) is the latest clock at which the claim may still
+// write: a statement that reaches the server later (it was held up on the
+// way, by a silent network, after its caller gave up) writes nothing and
+// says so in late, so that a claim nobody waits for any more does not
+// hold the key for a whole lease. The clock is statement_timestamp(), the
+// time the server received the statement.
 //
 // The won lease shares the row's columns rather than having its own: a
 // replay is answered from this row alone, and every column costs the
@@ -179,6 +191,7 @@ type ClaimRow struct {
 // and 25-40 µs on a first claim (BENCHMARKS.md, issue 22, 2026-12-03).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
+		arg.ValidUntil,
 		arg.Now,
 		arg.LockTimeout,
 		arg.Fingerprint,
@@ -205,6 +218,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.Kind,
+		&i.Late,
 	)
 	return i, err
 }

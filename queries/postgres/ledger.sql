@@ -35,6 +35,13 @@ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now;
 -- lease_expires_at and committed_at; the row as r read it (its own state);
 -- or '' when nothing was won and the key had no row.
 --
+-- @valid_until (nullable) is the latest clock at which the claim may still
+-- write: a statement that reaches the server later (it was held up on the
+-- way, by a silent network, after its caller gave up) writes nothing and
+-- says so in late, so that a claim nobody waits for any more does not
+-- hold the key for a whole lease. The clock is statement_timestamp(), the
+-- time the server received the statement.
+--
 -- The won lease shares the row's columns rather than having its own: a
 -- replay is answered from this row alone, and every column costs the
 -- client its decoding at every execution (database/sql's scanning most).
@@ -87,7 +94,9 @@ SELECT clock.now::bigint AS now,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.kind, '')::text AS kind
+       COALESCE(r.kind, '')::text AS kind,
+       (r.open IS NOT FALSE AND sqlc.narg(valid_until)::bigint IS NOT NULL
+        AND clock.now > sqlc.narg(valid_until)::bigint)::boolean AS late
 FROM (
     SELECT COALESCE(sqlc.narg(now)::bigint,
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
@@ -119,6 +128,7 @@ LEFT JOIN LATERAL (
     FROM idemledger_claim_write(@scope::text, @key::text, @fingerprint::bytea, @lease_token::text,
                                 clock.now, @lease_millis::bigint, @ttl_millis::bigint, @recover::boolean) AS f
     WHERE r.open IS NOT FALSE
+      AND (sqlc.narg(valid_until)::bigint IS NULL OR clock.now <= sqlc.narg(valid_until)::bigint)
     OFFSET 0
 ) AS w ON true;
 
