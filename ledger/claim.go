@@ -214,7 +214,7 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 // remains the remedy, as for any holder that vanished.
 func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.ClaimParams) {
 	p := driver.LeaseParams{Scope: a.Scope, Key: a.Key, Token: a.Token}
-	_, _, _ = l.persist(context.WithoutCancel(ctx), time.Now().Add(min(abandonBudget, l.lease)), func(ctx context.Context) (bool, error) {
+	_, _, _ = l.persist(context.WithoutCancel(ctx), time.Now().Add(min(abandonBudget, max(l.lease, persistMinBudget))), func(ctx context.Context) (bool, error) {
 		return true, ex.Abandon(ctx, p)
 	})
 }

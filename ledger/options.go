@@ -67,8 +67,9 @@ type Options struct {
 	// after its caller stopped waiting, does not win the key, so that a
 	// request that gave up never leaves the key held for a whole lease by
 	// a claim that no handler will run. A context deadline sooner than it
-	// takes its place. Default 5 s; at most Lease (a longer one is cut to
-	// it); negative is ErrInvalidOptions.
+	// takes its place. Default 5 s; at most Lease, or one second when the
+	// lease is shorter (a longer one is cut to that); negative is
+	// ErrInvalidOptions.
 	ClaimTimeout time.Duration
 
 	// MaxKeyLength is the longest idempotency key accepted, in bytes: the
@@ -87,7 +88,7 @@ type Options struct {
 // the database.
 type Ledger[TTx any] struct {
 	ttl, lease time.Duration
-	// claimTimeout is Options.ClaimTimeout, at most lease.
+	// claimTimeout is Options.ClaimTimeout, at most lease (or 1 s).
 	claimTimeout time.Duration
 	maxKey       int
 	now          func() time.Time // nil: the engine's clock
@@ -135,7 +136,9 @@ func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 	if l.lease < time.Millisecond {
 		return nil, fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidOptions, l.lease)
 	}
-	l.claimTimeout = min(l.claimTimeout, l.lease)
+	// Within the lease, as the lease's own statements (see persist), and
+	// like them given a second at least.
+	l.claimTimeout = min(l.claimTimeout, max(l.lease, persistMinBudget))
 	if l.maxKey < 0 {
 		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidOptions, l.maxKey)
 	}

@@ -86,7 +86,8 @@ func (e executor) write(ctx context.Context, a idriver.ClaimParams, r *idriver.R
 			ValidUntil: validUntil(a),
 		})
 		if err == nil && n == 0 {
-			// Received after ValidUntil: its clock is past it.
+			// Received after ValidUntil (nothing else makes it insert
+			// nothing): the server's clock is past it.
 			return idriver.ClaimResult{Late: true, Now: a.ValidUntil + 1}, nil
 		}
 		if err == nil {
@@ -243,8 +244,12 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 	}
 	if n != 1 {
 		// The row is locked: only a statement received after ValidUntil
-		// changes nothing.
-		return idriver.ClaimResult{Late: true, Now: max(now, a.ValidUntil+1)}, nil
+		// changes nothing. Should it happen otherwise, the ledger reads
+		// again and starts over.
+		if validUntil(a).Valid {
+			return idriver.ClaimResult{Late: true, Now: max(now, a.ValidUntil+1)}, nil
+		}
+		return idriver.ClaimResult{Now: now}, nil
 	}
 	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64}, nil
 }
