@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // DefaultNackDelay is Options.NackDelay when it is left 0.
@@ -113,29 +113,30 @@ func (c *Consumer[TTx]) prepare(msg Message) (*delivery, *Decision) {
 	return &delivery{req: req, start: start}, nil
 }
 
-// refuse answers a claim that did not win and is not a replay: the
-// ledger's error err.
-func (c *Consumer[TTx]) refuse(ctx context.Context, dv *delivery, err error) Decision {
-	var inFlight *ledger.InFlightError
-	switch {
-	case errors.As(err, &inFlight):
-		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventInFlight})
-		return nack(min(max(inFlight.RetryAfter, time.Millisecond), c.opts.NackDelay), err)
-	case errors.Is(err, ledger.ErrKeyReused):
-		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventKeyReused})
+// refuse answers a delivery that does not run: d is a lifecycle decision
+// that is neither Claimed nor Replayed.
+func (c *Consumer[TTx]) refuse(ctx context.Context, dv *delivery, d lifecycle.Decision) Decision {
+	ref := d.Refusal
+	switch ref.Why {
+	case lifecycle.InFlight:
+		c.emit(ctx, dv, d.Event)
+		return nack(min(ref.RetryAfter, c.opts.NackDelay), ref.Err)
+	case lifecycle.KeyReused:
+		c.emit(ctx, dv, d.Event)
 		return deadLetter(ReasonKeyReused, ledger.ErrKeyReused)
-	case errors.Is(err, ledger.ErrCommitted):
-		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReplayed, Err: err})
-		return deadLetter(ReasonOutcomeNotStored, err)
-	case errors.Is(err, ledger.ErrInvalidRequest):
-		return deadLetter(ReasonInvalidKey, redact.Error(err, dv.req.Key, dv.req.Scope))
-	case ctx.Err() != nil:
+	case lifecycle.NotStored:
+		d.Event.Err = ledger.ErrCommitted
+		c.emit(ctx, dv, d.Event)
+		return deadLetter(ReasonOutcomeNotStored, ledger.ErrCommitted)
+	case lifecycle.Invalid:
+		return deadLetter(ReasonInvalidKey, redact.Error(ref.Err, dv.req.Key, dv.req.Scope))
+	case lifecycle.Canceled:
 		// The adapter is shutting down: nothing failed, and the broker
 		// redelivers the message to whoever consumes next.
-		return nack(0, err)
+		return nack(0, ref.Err)
 	}
-	c.emit(ctx, dv, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
-	return nack(c.opts.NackDelay, err)
+	c.emit(ctx, dv, d.Event)
+	return nack(c.opts.NackDelay, ref.Err)
 }
 
 // replay answers a redelivery from the stored outcome out.
@@ -157,7 +158,7 @@ func (c *Consumer[TTx]) emit(ctx context.Context, dv *delivery, e ledger.Event) 
 	if c.opts.Observer == nil {
 		return
 	}
-	e.Method, e.Route = EventMethod, c.opts.Name
+	e.Method, e.Route, e.Transport = EventMethod, c.opts.Name, ledger.TransportMessage
 	e.Duration = time.Since(dv.start)
 	if e.Err != nil {
 		e.Err = redact.Error(e.Err, dv.req.Key, dv.req.Scope)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // Handler handles a message in lease mode. Its effects may be anywhere
@@ -40,14 +40,14 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 	if refused != nil {
 		return *refused
 	}
-	claim, err := c.l.Claim(ctx, dv.req)
-	if err != nil {
-		return c.refuse(ctx, dv, err)
+	d := lifecycle.Decide(ctx, c.l, dv.req, lifecycle.Config{Emit: func(e ledger.Event) { c.emit(ctx, dv, e) }})
+	switch d.Verdict {
+	case lifecycle.Replayed:
+		return c.replay(ctx, dv, d.Outcome)
+	case lifecycle.Refused, lifecycle.Unprotected:
+		return c.refuse(ctx, dv, d)
 	}
-	if claim.Replayed() {
-		return c.replay(ctx, dv, claim.Replay.Outcome)
-	}
-	run := lifecycle.Start(ctx, c.l, claim, func(e ledger.Event) { c.emit(ctx, dv, e) })
+	run := d.Run
 	finished := false
 	defer func() {
 		if finished {
@@ -57,10 +57,10 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 		// the failure is kept. The panic goes on.
 		if run.Committed() {
 			out, _ := encodeOutcome(Output{}, "consume: the handler panicked after its commit point")
-			run.Complete(out, ledger.ReasonPanic, 0, nil)
+			run.Complete(out, ledger.ReasonPanic, lifecycle.NoStatus, nil)
 			return
 		}
-		run.Release(ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
 	out, herr := fn(run.Context(ctx), msg)
 	finished = true
@@ -69,20 +69,20 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 	case herr != nil && run.Committed():
 		stored, err := encodeOutcome(Output{}, herr.Error())
 		if err == nil {
-			run.Complete(stored, ledger.ReasonError, 0, herr)
+			run.Complete(stored, ledger.ReasonError, lifecycle.NoStatus, herr)
 		}
 		return deadLetter(ReasonFailed, &FailedError{Message: herr.Error(), Err: herr})
 	case herr != nil:
-		run.Release(ledger.ReasonError, 0)
+		run.Release(ledger.ReasonError, lifecycle.NoStatus)
 		return nack(c.opts.NackDelay, herr)
 	}
 	stored, err := encodeOutcome(out, "")
 	if err != nil {
 		// Output always encodes: its fields are strings and bytes.
-		run.Release(ledger.ReasonError, 0)
+		run.Release(ledger.ReasonError, lifecycle.NoStatus)
 		return nack(c.opts.NackDelay, err)
 	}
-	run.Complete(stored, "", 0, nil)
+	run.Complete(stored, "", lifecycle.NoStatus, nil)
 	return Decision{Action: Ack, Output: &out}
 }
 

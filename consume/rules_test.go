@@ -399,7 +399,24 @@ func testVanished[TTx any](t *testing.T, b *bundle[TTx]) {
 	if !errors.As(d.Err, &dl) || dl.Reason != consume.ReasonOutcomeNotStored || !errors.Is(d.Err, ledger.ErrCommitted) {
 		t.Fatalf("Err = %v, want a dead letter for an outcome not stored", d.Err)
 	}
-	d = b.consumer(t, consume.Options{Recover: true}).Handle(b.ctx, late, handler)
+	// The dead letter is final: the record now says "not stored", even to
+	// a consumer that would have recovered it.
+	recovering := b.consumer(t, consume.Options{Recover: true})
+	d = recovering.Handle(b.ctx, late, handler)
+	wantDecision(t, d, consume.DeadLetter, 0, nil, false)
+
+	// A consumer with Recover, first to see a vanished run, runs knowing it.
+	lost := consume.Message{ID: "msg-3", Payload: []byte("z")}
+	c, err = b.l.Claim(b.ctx, req(lost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.l.Commit(b.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	committedAt = b.clock.Now()
+	b.clock.Advance(time.Minute)
+	d = recovering.Handle(b.ctx, lost, handler)
 	wantDecision(t, d, consume.Ack, 0, &consume.Output{Result: []byte(committedAt.Format(time.RFC3339Nano))}, false)
 	if runs.Load() != 2 {
 		t.Fatalf("handler ran %d times, want 2", runs.Load())

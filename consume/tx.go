@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // TxHandler handles a message whose effects are all writes through tx, a
@@ -46,7 +46,7 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 		found, err := c.l.Lookup(ctx, dv.req)
 		switch {
 		case err != nil:
-			return c.refuse(ctx, dv, err)
+			return c.refuse(ctx, dv, lifecycle.Refuse(ctx, err, lifecycle.Config{}))
 		case found != nil:
 			return c.replay(ctx, dv, found.Replay.Outcome)
 		}
@@ -93,7 +93,7 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 	case err != nil:
 		// The claim failed, or a replay's commit (a failure of the store,
 		// as refuse reports it).
-		return c.refuse(ctx, dv, err)
+		return c.refuse(ctx, dv, lifecycle.Refuse(ctx, err, lifecycle.Config{}))
 	}
 	if res.Replayed {
 		return c.replay(ctx, dv, res.Value)

@@ -99,6 +99,15 @@ type Options struct {
 	// lease. Default DefaultInFlightRetryAfter (1 s).
 	InFlightRetryAfter time.Duration
 
+	// Wait is how long a call whose key is in flight waits for the first
+	// call's answer before it is refused with unavailable
+	// (ReasonInFlight): it gets the first answer the moment it is stored,
+	// or runs itself when the first call releases the key, and never
+	// waits past its own deadline. Zero or negative (the default) refuses
+	// at once, so that a client with a short deadline hears "come back"
+	// instead of deadline_exceeded.
+	Wait time.Duration
+
 	// Recover lets a retry run the procedure again after an earlier call
 	// passed its commit point (Commit) and vanished without storing an
 	// answer, once that call's lease ran out; the procedure learns it from

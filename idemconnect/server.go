@@ -17,10 +17,10 @@ import (
 
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/idemhttp"
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/internal/protorecord"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // NewInterceptor returns the server interceptor that protects unary
@@ -74,17 +74,19 @@ func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if c == nil {
 			return next(ctx, req)
 		}
-		claim, err := s.l.Claim(ctx, c.req)
-		if err != nil {
-			if err := s.refuseLedger(ctx, c, err); err != nil {
-				return nil, err
-			}
+		d := lifecycle.Decide(ctx, s.l, c.req, lifecycle.Config{
+			Wait: s.cfg.Wait, FailOpen: s.cfg.FailurePolicy == FailOpen, Emit: func(e ledger.Event) { s.emit(ctx, c, e) },
+		})
+		switch d.Verdict {
+		case lifecycle.Replayed:
+			return s.replay(ctx, c, d.Outcome)
+		case lifecycle.Unprotected:
+			s.emit(ctx, c, d.Event)
 			return next(ctx, req) // fail open
+		case lifecycle.Refused:
+			return nil, s.refuse(ctx, c, d)
 		}
-		if claim.Replayed() {
-			return s.replay(ctx, c, claim.Replay.Outcome)
-		}
-		return s.run(ctx, c, claim, req, next)
+		return s.run(ctx, c, d.Run, req, next)
 	}
 }
 
@@ -125,8 +127,7 @@ func (s *server) prepare(ctx context.Context, req connect.AnyRequest) (*call, er
 
 // run runs the procedure under the won claim and stores or releases its
 // answer.
-func (s *server) run(ctx context.Context, c *call, claim *ledger.Claim, req connect.AnyRequest, next connect.UnaryFunc) (connect.AnyResponse, error) {
-	run := lifecycle.Start(ctx, s.l, claim, func(e ledger.Event) { s.emit(ctx, c, e) })
+func (s *server) run(ctx context.Context, c *call, run *lifecycle.Run, req connect.AnyRequest, next connect.UnaryFunc) (connect.AnyResponse, error) {
 	finished := false
 	defer func() {
 		if finished {
@@ -138,7 +139,7 @@ func (s *server) run(ctx context.Context, c *call, claim *ledger.Claim, req conn
 			s.complete(run, nil, &spb.Status{Code: int32(connect.CodeInternal), Message: "the procedure failed after its commit point"}, ledger.ReasonPanic)
 			return
 		}
-		run.Release(ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
 	res, herr := next(run.Context(ctx), req)
 	finished = true
@@ -199,7 +200,7 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (conne
 		return nil, refusal(connect.CodeInternal, protorecord.ReasonStoredOutcome, "the answer stored for this idempotency key cannot be replayed", 0)
 	}
 	if st != nil {
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(st.Code)})
+		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(st.Code), HasStatus: true})
 		ce := errorOf(st)
 		ce.Meta().Set(ReplayedHeader, "true")
 		return nil, ce
@@ -211,40 +212,48 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (conne
 	proto.Merge(dm, m)
 	res := connect.NewResponse(dm)
 	res.Header().Set(ReplayedHeader, "true")
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed})
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, HasStatus: true})
 	return res, nil
 }
 
-// refuseLedger answers a Claim error with a Connect error, or returns nil
-// when the call is to run unprotected (FailOpen, the ledger unreachable
-// but migrated).
-func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
-	var inFlight *ledger.InFlightError
-	switch {
-	case errors.As(err, &inFlight):
-		wait := min(max(inFlight.RetryAfter, time.Millisecond), s.cfg.InFlightRetryAfter)
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventInFlight, Status: int(connect.CodeUnavailable)})
-		return refusal(connect.CodeUnavailable, protorecord.ReasonInFlight, "a call with this idempotency key is in flight", wait)
-	case errors.Is(err, ledger.ErrCommitted):
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(connect.CodeDataLoss)})
-		return refusal(connect.CodeDataLoss, protorecord.ReasonOutcomeNotStored,
+// refuse answers a refused call with a Connect error, and reports it.
+func (s *server) refuse(ctx context.Context, c *call, d lifecycle.Decision) error {
+	var refused error
+	e, ref := d.Event, d.Refusal
+	switch ref.Why {
+	case lifecycle.InFlight:
+		refused = refusal(connect.CodeUnavailable, protorecord.ReasonInFlight, "a call with this idempotency key is in flight",
+			min(ref.RetryAfter, s.cfg.InFlightRetryAfter))
+		e.Status = int(connect.CodeUnavailable)
+		e.HasStatus = true
+	case lifecycle.NotStored:
+		refused = refusal(connect.CodeDataLoss, protorecord.ReasonOutcomeNotStored,
 			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
-	case errors.Is(err, ledger.ErrKeyReused):
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventKeyReused, Status: int(connect.CodeFailedPrecondition)})
-		return refusal(connect.CodeFailedPrecondition, protorecord.ReasonKeyReused, "this idempotency key was used with another call", 0)
-	case errors.Is(err, ledger.ErrInvalidRequest):
-		return refusal(connect.CodeInvalidArgument, protorecord.ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
-	case ctx.Err() != nil:
-		return connect.NewError(connect.CodeOf(ctx.Err()), ctx.Err())
-	case errors.Is(err, ledger.ErrRetryable):
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreBusy, Op: "claim", Status: int(connect.CodeUnavailable), Err: err})
-		return refusal(connect.CodeUnavailable, protorecord.ReasonStoreBusy, "the idempotency store is busy; retry shortly", time.Second)
-	case s.cfg.FailurePolicy == FailOpen && !errors.Is(err, ledger.ErrNotMigrated):
-		s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
-		return nil
+		e.Status = int(connect.CodeDataLoss)
+		e.HasStatus = true
+	case lifecycle.KeyReused:
+		refused = refusal(connect.CodeFailedPrecondition, protorecord.ReasonKeyReused, "this idempotency key was used with another call", 0)
+		e.Status = int(connect.CodeFailedPrecondition)
+		e.HasStatus = true
+	case lifecycle.Invalid:
+		refused = refusal(connect.CodeInvalidArgument, protorecord.ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
+	case lifecycle.Canceled:
+		refused = connect.NewError(connect.CodeOf(ctx.Err()), ctx.Err())
+		e.Status = int(connect.CodeOf(refused))
+		e.HasStatus = true
+	case lifecycle.Busy:
+		refused = refusal(connect.CodeUnavailable, protorecord.ReasonStoreBusy, "the idempotency store is busy; retry shortly", ref.RetryAfter)
+		e.Status = int(connect.CodeUnavailable)
+		e.HasStatus = true
+	default:
+		refused = refusal(connect.CodeUnavailable, protorecord.ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
+		e.Status = int(connect.CodeUnavailable)
+		e.HasStatus = true
 	}
-	s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Status: int(connect.CodeUnavailable), Err: err})
-	return refusal(connect.CodeUnavailable, protorecord.ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
+	if e.Kind != 0 {
+		s.emit(ctx, c, e)
+	}
+	return refused
 }
 
 // emit reports an event of the call c: Method and Route are the procedure,
@@ -254,7 +263,7 @@ func (s *server) emit(ctx context.Context, c *call, e ledger.Event) {
 	if s.cfg.Observer == nil {
 		return
 	}
-	e.Method, e.Route = c.procedure, c.procedure
+	e.Method, e.Route, e.Transport = c.procedure, c.procedure, ledger.TransportRPC
 	e.Duration = time.Since(c.start)
 	if e.Err != nil {
 		e.Err = redact.Error(e.Err, c.req.Key, c.req.Scope)

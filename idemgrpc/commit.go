@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // Commit marks the commit point of the call whose context is ctx: the

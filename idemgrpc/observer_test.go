@@ -18,8 +18,8 @@ import (
 
 	"github.com/idemledger/idemledger/idemgrpc"
 	"github.com/idemledger/idemledger/internal/eventlog"
-	"github.com/idemledger/idemledger/internal/heartbeat"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // recorder is an Observer that keeps every event.
@@ -281,7 +281,7 @@ func TestObserverEvents(t *testing.T) {
 			// is a race of two timers, and that report is left out.
 			var got []ledger.Event
 			for _, e := range rec.All() {
-				if !errors.Is(e.Err, heartbeat.ErrExpired) {
+				if !errors.Is(e.Err, lifecycle.ErrLeaseExpired) {
 					got = append(got, e)
 				}
 			}

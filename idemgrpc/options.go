@@ -115,6 +115,15 @@ type ServerOptions struct {
 	// documentation's Client section says what to raise to outlast it.
 	InFlightRetryAfter time.Duration
 
+	// Wait is how long a call whose key is in flight waits for the first
+	// call's answer before it is refused with UNAVAILABLE
+	// (ReasonInFlight): it gets the first answer the moment it is stored,
+	// or runs itself when the first call releases the key, and never
+	// waits past its own deadline. Zero or negative (the default) refuses
+	// at once, so that a client with a short deadline hears "come back"
+	// instead of DEADLINE_EXCEEDED.
+	Wait time.Duration
+
 	// Observer receives the events of protected calls (claimed, stored,
 	// replayed, in flight, key reused, released, lease lost, store busy,
 	// store unavailable), synchronously, on the call's goroutine or the

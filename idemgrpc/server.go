@@ -12,10 +12,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/internal/protorecord"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // UnaryServerInterceptor returns an interceptor that protects unary calls
@@ -62,17 +62,19 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		return next(ctx, req)
 	}
 
-	claim, err := s.l.Claim(ctx, c.req)
-	if err != nil {
-		if err := s.refuseLedger(ctx, c, err); err != nil {
-			return nil, err
-		}
+	d := lifecycle.Decide(ctx, s.l, c.req, lifecycle.Config{
+		Wait: s.cfg.Wait, FailOpen: s.cfg.FailurePolicy == FailOpen, Emit: func(e ledger.Event) { s.emit(ctx, c, e) },
+	})
+	switch d.Verdict {
+	case lifecycle.Replayed:
+		return s.replay(ctx, c, d.Outcome)
+	case lifecycle.Unprotected:
+		s.emit(ctx, c, d.Event)
 		return next(ctx, req) // fail open
+	case lifecycle.Refused:
+		return nil, s.refuse(ctx, c, d)
 	}
-	if claim.Replayed() {
-		return s.replay(ctx, c, claim.Replay.Outcome)
-	}
-	run := lifecycle.Start(ctx, s.l, claim, func(e ledger.Event) { s.emit(ctx, c, e) })
+	run := d.Run
 	hctx := run.Context(ctx)
 	finished := false
 	defer func() {
@@ -88,7 +90,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 			s.complete(run, nil, st, ledger.ReasonPanic)
 			return
 		}
-		run.Release(ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
 	resp, herr := next(hctx, req)
 	finished = true
@@ -174,48 +176,50 @@ func keyProblem(key string, maxLen int) string {
 	return ""
 }
 
-// refuseLedger answers a Claim error with a status error, or returns nil
-// when the call is to run unprotected (FailOpen, the ledger unreachable
-// but migrated).
-func (s *server) refuseLedger(ctx context.Context, c *call, err error) error {
-	var inFlight *ledger.InFlightError
+// refuse answers a refused call with a status error, and reports it.
+func (s *server) refuse(ctx context.Context, c *call, d lifecycle.Decision) error {
 	var refused error
-	switch {
-	case errors.As(err, &inFlight):
-		wait := min(max(inFlight.RetryAfter, time.Millisecond), s.cfg.InFlightRetryAfter)
+	e, ref := d.Event, d.Refusal
+	switch ref.Why {
+	case lifecycle.InFlight:
+		wait := min(ref.RetryAfter, s.cfg.InFlightRetryAfter)
 		refused = refusal(codes.Unavailable, ReasonInFlight, "a call with this idempotency key is in flight", wait)
 		// grpc-go's own retry policy (service config) reads no RetryInfo:
 		// it waits as long as this trailer says (gRFC A6), and retries
 		// only an answer that carries no header metadata (see the package
 		// doc, Retries).
 		_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, strconv.FormatInt(wait.Milliseconds(), 10)))
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventInFlight, Status: int(codes.Unavailable)})
-	case errors.Is(err, ledger.ErrCommitted):
+		e.Status = int(codes.Unavailable)
+		e.HasStatus = true
+	case lifecycle.NotStored:
 		// The first call passed its commit point and vanished: its effect
 		// was made and its answer is lost, as for an oversized answer.
 		refused = refusal(codes.DataLoss, ReasonOutcomeNotStored,
 			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(codes.DataLoss)})
-	case errors.Is(err, ledger.ErrKeyReused):
+		e.Status = int(codes.DataLoss)
+		e.HasStatus = true
+	case lifecycle.KeyReused:
 		refused = refusal(codes.FailedPrecondition, ReasonKeyReused, "this idempotency key was used with another call", 0)
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventKeyReused, Status: int(codes.FailedPrecondition)})
-	case errors.Is(err, ledger.ErrInvalidRequest):
-		// A refusal of the key, before any record: no event.
+		e.Status = int(codes.FailedPrecondition)
+		e.HasStatus = true
+	case lifecycle.Invalid:
 		refused = refusal(codes.InvalidArgument, ReasonKeyInvalid, "the idempotency key is not accepted by the ledger", 0)
-	case ctx.Err() != nil:
+	case lifecycle.Canceled:
 		// The client left while the claim ran: nothing is unavailable.
 		refused = status.FromContextError(ctx.Err()).Err()
-	case errors.Is(err, ledger.ErrRetryable):
-		refused = refusal(codes.Unavailable, ReasonStoreBusy, "the idempotency store is busy; retry shortly", time.Second)
-		s.emit(ctx, c, ledger.Event{Kind: ledger.EventStoreBusy, Op: "claim", Status: int(codes.Unavailable), Err: err})
-	case s.cfg.FailurePolicy == FailOpen && !errors.Is(err, ledger.ErrNotMigrated):
-		// The handler runs unprotected: its answer is not known yet. Not
-		// for a missing table, a deployment error that would otherwise
-		// leave every call unprotected until someone noticed.
-		s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
+		e.Status = int(status.Code(refused))
+		e.HasStatus = true
+	case lifecycle.Busy:
+		refused = refusal(codes.Unavailable, ReasonStoreBusy, "the idempotency store is busy; retry shortly", ref.RetryAfter)
+		e.Status = int(codes.Unavailable)
+		e.HasStatus = true
 	default:
 		refused = refusal(codes.Unavailable, ReasonStoreUnavailable, "the idempotency store is unavailable; retry later", 0)
-		s.emit(ctx, c, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Status: int(codes.Unavailable), Err: err})
+		e.Status = int(codes.Unavailable)
+		e.HasStatus = true
+	}
+	if e.Kind != 0 {
+		s.emit(ctx, c, e)
 	}
 	return refused
 }
@@ -231,7 +235,7 @@ func (s *server) replay(ctx context.Context, c *call, out ledger.Outcome) (any, 
 	// SetHeader fails only outside a server call or after the header was
 	// sent, neither of which can be the case here.
 	_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedKey, "true"))
-	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(status.Code(err))})
+	s.emit(ctx, c, ledger.Event{Kind: ledger.EventReplayed, Status: int(status.Code(err)), HasStatus: true})
 	return resp, err
 }
 
@@ -263,7 +267,7 @@ func (s *server) emit(ctx context.Context, c *call, e ledger.Event) {
 	if s.cfg.Observer == nil {
 		return
 	}
-	e.Method, e.Route = c.method, c.method
+	e.Method, e.Route, e.Transport = c.method, c.method, ledger.TransportRPC
 	e.Duration = time.Since(c.start)
 	if e.Err != nil {
 		e.Err = redact.Error(e.Err, c.req.Key, c.req.Scope)

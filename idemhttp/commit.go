@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // Claim is what protects a request, as its handler sees it (ClaimFrom).

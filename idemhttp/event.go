@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // reason says why an answer was not stored as the handler gave it, or why
@@ -46,7 +46,8 @@ func (cfg *config) emit(p *prepared, e ledger.Event) {
 	if cfg.observer == nil {
 		return
 	}
-	e.Method, e.Route = p.r.Method, p.route
+	e.Method, e.Route, e.Transport = p.r.Method, p.route, ledger.TransportHTTP
+	e.HasStatus = e.HasStatus || e.Status != 0 // HTTP has no status 0
 	e.Duration = cfg.now().Sub(p.start)
 	if e.Err != nil {
 		e.Err = redact.Error(e.Err, p.req.Key, p.req.Scope)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/heartbeat"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // A handler hears through its context that its lease is lost, before it
@@ -100,7 +100,7 @@ func testLeaseLost(t *testing.T, e, how string) {
 		}
 		close(stolen)
 		got = <-first
-		if !errors.Is(got.cause, ledger.ErrLeaseLost) || errors.Is(got.cause, heartbeat.ErrExpired) {
+		if !errors.Is(got.cause, ledger.ErrLeaseLost) || errors.Is(got.cause, lifecycle.ErrLeaseExpired) {
 			t.Fatalf("cause %v, want the extension's ledger.ErrLeaseLost; events:\n%s", got.cause, eventList(b.obs.All()))
 		}
 		if got.committed {
@@ -128,14 +128,14 @@ func testLeaseLost(t *testing.T, e, how string) {
 		if err := lock.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		if !errors.Is(got.cause, heartbeat.ErrExpired) || !errors.Is(got.cause, ledger.ErrLeaseLost) {
+		if !errors.Is(got.cause, lifecycle.ErrLeaseExpired) || !errors.Is(got.cause, ledger.ErrLeaseLost) {
 			t.Fatalf("cause %v, want the heartbeat's expiry; events:\n%s", got.cause, eventList(b.obs.All()))
 		}
 		if a := <-done; a.status != 503 {
 			t.Fatalf("first request: %+v, want its 503", a)
 		}
 		if !b.obs.has(func(ev ledger.Event) bool {
-			return ev.Kind == ledger.EventLeaseLost && ev.Op == "extend" && errors.Is(ev.Err, heartbeat.ErrExpired)
+			return ev.Kind == ledger.EventLeaseLost && ev.Op == "extend" && errors.Is(ev.Err, lifecycle.ErrLeaseExpired)
 		}) {
 			t.Errorf("no lease_lost reporting the expiry; events:\n%s", eventList(b.obs.All()))
 		}

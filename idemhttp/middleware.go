@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/lifecycle"
 	"github.com/idemledger/idemledger/internal/syntax"
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // Middleware returns middleware that protects handlers with the ledger l
@@ -63,23 +63,20 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	claim, err := m.l.Claim(r.Context(), p.req)
-	if err != nil {
-		if cfg.refuseLedger(w, p, err, m.l.Lease(), true) {
-			return
+	d := lifecycle.Decide(r.Context(), m.l, p.req, lifecycle.Config{
+		Wait: cfg.wait, FailOpen: cfg.policy == FailOpen, Emit: func(e ledger.Event) { cfg.emit(p, e) },
+	})
+	if d.Verdict != lifecycle.Claimed {
+		if !cfg.answer(w, p, d, m.l.Lease()) {
+			// Fail open: the handler runs without a claim.
+			m.next.ServeHTTP(w, p.r)
 		}
-		// Fail open: the handler runs without a claim.
-		m.next.ServeHTTP(w, p.r)
 		return
 	}
-	if claim.Replayed() {
-		cfg.replay(w, p, claim.Replay.Outcome)
-		return
-	}
-	run := lifecycle.Start(r.Context(), m.l, claim, func(e ledger.Event) { cfg.emit(p, e) })
+	run := d.Run
 
 	cw := newCapture(w, cfg.allow, cfg.maxBody)
-	h := &held{l: m.l, req: p.req, fence: claim.Fence, run: run}
+	h := &held{l: m.l, req: p.req, fence: run.Fence(), run: run}
 	finished := false
 	defer func() {
 		if finished {
@@ -94,7 +91,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			run.Complete(failure, ledger.ReasonPanic, failure.Status, nil)
 			return
 		}
-		run.Release(ledger.ReasonPanic, 0)
+		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
 	m.next.ServeHTTP(cw, p.r.WithContext(context.WithValue(run.Context(p.r.Context()), ctxKey{}, h)))
 	finished = true
@@ -273,61 +270,54 @@ func keyProblem(err error, max int) string {
 	return "it must be a non-empty string of printable ASCII, sent once"
 }
 
-// refuseLedger answers a Claim error, and reports it. It reports false
-// when the request is to run unprotected instead: the ledger unreachable
-// (but migrated), FailOpen set and failOpen true (Middleware; TxHandler passes false, as
-// its handler cannot run without the store).
-func (cfg *config) refuseLedger(w http.ResponseWriter, p *prepared, err error, lease time.Duration, failOpen bool) bool {
+// answer writes the answer to a decision that does not run the handler
+// under a claim, and reports its event. It returns false, having written
+// nothing, for lifecycle.Unprotected: the handler is to run without a
+// claim (FailOpen while the store fails).
+func (cfg *config) answer(w http.ResponseWriter, p *prepared, d lifecycle.Decision, lease time.Duration) bool {
 	r := p.r
-	var inFlight *ledger.InFlightError
+	e, ref := d.Event, d.Refusal
 	switch {
-	case errors.As(err, &inFlight):
-		secs := retryAfterSeconds(inFlight.RetryAfter, min(lease, cfg.retryAfter))
-		cfg.emit(p, ledger.Event{Kind: ledger.EventInFlight, Status: http.StatusConflict})
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		cfg.refuse(w, r, Refusal{Status: http.StatusConflict, Code: CodeInFlight,
-			Detail: "a request with this idempotency key is in flight", RetryAfter: time.Duration(secs) * time.Second, Err: err})
+	case d.Verdict == lifecycle.Replayed:
+		cfg.replay(w, p, d.Outcome)
 		return true
-	case errors.Is(err, ledger.ErrCommitted):
-		// The first run passed its commit point and vanished: its effect
-		// was made and its answer is lost, as for a marker.
-		cfg.emit(p, ledger.Event{Kind: ledger.EventReplayed, Status: http.StatusGone})
-		cfg.refuseNotStored(w, r, 0, reasonCommitted)
-		return true
-	case errors.Is(err, ledger.ErrKeyReused):
-		cfg.emit(p, ledger.Event{Kind: ledger.EventKeyReused, Status: http.StatusUnprocessableEntity})
-		cfg.refuse(w, r, Refusal{Status: http.StatusUnprocessableEntity, Code: CodeKeyReused,
-			Detail: cfg.reused, Err: err})
-		return true
-	case errors.Is(err, ledger.ErrInvalidRequest):
-		// A refusal of the key, before any record: no event.
-		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeKeyInvalid,
-			Detail: "the idempotency key is not accepted by the ledger", Err: err})
-		return true
-	}
-	if r.Context().Err() != nil {
-		// The client left while the claim ran: nobody reads the answer,
-		// but the claim's failure is reported all the same (a store held
-		// up until clients give up is an outage to see).
-		cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
-		cfg.refuse(w, r, Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Detail: "the idempotency store is unavailable; retry later", Err: err})
-		return true
-	}
-	if busy(err) {
-		cfg.emit(p, ledger.Event{Kind: ledger.EventStoreBusy, Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
-		cfg.refuseBusy(w, r, err)
-		return true
-	}
-	if failOpen && cfg.policy == FailOpen && !errors.Is(err, ledger.ErrNotMigrated) {
-		// The handler runs unprotected: its answer is not known yet. Not
-		// for a missing table, a deployment error that would otherwise
-		// leave every request unprotected until someone noticed.
-		cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Err: err})
+	case d.Verdict == lifecycle.Unprotected:
+		cfg.emit(p, e)
 		return false
 	}
-	cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
-	cfg.refuseUnavailable(w, r, err)
+	switch ref.Why {
+	case lifecycle.InFlight:
+		secs := retryAfterSeconds(ref.RetryAfter, min(lease, cfg.retryAfter))
+		e.Status = http.StatusConflict
+		cfg.emit(p, e)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		cfg.refuse(w, r, Refusal{Status: http.StatusConflict, Code: CodeInFlight,
+			Detail: "a request with this idempotency key is in flight", RetryAfter: time.Duration(secs) * time.Second, Err: ref.Err})
+	case lifecycle.NotStored:
+		// The first run passed its commit point and vanished: its effect
+		// was made and its answer is lost, as for a marker.
+		e.Status = http.StatusGone
+		cfg.emit(p, e)
+		cfg.refuseNotStored(w, r, 0, reasonCommitted)
+	case lifecycle.KeyReused:
+		e.Status = http.StatusUnprocessableEntity
+		cfg.emit(p, e)
+		cfg.refuse(w, r, Refusal{Status: http.StatusUnprocessableEntity, Code: CodeKeyReused,
+			Detail: cfg.reused, Err: ref.Err})
+	case lifecycle.Invalid:
+		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeKeyInvalid,
+			Detail: "the idempotency key is not accepted by the ledger", Err: ref.Err})
+	case lifecycle.Busy:
+		e.Status = http.StatusServiceUnavailable
+		cfg.emit(p, e)
+		cfg.refuseBusy(w, r, ref.Err)
+	default:
+		// Unavailable, or Canceled: the client left while the claim ran,
+		// and nobody reads the answer.
+		e.Status = http.StatusServiceUnavailable
+		cfg.emit(p, e)
+		cfg.refuseUnavailable(w, r, ref.Err)
+	}
 	return true
 }
 

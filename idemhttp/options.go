@@ -189,6 +189,23 @@ type Options struct {
 	// this cap) so that the client outlasts the handler.
 	InFlightRetryAfter time.Duration
 
+	// Wait is how long a request whose key is in flight (its first request
+	// still runs) waits for the first request's answer before it gets 409:
+	// it is answered the moment that answer is stored (a replay), or runs
+	// itself when the first request releases the key. Zero or negative
+	// (the default) answers 409 at once.
+	//
+	// It is off by default because a waiting request holds its connection
+	// and the client's attempt: a client whose per-attempt timeout is
+	// shorter than the wait (Transport's AttemptTimeout, a load
+	// balancer's idle timeout) would time out where a 409 with
+	// Retry-After would have told it to come back. Set it below the
+	// shortest such timeout in front of the service; then a duplicate
+	// from a client at its default retry settings ends with the first
+	// answer. Waiting polls the record, a few times a second at most
+	// (see BENCHMARKS.md, "Waiting duplicates").
+	Wait time.Duration
+
 	// Now is the clock of the events' Duration. Default time.Now. The
 	// ledger keeps its own clock (ledger.Options.Now) for leases and
 	// expiry.
@@ -252,6 +269,7 @@ type config struct {
 	refuse           RefuseFunc
 	replayHeader     string
 	retryAfter       time.Duration
+	wait             time.Duration
 	observer         ledger.Observer
 	now              func() time.Time
 }
@@ -275,6 +293,7 @@ func newConfig(o Options, maxKey int) *config {
 		refuse:           o.Refuse,
 		replayHeader:     http.CanonicalHeaderKey(o.ReplayHeader),
 		retryAfter:       o.InFlightRetryAfter,
+		wait:             o.Wait,
 		observer:         o.Observer,
 		now:              o.Now,
 	}
@@ -318,6 +337,7 @@ func newConfig(o Options, maxKey int) *config {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.wait = max(c.wait, 0)
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // TxFunc is a handler whose effects are all writes through tx, a
@@ -138,9 +139,9 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		// The claim failed, or a replay's commit.
 		_ = d.Rollback(ctx, tx)
-		// refuseLedger lets no request through with failOpen false:
-		// TxHandler's handler cannot run without the store.
-		cfg.refuseLedger(w, p, err, h.l.Lease(), false)
+		// Refuse lets no request through without FailOpen: TxHandler's
+		// handler cannot run without the store.
+		cfg.answer(w, p, lifecycle.Refuse(r.Context(), err, lifecycle.Config{}), h.l.Lease())
 		return
 	}
 	if res.Replayed {
@@ -172,7 +173,7 @@ func (h *txHandler[TTx]) lookup(w http.ResponseWriter, p *prepared, r *http.Requ
 	c, err := h.l.Lookup(r.Context(), req)
 	switch {
 	case err != nil:
-		h.cfg.refuseLedger(w, p, err, h.l.Lease(), false)
+		h.cfg.answer(w, p, lifecycle.Refuse(r.Context(), err, lifecycle.Config{}), h.l.Lease())
 		return true
 	case c == nil:
 		return false

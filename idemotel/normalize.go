@@ -66,11 +66,12 @@ var grpcCodes = [...]string{
 }
 
 // grpcCode returns the rpc.response.status_code value of a gRPC event's
-// Status, and whether the event has one. Event.Status is 0 both for "no
-// status" and for OK; a stored or replayed event always carries an
-// outcome, so its 0 is OK, while any other event's 0 means none.
-func grpcCode(kind ledger.EventKind, status int) (string, bool) {
-	if status == 0 && kind != ledger.EventStored && kind != ledger.EventReplayed {
+// Status, and whether the event has one: has is Event.HasStatus. An event
+// of a layer that does not set HasStatus is read as before it existed: a
+// stored or replayed event always carries an outcome, so its 0 is OK,
+// while any other event's 0 means none.
+func grpcCode(kind ledger.EventKind, status int, has bool) (string, bool) {
+	if status == 0 && !has && kind != ledger.EventStored && kind != ledger.EventReplayed {
 		return "", false
 	}
 	if status >= 0 && status < len(grpcCodes) {

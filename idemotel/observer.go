@@ -151,6 +151,8 @@ type seriesKey struct {
 	op     string
 	method string // normalized HTTP method; "" for gRPC
 	status int
+	// hasStatus is Event.HasStatus: a gRPC status 0 is OK then.
+	hasStatus bool
 }
 
 type routeSeries struct {
@@ -216,16 +218,17 @@ func (o *observer) slow(rk routeKey, sk seriesKey) *series {
 	return s
 }
 
-// keys normalizes an event into the keys of its attribute set. A Method
+// keys normalizes an event into the keys of its attribute set, by its
+// Transport. An event of a layer that names none is read by its Method: one
 // that begins with "/" is a gRPC full method name, consume.EventMethod a
 // message consumer's (its Route the consumer's name); anything else is an
 // HTTP method.
 func keys(e ledger.Event) (routeKey, seriesKey) {
-	sk := seriesKey{kind: e.Kind, reason: e.Reason, op: e.Op, status: e.Status}
-	if strings.HasPrefix(e.Method, "/") {
-		return routeKey{rpc: true, name: e.Method[1:]}, sk
-	}
-	if e.Method == consume.EventMethod {
+	sk := seriesKey{kind: e.Kind, reason: e.Reason, op: e.Op, status: e.Status, hasStatus: e.HasStatus}
+	switch {
+	case e.Transport == ledger.TransportRPC, e.Transport == "" && strings.HasPrefix(e.Method, "/"):
+		return routeKey{rpc: true, name: strings.TrimPrefix(e.Method, "/")}, sk
+	case e.Transport == ledger.TransportMessage, e.Transport == "" && e.Method == consume.EventMethod:
 		return routeKey{msg: true, name: e.Route}, sk
 	}
 	sk.method = httpMethod(e.Method)
@@ -248,7 +251,7 @@ func attributes(rk routeKey, sk seriesKey) attribute.Set {
 		if rk.name != "" {
 			kv = append(kv, semconv.RPCMethodKey.String(rk.name))
 		}
-		if code, ok := grpcCode(sk.kind, sk.status); ok {
+		if code, ok := grpcCode(sk.kind, sk.status, sk.hasStatus); ok {
 			kv = append(kv, semconv.RPCResponseStatusCodeKey.String(code))
 		}
 		return attribute.NewSet(kv...)

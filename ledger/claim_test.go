@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"database/sql"
 	"errors"
-	"net/http"
 	"regexp"
 	"testing"
 	"time"
@@ -48,7 +47,7 @@ func recordEqual(a, b ledger.Record) bool {
 		headerEqual(a.Outcome.Header, b.Outcome.Header)
 }
 
-func headerEqual(a, b http.Header) bool {
+func headerEqual(a, b map[string][]string) bool {
 	if (a == nil) != (b == nil) || len(a) != len(b) {
 		return false
 	}

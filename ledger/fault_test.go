@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -268,7 +267,7 @@ func faultCases() []faultCase {
 		name:    "Complete",
 		prepare: func(t *testing.T, f *faultEnv) { f.claim = claimOn(t, f, "k") },
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			return f.l.Complete(ctx, f.claim, ledger.Outcome{Status: 200, Header: http.Header{"Etag": {`"1"`}}, Body: []byte("b")})
+			return f.l.Complete(ctx, f.claim, ledger.Outcome{Status: 200, Header: map[string][]string{"Etag": {`"1"`}}, Body: []byte("b")})
 		},
 		check: state("completed fence 1"),
 	}, {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"unicode/utf8"
 )
 
@@ -44,7 +43,7 @@ func headerJSON(out Outcome) ([]byte, error) {
 
 // byteForm is h with each value as a headerValue, which marshals to the
 // byte form when the value is not valid UTF-8.
-func byteForm(h http.Header) map[string][]headerValue {
+func byteForm(h map[string][]string) map[string][]headerValue {
 	m := make(map[string][]headerValue, len(h))
 	for name, values := range h {
 		if values == nil {
@@ -68,12 +67,12 @@ func byteForm(h http.Header) map[string][]headerValue {
 // and encoding/json reads the column straight into the header, in half
 // the time of the general path. FuzzStoredHeader checks that the three
 // paths agree wherever the faster ones answer.
-func decodeHeader(b []byte) (http.Header, error) {
+func decodeHeader(b []byte) (map[string][]string, error) {
 	if h, ok := decodePlain(b); ok {
 		return h, nil
 	}
 	if len(b) > 0 && bytes.IndexByte(b[1:], '{') < 0 {
-		var h http.Header
+		var h map[string][]string
 		if err := json.Unmarshal(b, &h); err != nil {
 			return nil, err
 		}
@@ -83,20 +82,20 @@ func decodeHeader(b []byte) (http.Header, error) {
 }
 
 // decodePlain reads the compact form json.Marshal writes for an
-// http.Header whose names and values need no escape: null, or an object
+// map[string][]string whose names and values need no escape: null, or an object
 // of names mapping to null or to arrays of strings, without whitespace.
 // A string with a backslash, a control character or invalid UTF-8, and
 // anything else it does not expect, makes it answer false, and the caller
 // falls back to encoding/json; when it answers true, the header is the one
 // json.Unmarshal reads (a later duplicate name replaces an earlier one).
-func decodePlain(b []byte) (http.Header, bool) {
+func decodePlain(b []byte) (map[string][]string, bool) {
 	if string(b) == "null" {
 		return nil, true
 	}
 	if len(b) < 2 || b[0] != '{' {
 		return nil, false
 	}
-	h := make(http.Header)
+	h := make(map[string][]string)
 	i := 1
 	if b[i] == '}' {
 		return h, i+1 == len(b)
@@ -175,7 +174,7 @@ func plainString(b []byte, i int) (string, int, bool) {
 
 // decodeByteForm is decodeHeader for any column, with or without the byte
 // form.
-func decodeByteForm(b []byte) (http.Header, error) {
+func decodeByteForm(b []byte) (map[string][]string, error) {
 	var m map[string][]headerValue
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
@@ -183,7 +182,7 @@ func decodeByteForm(b []byte) (http.Header, error) {
 	if m == nil {
 		return nil, nil
 	}
-	h := make(http.Header, len(m))
+	h := make(map[string][]string, len(m))
 	for name, vs := range m {
 		if vs == nil {
 			h[name] = nil

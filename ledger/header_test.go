@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,26 +20,26 @@ import (
 // 0xFF, which net/http sends unchanged), not necessarily UTF-8 text.
 var headerCases = []struct {
 	name string
-	h    http.Header
+	h    map[string][]string
 }{
-	{"obs-text ISO-8859-1 e-acute", http.Header{"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""}}},
-	{"byte 0x80", http.Header{"X-Raw": {"\x80"}}},
-	{"byte 0xFF after NUL", http.Header{"X-Raw": {"\x00\xff"}}},
-	{"every byte from 0x80 to 0xFF", http.Header{"X-Raw": {highBytes()}}},
-	{"lone UTF-8 continuation byte", http.Header{"X-Raw": {"a\xbfb"}}},
-	{"truncated UTF-8 sequence", http.Header{"X-Raw": {"\xe2\x82"}}},
-	{"UTF-8 encoded surrogate", http.Header{"X-Raw": {"\xed\xa0\x80"}}},
-	{"overlong UTF-8", http.Header{"X-Raw": {"\xc0\xaf"}}},
-	{"valid multi-byte UTF-8", http.Header{"Content-Disposition": {"attachment; filename*=UTF-8''caf\u00e9 \u20ac \U0001F600.txt"}}},
-	{"U+FFFD itself", http.Header{"X-Raw": {"\ufffd"}}},
-	{"a string that looks like the byte form", http.Header{"X-Raw": {`{"b64":"/w=="}`}}},
-	{"empty values", http.Header{"X-Empty": {""}, "X-Two-Empty": {"", ""}}},
-	{"several values per name, in order", http.Header{
+	{"obs-text ISO-8859-1 e-acute", map[string][]string{"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""}}},
+	{"byte 0x80", map[string][]string{"X-Raw": {"\x80"}}},
+	{"byte 0xFF after NUL", map[string][]string{"X-Raw": {"\x00\xff"}}},
+	{"every byte from 0x80 to 0xFF", map[string][]string{"X-Raw": {highBytes()}}},
+	{"lone UTF-8 continuation byte", map[string][]string{"X-Raw": {"a\xbfb"}}},
+	{"truncated UTF-8 sequence", map[string][]string{"X-Raw": {"\xe2\x82"}}},
+	{"UTF-8 encoded surrogate", map[string][]string{"X-Raw": {"\xed\xa0\x80"}}},
+	{"overlong UTF-8", map[string][]string{"X-Raw": {"\xc0\xaf"}}},
+	{"valid multi-byte UTF-8", map[string][]string{"Content-Disposition": {"attachment; filename*=UTF-8''caf\u00e9 \u20ac \U0001F600.txt"}}},
+	{"U+FFFD itself", map[string][]string{"X-Raw": {"\ufffd"}}},
+	{"a string that looks like the byte form", map[string][]string{"X-Raw": {`{"b64":"/w=="}`}}},
+	{"empty values", map[string][]string{"X-Empty": {""}, "X-Two-Empty": {"", ""}}},
+	{"several values per name, in order", map[string][]string{
 		"Link": {"</z>", "caf\xe9", "", "</a>", "\xff", "caf\u00e9"},
 		"Vary": {"B", "A"},
 	}},
-	{"no values: nil and empty lists", http.Header{"X-Nil": nil, "X-None": {}}},
-	{"HTML characters", http.Header{"Link": {"<a&b>", "<\xe9>"}}},
+	{"no values: nil and empty lists", map[string][]string{"X-Nil": nil, "X-None": {}}},
+	{"HTML characters", map[string][]string{"Link": {"<a&b>", "<\xe9>"}}},
 }
 
 // highBytes is every byte from 0x80 to 0xFF, in order.
@@ -138,7 +137,7 @@ func TestStoredHeaderFormat(t *testing.T) {
 }
 
 func testStoredHeaderFormat[TTx any](t *testing.T, b *bundle[TTx]) {
-	utf8Headers := []http.Header{
+	utf8Headers := []map[string][]string{
 		{},
 		{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
 		{"Link": {`</a>; rel="next"`, "<b&c>"}, "X-Empty": {""}, "X-Nil": nil, "X-None": {}},
@@ -146,16 +145,16 @@ func testStoredHeaderFormat[TTx any](t *testing.T, b *bundle[TTx]) {
 		{"X-Raw": {`{"b64":"/w=="}`, "\x00\x01\x7f"}},
 	}
 	mixed := []struct {
-		h    http.Header
+		h    map[string][]string
 		want string
 	}{
-		{http.Header{"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""}},
+		{map[string][]string{"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""}},
 			`{"Content-Disposition":[{"b64":"YXR0YWNobWVudDsgZmlsZW5hbWU9ImNhZukudHh0Ig=="}]}`},
-		{http.Header{"Link": {"</z>", "\xff", "", "<&>"}, "Vary": {"B", "A"}, "X-Nil": nil, "X-Raw": {"\x00\x80"}},
+		{map[string][]string{"Link": {"</z>", "\xff", "", "<&>"}, "Vary": {"B", "A"}, "X-Nil": nil, "X-Raw": {"\x00\x80"}},
 			`{"Link":["\u003c/z\u003e",{"b64":"/w=="},"","\u003c\u0026\u003e"],"Vary":["B","A"],"X-Nil":null,"X-Raw":[{"b64":"AIA="}]}`},
 	}
 	{
-		complete := func(key string, h http.Header) {
+		complete := func(key string, h map[string][]string) {
 			t.Helper()
 			c := b.claim(t, req(key, "p"))
 			if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 200, Header: h}); err != nil {
@@ -201,20 +200,20 @@ func testStoredHeaderDecoding[TTx any](t *testing.T, b *bundle[TTx]) {
 	good := []struct {
 		name   string
 		stored string
-		want   http.Header
+		want   map[string][]string
 	}{
-		{"legacy", `{"Location":["/orders/7"],"Vary":["B","A"]}`, http.Header{"Location": {"/orders/7"}, "Vary": {"B", "A"}}},
-		{"legacy empty object", `{}`, http.Header{}},
+		{"legacy", `{"Location":["/orders/7"],"Vary":["B","A"]}`, map[string][]string{"Location": {"/orders/7"}, "Vary": {"B", "A"}}},
+		{"legacy empty object", `{}`, map[string][]string{}},
 		{"legacy null", `null`, nil},
-		{"legacy nil and empty lists", `{"X-Nil":null,"X-None":[]}`, http.Header{"X-Nil": nil, "X-None": {}}},
-		{"legacy escapes", `{"Link":["\u003c/a\u003e; rel=\"next\"","caf\u00e9","\ud83d\ude00"]}`, http.Header{"Link": {`</a>; rel="next"`, "caf\u00e9", "\U0001F600"}}},
-		{"legacy U+FFFD, as the old writer left obs-text", `{"X-Raw":["caf\ufffd"]}`, http.Header{"X-Raw": {"caf\ufffd"}}},
-		{"legacy value that looks like the byte form", `{"X-Raw":["{\"b64\":\"/w==\"}"]}`, http.Header{"X-Raw": {`{"b64":"/w=="}`}}},
-		{"legacy whitespace", " { \"A\" : [ \"x\" , \"y\" ] } ", http.Header{"A": {"x", "y"}}},
-		{"legacy null value in a list", `{"A":[null,"x"]}`, http.Header{"A": {"", "x"}}},
-		{"byte form", `{"A":[{"b64":"Y2Fm6Q=="},"x",{"b64":""},{"b64":"/w=="}]}`, http.Header{"A": {"caf\xe9", "x", "", "\xff"}}},
-		{"byte form of valid UTF-8", `{"A":[{"b64":"YQ=="}]}`, http.Header{"A": {"a"}}},
-		{"byte form with whitespace", `{"A":[ { "b64" : "/w==" } ]}`, http.Header{"A": {"\xff"}}},
+		{"legacy nil and empty lists", `{"X-Nil":null,"X-None":[]}`, map[string][]string{"X-Nil": nil, "X-None": {}}},
+		{"legacy escapes", `{"Link":["\u003c/a\u003e; rel=\"next\"","caf\u00e9","\ud83d\ude00"]}`, map[string][]string{"Link": {`</a>; rel="next"`, "caf\u00e9", "\U0001F600"}}},
+		{"legacy U+FFFD, as the old writer left obs-text", `{"X-Raw":["caf\ufffd"]}`, map[string][]string{"X-Raw": {"caf\ufffd"}}},
+		{"legacy value that looks like the byte form", `{"X-Raw":["{\"b64\":\"/w==\"}"]}`, map[string][]string{"X-Raw": {`{"b64":"/w=="}`}}},
+		{"legacy whitespace", " { \"A\" : [ \"x\" , \"y\" ] } ", map[string][]string{"A": {"x", "y"}}},
+		{"legacy null value in a list", `{"A":[null,"x"]}`, map[string][]string{"A": {"", "x"}}},
+		{"byte form", `{"A":[{"b64":"Y2Fm6Q=="},"x",{"b64":""},{"b64":"/w=="}]}`, map[string][]string{"A": {"caf\xe9", "x", "", "\xff"}}},
+		{"byte form of valid UTF-8", `{"A":[{"b64":"YQ=="}]}`, map[string][]string{"A": {"a"}}},
+		{"byte form with whitespace", `{"A":[ { "b64" : "/w==" } ]}`, map[string][]string{"A": {"\xff"}}},
 	}
 	bad := []struct{ name, stored string }{
 		{"not JSON", `{"A":["x"]`},
@@ -284,7 +283,7 @@ func TestCompleteRefusesNonUTF8HeaderName(t *testing.T) {
 
 func testCompleteRefusesNonUTF8HeaderName[TTx any](t *testing.T, b *bundle[TTx]) {
 	c := b.claim(t, req("k", "p"))
-	bad := ledger.Outcome{Status: 200, Header: http.Header{"X-\xfe": {"1"}, "X-Ok": {"2"}}}
+	bad := ledger.Outcome{Status: 200, Header: map[string][]string{"X-\xfe": {"1"}, "X-Ok": {"2"}}}
 	err := b.l.Complete(b.ctx, c, bad)
 	if !errors.Is(err, ledger.ErrInvalidRequest) || err.Error() != `ledger: invalid request: header name "X-\xfe" is not valid UTF-8` {
 		t.Fatalf("Complete = %v, want ErrInvalidRequest naming the header", err)
@@ -292,7 +291,7 @@ func testCompleteRefusesNonUTF8HeaderName[TTx any](t *testing.T, b *bundle[TTx])
 	if r := b.get(t, "k"); r.State != ledger.StateInFlight {
 		t.Fatalf("record after a refused Complete: %v, want in flight", r.State)
 	}
-	good := ledger.Outcome{Status: 200, Header: http.Header{"X-Ok": {"2"}}}
+	good := ledger.Outcome{Status: 200, Header: map[string][]string{"X-Ok": {"2"}}}
 	if err := b.l.Complete(b.ctx, c, good); err != nil {
 		t.Fatalf("Complete after the refusal: %v; the claim should still hold", err)
 	}

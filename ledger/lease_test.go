@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ func testCompleteStoresOutcome[TTx any](t *testing.T, b *bundle[TTx]) {
 	out := ledger.Outcome{
 		Kind:   "http",
 		Status: 201,
-		Header: http.Header{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
+		Header: map[string][]string{"Location": {"/orders/7"}, "Vary": {"B", "A"}},
 		Body:   []byte(`{"id":7}`),
 	}
 	if err := b.l.Complete(b.ctx, c, out); err != nil {
@@ -61,7 +60,7 @@ func TestCompleteEmptyOutcome(t *testing.T) {
 
 func testCompleteEmptyOutcome[TTx any](t *testing.T, b *bundle[TTx]) {
 	c := b.claim(t, req("k", "p"))
-	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 204, Header: http.Header{}, Body: []byte{}}); err != nil {
+	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 204, Header: map[string][]string{}, Body: []byte{}}); err != nil {
 		t.Fatal(err)
 	}
 	o := b.get(t, "k").Outcome

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -258,9 +257,9 @@ func modelOutcome(o modelOp) (given, stored ledger.Outcome) {
 	}
 	switch o.header {
 	case 1:
-		given.Header = http.Header{}
+		given.Header = map[string][]string{}
 	case 2:
-		given.Header = http.Header{"Location": {"/x"}, "Vary": {"B", "A"}}
+		given.Header = map[string][]string{"Location": {"/x"}, "Vary": {"B", "A"}}
 	}
 	stored = given
 	if len(stored.Body) == 0 {

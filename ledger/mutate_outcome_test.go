@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/http"
 	"reflect"
 	"testing"
 
@@ -23,7 +22,7 @@ func TestMutateOutcome(t *testing.T) {
 }
 
 func testMutateOutcome[TTx any](t *testing.T, b *bundle[TTx]) {
-	out := ledger.Outcome{Status: 201, Header: http.Header{"Location": {"/orders/1"}, "Vary": {"B", "A"}}, Body: []byte(`{"id":1}`)}
+	out := ledger.Outcome{Status: 201, Header: map[string][]string{"Location": {"/orders/1"}, "Vary": {"B", "A"}}, Body: []byte(`{"id":1}`)}
 	runs := 0
 	fn := func(context.Context) (ledger.Outcome, error) { runs++; return out, nil }
 	mutate := func(key string) ledger.Result[ledger.Outcome] {

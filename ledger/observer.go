@@ -108,9 +108,15 @@ type Event struct {
 	// raw path, which would make a metric series per id; the gRPC full
 	// method name for gRPC.
 	Route string
-	// Status is the answer's HTTP status or gRPC code, when there is one
-	// (0 otherwise).
+	// Status is the answer's HTTP status or gRPC code when HasStatus is
+	// set, 0 otherwise.
 	Status int
+	// HasStatus reports whether the event carries an answer's status in
+	// Status: gRPC's OK is 0, so Status alone cannot say.
+	HasStatus bool
+	// Transport names the layer that reported the event (TransportHTTP,
+	// TransportRPC, TransportMessage); empty from a layer that names none.
+	Transport string
 	// Duration is the time from the start of the layer's work on the
 	// request to the event.
 	Duration time.Duration
@@ -118,6 +124,19 @@ type Event struct {
 	// quoted blotted out; nil for the others.
 	Err error
 }
+
+// The transports of this module's layers, for Event.Transport.
+const (
+	// TransportHTTP: idemhttp's Middleware and TxHandler, and the layers
+	// built on them. Method is the HTTP method, Status an HTTP status.
+	TransportHTTP = "http"
+	// TransportRPC: idemgrpc and idemconnect. Method is the full method
+	// name ("/package.Service/Method"), Status a gRPC code.
+	TransportRPC = "rpc"
+	// TransportMessage: a message consumer (package consume). Method is
+	// "consume", Route the consumer's name; there is no status.
+	TransportMessage = "message"
+)
 
 // Observer receives the events of protected requests. Observe is called
 // on the request's goroutine, synchronously, so it must be quick and must

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"net/http"
 	"strconv"
 	"time"
 
@@ -45,14 +44,15 @@ type Outcome struct {
 	// Status is a status code, such as an HTTP status; KindValue leaves
 	// it 0.
 	Status int
-	// Header holds the replayable header lines; for each name the order of
-	// the values is kept, and each value byte for byte, valid UTF-8 or
-	// not (HTTP allows bytes 0x80 to 0xFF in field values, RFC 9110
-	// Section 5.5). The caller chooses what is safe to replay (never
-	// Set-Cookie). A nil Header is stored as none and read back as nil.
-	// Names must be valid UTF-8 (HTTP field names are ASCII); Complete
-	// refuses others with ErrInvalidRequest.
-	Header http.Header
+	// Header is the outcome's metadata, opaque to the ledger: named lists
+	// of values, such as the replayable header lines of an HTTP answer
+	// (an http.Header is assignable to it). For each name the order of the
+	// values is kept, and each value byte for byte, valid UTF-8 or not
+	// (HTTP allows bytes 0x80 to 0xFF in field values, RFC 9110 Section
+	// 5.5). The caller chooses what is safe to replay (never Set-Cookie).
+	// A nil Header is stored as none and read back as nil. Names must be
+	// valid UTF-8; Complete refuses others with ErrInvalidRequest.
+	Header map[string][]string
 	// Body is the response body. Mutate stores the callback's value as JSON
 	// here. A nil or empty Body is read back as nil.
 	Body []byte

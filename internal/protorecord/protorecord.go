@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/http"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
@@ -110,7 +111,7 @@ func EncodeStatus(st *spb.Status) (ledger.Outcome, error) {
 // ErrStoredOutcome.
 func Decode(out ledger.Outcome, types protoregistry.MessageTypeResolver) (proto.Message, *spb.Status, error) {
 	if out.Kind == "" {
-		if v := out.Header.Values(legacyHeader); len(v) != 1 || v[0] != legacyVersion {
+		if v := http.Header(out.Header).Values(legacyHeader); len(v) != 1 || v[0] != legacyVersion {
 			return nil, nil, fmt.Errorf("%w: %w", ErrStoredOutcome, &ledger.KindError{Want: Kind})
 		}
 	} else if out.Kind != Kind {

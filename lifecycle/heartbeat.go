@@ -1,7 +1,24 @@
-// Package heartbeat keeps a lease-mode claim alive while its handler runs,
+package lifecycle
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/idemledger/idemledger/ledger"
+)
+
+// ErrLeaseExpired is what a beat reports to lost when the lease, as last
+// confirmed, ran out before an extension succeeded. It matches
+// ledger.ErrLeaseLost: the lease may have been taken over, and nothing
+// tells the holder whether it was.
+var ErrLeaseExpired = fmt.Errorf("the lease ran out before an extension succeeded: %w", ledger.ErrLeaseLost)
+
+// The heartbeat keeps a lease-mode claim alive while its handler runs,
 // for idemhttp's middleware and idemgrpc's interceptor.
 //
-// A Beat extends the lease every third of it, so that a handler slower than
+// A beat extends the lease every third of it, so that a handler slower than
 // the lease keeps its key: without it, a retry arriving after the lease ran
 // out would take the key over and run the handler a second time. It uses a
 // timer rather than a goroutine, so a fast handler costs one timer and no
@@ -25,25 +42,9 @@
 // confirmed it reports ErrExpired: from then on the handler can no longer
 // know that it holds the key, and must not start an effect that a retry
 // may be making too.
-package heartbeat
-
-import (
-	"errors"
-	"fmt"
-	"sync"
-	"time"
-
-	"github.com/idemledger/idemledger/ledger"
-)
-
-// ErrExpired is what a Beat reports to lost when the lease, as last
-// confirmed, ran out before an extension succeeded. It matches
-// ledger.ErrLeaseLost: the lease may have been taken over, and nothing
-// tells the holder whether it was.
-var ErrExpired = fmt.Errorf("the lease ran out before an extension succeeded: %w", ledger.ErrLeaseLost)
-
-// Beat is a running heartbeat; Stop ends it.
-type Beat struct {
+//
+// beat is a running heartbeat; Stop ends it.
+type beat struct {
 	mu      sync.Mutex
 	stopped bool
 	timer   *time.Timer
@@ -59,13 +60,13 @@ type Beat struct {
 }
 
 // Start calls extend every third of lease until Stop. A failed extension's
-// error goes to failed, under the Beat's lock, so that what failed reports
+// error goes to failed, under the beat's lock, so that what failed reports
 // comes before anything the caller reports after Stop. lost hears of the
 // end of the lease: the extension's error when it matches
-// ledger.ErrLeaseLost, or ErrExpired when the lease ran out unconfirmed
+// ledger.ErrLeaseLost, or ErrLeaseExpired when the lease ran out unconfirmed
 // (it may hear of both, in either order).
-func Start(lease time.Duration, extend func() error, failed, lost func(error)) *Beat {
-	b := &Beat{}
+func startBeat(lease time.Duration, extend func() error, failed, lost func(error)) *beat {
+	b := &beat{}
 	every := lease / 3
 	tick := func() {
 		b.mu.Lock()
@@ -103,7 +104,7 @@ func Start(lease time.Duration, extend func() error, failed, lost func(error)) *
 			return
 		}
 		b.ended = true
-		lost(ErrExpired)
+		lost(ErrLeaseExpired)
 	}
 	b.mu.Lock()
 	// The claim's lease began when the server ran it, before Start was
@@ -118,7 +119,7 @@ func Start(lease time.Duration, extend func() error, failed, lost func(error)) *
 // Stop ends the heartbeat, waiting for an extension in progress (a claim
 // must not be extended and completed at the same time) and for a report
 // to lost in progress.
-func (b *Beat) Stop() {
+func (b *beat) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stopped = true

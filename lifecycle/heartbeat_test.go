@@ -1,4 +1,4 @@
-package heartbeat
+package lifecycle
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// reports collects what a Beat tells its caller.
+// reports collects what a beat tells its caller.
 type reports struct {
 	mu      sync.Mutex
 	extends int
@@ -48,7 +48,7 @@ func errIf(cond bool, err error) error {
 	return nil
 }
 
-func TestBeat(t *testing.T) {
+func TestHeartbeat(t *testing.T) {
 	taken := fmt.Errorf("extend: %w", ledger.ErrLeaseLost)
 	busy := errors.New("store busy")
 	block := make(chan struct{})
@@ -84,7 +84,7 @@ func TestBeat(t *testing.T) {
 			name:     "failing for a whole lease",
 			extend:   func(int) error { return busy },
 			run:      2 * lease,
-			wantLost: []error{ErrExpired},
+			wantLost: []error{ErrLeaseExpired},
 			lostBy:   lease + lease/2,
 		},
 		{
@@ -93,7 +93,7 @@ func TestBeat(t *testing.T) {
 			name:     "blocked for a whole lease",
 			extend:   func(n int) error { <-block; return nil },
 			run:      2 * lease,
-			wantLost: []error{ErrExpired},
+			wantLost: []error{ErrLeaseExpired},
 			lostBy:   lease + lease/2,
 		},
 	}
@@ -109,7 +109,7 @@ func TestBeat(t *testing.T) {
 				return tt.extend(n)
 			}
 			start := time.Now()
-			b := Start(lease, extend, r.onFailed, r.onLost)
+			b := startBeat(lease, extend, r.onFailed, r.onLost)
 			time.Sleep(tt.run)
 			stopped := make(chan struct{})
 			go func() { b.Stop(); close(stopped) }()
@@ -135,18 +135,18 @@ func TestBeat(t *testing.T) {
 	}
 }
 
-// ErrExpired is a lost lease to errors.Is: the handler must treat it so.
-func TestErrExpiredIsLeaseLost(t *testing.T) {
-	if !errors.Is(ErrExpired, ledger.ErrLeaseLost) {
-		t.Fatal("ErrExpired does not match ledger.ErrLeaseLost")
+// ErrLeaseExpired is a lost lease to errors.Is: the handler must treat it so.
+func TestErrLeaseExpiredIsLeaseLost(t *testing.T) {
+	if !errors.Is(ErrLeaseExpired, ledger.ErrLeaseLost) {
+		t.Fatal("ErrLeaseExpired does not match ledger.ErrLeaseLost")
 	}
 }
 
 // Nothing reaches lost after Stop returned, however the timers fall.
-func TestNothingAfterStop(t *testing.T) {
+func TestHeartbeatNothingAfterStop(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		r := &reports{}
-		b := Start(10*time.Millisecond, func() error { return errors.New("down") }, r.onFailed, r.onLost)
+		b := startBeat(10*time.Millisecond, func() error { return errors.New("down") }, r.onFailed, r.onLost)
 		time.Sleep(time.Duration(i%12) * time.Millisecond)
 		b.Stop()
 		_, _, before, _ := r.snapshot()

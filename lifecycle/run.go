@@ -1,31 +1,16 @@
-// Package lifecycle is the lease-mode life of one protected request, from a
-// won claim to its stored or released end, shared by idemhttp's Middleware,
-// idemgrpc's and idemconnect's interceptors: the heartbeat, the commit
-// point, the completion or release under a context the client's hang-up
-// does not cancel, and the events of each step. Each integration keeps only
-// what is its own: reading the request, the answer's form, the refusals.
 package lifecycle
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/idemledger/idemledger/internal/heartbeat"
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
 )
-
-// Ledger is what a run needs of a ledger: the lease-mode operations bound
-// to their database (*ledger.Ledger has them all).
-type Ledger interface {
-	Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error
-	Release(ctx context.Context, c *ledger.Claim) error
-	Extend(ctx context.Context, c *ledger.Claim) error
-	Commit(ctx context.Context, c *ledger.Claim) error
-	Lease() time.Duration
-}
 
 // Run is one request's won claim while its handler runs and until its end
 // is stored. Commit and Committed may be called from any goroutine;
@@ -40,9 +25,11 @@ type Run struct {
 	emit   func(ledger.Event)
 	// base carries the request context's values, not its cancellation.
 	base      context.Context
-	hb        *heartbeat.Beat
+	hb        *beat
 	committed atomic.Bool
-	markOnce  sync.Once
+	// refused: Commit returned false, so the run's answer is not stored.
+	refused  atomic.Bool
+	markOnce sync.Once
 
 	// mu guards what tells the handler that its lease is gone: the
 	// cancellations of the contexts Context made, and the cause once
@@ -67,7 +54,7 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 	}
 	failed := func(err error) { emit(ledger.Event{Kind: FailureKind(err), Op: "extend", Err: err}) }
 	lost := func(err error) {
-		if errors.Is(err, heartbeat.ErrExpired) {
+		if errors.Is(err, ErrLeaseExpired) {
 			if r.committed.Load() && r.markWritten() {
 				// The record passed its commit point: no retry takes it
 				// over as if nothing had happened, so the handler goes on.
@@ -77,7 +64,7 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 		}
 		r.lose(err)
 	}
-	r.hb = heartbeat.Start(l.Lease(), extend, failed, lost)
+	r.hb = startBeat(l.Lease(), extend, failed, lost)
 	return r
 }
 
@@ -132,6 +119,14 @@ func (r *Run) markWritten() bool {
 	return r.markHeld
 }
 
+// Fence is the fence of the run's claim ([ledger.Claim].Fence): business
+// code may store it beside its writes and refuse a smaller one.
+func (r *Run) Fence() int64 { return r.claim.Fence }
+
+// Key is the run's idempotency key, to forward to an outside service that
+// takes idempotency keys too.
+func (r *Run) Key() string { return r.claim.Request.Key }
+
 // Recovered is when an earlier run of the request passed its commit point,
 // for a run that recovers it (ledger.Request.Recover); zero otherwise.
 func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
@@ -148,7 +143,7 @@ func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
 func (r *Run) Commit(ctx context.Context) bool {
 	r.committed.Store(true)
 	r.markOnce.Do(func() {
-		if err := r.Lost(); err != nil && !errors.Is(err, heartbeat.ErrExpired) {
+		if err := r.Lost(); err != nil && !errors.Is(err, ErrLeaseExpired) {
 			return
 		}
 		err := r.l.Commit(ctx, &r.marked)
@@ -166,7 +161,11 @@ func (r *Run) Commit(ctx context.Context) bool {
 		}
 	})
 	err := r.Lost()
-	return err == nil || (errors.Is(err, heartbeat.ErrExpired) && r.markWritten())
+	held := err == nil || (errors.Is(err, ErrLeaseExpired) && r.markWritten())
+	if !held {
+		r.refused.Store(true)
+	}
+	return held
 }
 
 // Committed reports whether the handler passed its commit point.
@@ -184,32 +183,61 @@ func (r *Run) Stop() {
 	r.mu.Unlock()
 }
 
-// Complete stores out, reporting EventStored with why (empty when out is
-// the handler's answer as given) and status, or the failure with Op
-// "complete". It ignores the request's cancellation.
+// Complete stores out as the run's outcome, reporting EventStored with
+// why (empty when out is the handler's answer as given) and status, or the
+// failure with Op "complete". It ignores the request's cancellation.
+//
+// An answer given after [Run.Commit] returned false is not stored: the
+// handler was told that its lease is lost and not to make its effect, so
+// its answer is most likely that refusal, and a retry may be running the
+// request. The key is released instead, when the lease still allows it,
+// and EventLeaseLost is reported with Op "complete".
 func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause error) {
 	r.hb.Stop()
+	if r.refused.Load() {
+		r.emit(withStatus(ledger.Event{Kind: ledger.EventLeaseLost, Op: "complete", Err: errAnsweredAfterLoss}, status))
+		ctx, cancel := r.detached()
+		defer cancel()
+		_ = r.l.Release(ctx, r.claim)
+		return
+	}
 	ctx, cancel := r.detached()
 	defer cancel()
 	if err := r.l.Complete(ctx, r.claim, out); err != nil {
-		r.emit(ledger.Event{Kind: FailureKind(err), Op: "complete", Status: status, Err: err})
+		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "complete", Err: err}, status))
 		return
 	}
-	r.emit(ledger.Event{Kind: ledger.EventStored, Reason: why, Status: status, Err: cause})
+	r.emit(withStatus(ledger.Event{Kind: ledger.EventStored, Reason: why, Err: cause}, status))
 }
 
+// withStatus returns e carrying status, unless it is NoStatus.
+func withStatus(e ledger.Event, status int) ledger.Event {
+	if status != NoStatus {
+		e.Status, e.HasStatus = status, true
+	}
+	return e
+}
+
+// errAnsweredAfterLoss is the Err of the event that reports an answer not
+// stored because it came after Commit said the lease was lost.
+var errAnsweredAfterLoss = fmt.Errorf("%w: the answer came after Commit reported it, and is not stored", ledger.ErrLeaseLost)
+
+// NoStatus is the status of [Run.Release] when there is no answer (the
+// handler panicked).
+const NoStatus = -1
+
 // Release gives the key back so that a retry runs again, reporting
-// EventReleased with why and status (0 when there is no answer), or the
-// failure with Op "release".
+// EventReleased with why and status (NoStatus when there is no answer),
+// or the failure with Op "release".
 func (r *Run) Release(why ledger.Reason, status int) {
 	r.hb.Stop()
 	ctx, cancel := r.detached()
 	defer cancel()
 	if err := r.l.Release(ctx, r.claim); err != nil {
-		r.emit(ledger.Event{Kind: FailureKind(err), Op: "release", Status: status, Err: err})
+		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "release", Err: err}, status))
 		return
 	}
-	r.emit(ledger.Event{Kind: ledger.EventReleased, Reason: why, Status: status})
+	r.emit(withStatus(ledger.Event{Kind: ledger.EventReleased, Reason: why}, status))
 }
 
 // detached returns a context that outlives the client's hang-up but not
@@ -220,13 +248,14 @@ func (r *Run) detached() (context.Context, context.CancelFunc) {
 }
 
 // FailureKind returns the event of a failed ledger operation: lease lost,
-// store busy (contention: ledger.ErrRetryable or ledger.ErrBusy), outcome
+// store busy (contention: ledger.ErrRetryable or ledger.ErrBusy, or the
+// driver's ErrRetryable from a transport's own BEGIN or COMMIT), outcome
 // unknown (the connection broke), or store unavailable.
 func FailureKind(err error) ledger.EventKind {
 	switch {
 	case errors.Is(err, ledger.ErrLeaseLost):
 		return ledger.EventLeaseLost
-	case errors.Is(err, ledger.ErrRetryable), errors.Is(err, ledger.ErrBusy):
+	case errors.Is(err, ledger.ErrRetryable), errors.Is(err, ledger.ErrBusy), errors.Is(err, driver.ErrRetryable):
 		return ledger.EventStoreBusy
 	case errors.Is(err, ledger.ErrOutcomeUnknown):
 		return ledger.EventOutcomeUnknown
