@@ -30,10 +30,9 @@ import (
 // silent connection ErrOutcomeUnknown. A fault that leaves it unknown
 // whether the write ran (a lost connection, ErrOutcomeUnknown) or a busy
 // store is retried on a fresh connection until then (see the package doc,
-// Faults); when
-// an attempt whose outcome was unknown is followed by one that finds the
-// lease gone, the record is read to tell a stored outcome (nil) from a
-// lost lease. An outcome larger than the store can keep returns an
+// Faults); when an attempt whose outcome was unknown is followed by one
+// that finds the lease gone, the record is read to tell a stored outcome
+// (nil) from a lost lease. An outcome larger than the store can keep returns an
 // *OutcomeTooLargeError (ErrOutcomeTooLarge) and stores nothing: the
 // lease still holds, for a Complete with a smaller outcome. A nil c, or a
 // header name in out that is not valid UTF-8, returns ErrInvalidRequest.
@@ -154,11 +153,10 @@ const (
 
 // leaseDeadline is when c's lease operations must have answered, their
 // statements and retries included: the end of its lease, or
-// persistMinBudget from now if that is later. After it
-// another request may take the key over and the guarded write would fail
-// anyway; a record that passed its commit point is not taken over, but a
-// store unreachable for a whole lease is an outage the caller must hear
-// of.
+// persistMinBudget from now if that is later. After it another request
+// may take the key over and the guarded write would fail anyway; a record
+// that passed its commit point is not taken over, but a store unreachable
+// for a whole lease is an outage the caller must hear of.
 func leaseDeadline(c *Claim) time.Time {
 	end := c.LeaseExpiresAt
 	if floor := time.Now().Add(persistMinBudget); end.Before(floor) {
