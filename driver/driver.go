@@ -25,12 +25,29 @@
 //
 // A driver owns its engine's errors: every method returns the database's
 // error marked (Mark) with the sentinels of this package that it matches
-// (ErrRetryable, ErrBusy, ErrNotMigrated, ErrOutcomeUnknown), so that the
+// (ErrRetryable, ErrBusy, ErrNotMigrated, ErrOutcomeUnknown; a
+// *TooLargeError for an outcome too large to store), so that the
 // ledger and the integrations read no engine's codes, while callers still
 // reach the database's own error with errors.As. A statement on a
 // transaction that is already over returns an error matching database/sql's
 // sql.ErrTxDone, whatever the database package: ledger.Mutate reports a
 // callback that ended the caller's transaction through it.
+//
+// # Deadlines
+//
+// The ledger runs every lease-mode statement (Executor.Claim, Complete,
+// Release, MarkCommitted, Extend and Abandon on DB()) under a context
+// whose deadline comes from the lease: the statement must answer by then,
+// whatever holds it up. A driver honours the deadline on the client side
+// (its database package cuts the call), and, where the engine would go on
+// waiting for a lock after its client gave up and then write, bounds that
+// wait on the server too, shorter than the time left (PostgreSQL's
+// lock_timeout, MariaDB's innodb_lock_wait_timeout per statement), so that
+// a lock held past the deadline ends the statement with a busy error
+// (ErrBusy: nothing written) rather than an unknown outcome that may still
+// be written later. A call the deadline cut short is an unknown outcome
+// (ErrOutcomeUnknown), and the ledger reports it so. Inside a caller's
+// transaction (TxExecutor) a driver changes no setting of the caller's.
 //
 // The interfaces may grow new methods in any release, as the ledger needs
 // them: implementations outside this module are not supported.
@@ -40,6 +57,7 @@ import (
 	"context"
 	sqldriver "database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -212,6 +230,16 @@ type ClaimParams struct {
 	LeaseMillis, TTLMillis int64
 	// Now is the claim's time; 0 for the engine's clock.
 	Now int64
+	// ValidUntil, when not 0, is the latest time (Unix milliseconds, the
+	// scale of Now) at which the claim may still write: a claim whose
+	// write reaches the engine later (its clock, or Now when set, is past
+	// ValidUntil) writes nothing and returns ClaimResult.Late. A lease-mode
+	// claim sets it to when its caller stops waiting (plus an allowance
+	// for clocks that disagree), so that a statement held up on its way
+	// (a silent network) cannot win a key that nobody will run. A driver
+	// whose claim is several statements checks it at each that writes, in
+	// the engine's clock when Now is 0.
+	ValidUntil int64
 }
 
 // MayTakeOver reports whether a claim p at the engine's time now may take
@@ -239,6 +267,10 @@ func Expired(r *Row, now int64) bool {
 // ledger then starts over.
 type ClaimResult struct {
 	Won bool
+	// Late reports that the claim wrote nothing because it reached the
+	// engine after ClaimParams.ValidUntil; Now is then the engine's time
+	// that judged it so.
+	Late bool
 	// Fence and LeaseExpiresAt describe the won lease; CommittedAt is the
 	// commit mark a recovery kept (0 when none).
 	Fence, LeaseExpiresAt, CommittedAt int64
@@ -407,7 +439,52 @@ var (
 	// ErrOutcomeUnknown: the connection broke, or the engine's storage
 	// failed, after the statement may have run: whether it did is unknown.
 	ErrOutcomeUnknown = errors.New("driver: outcome unknown")
+	// ErrTooLarge: an outcome (Executor.Complete) is larger than the
+	// engine can store or the connection can carry; nothing was written.
+	// Drivers return it as a *TooLargeError.
+	ErrTooLarge = errors.New("driver: outcome too large")
 )
+
+// TooLargeError is the error of a Complete whose outcome the engine cannot
+// store: a driver returns it when its own check before sending finds the
+// outcome over the engine's limit, or when the engine refuses it for its
+// size. Nothing was written, and the lease still holds. errors.Is(err,
+// ErrTooLarge) reports true for it.
+type TooLargeError struct {
+	// Size is the outcome's size as the driver counts it against Limit
+	// (its body, headers and kind, plus what the statement carries
+	// besides, when the limit is on a whole message), in bytes.
+	Size int64
+	// Limit is the engine's limit in bytes, 0 when the engine refused the
+	// outcome without saying.
+	Limit int64
+	// Err is the engine's error, nil when the driver's check refused the
+	// outcome before sending it.
+	Err error
+}
+
+// Error states the size and the limit.
+func (e *TooLargeError) Error() string {
+	msg := fmt.Sprintf("%v: %d bytes", ErrTooLarge, e.Size)
+	if e.Limit > 0 {
+		msg += fmt.Sprintf(", over the limit of %d", e.Limit)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the engine's error.
+func (e *TooLargeError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrTooLarge.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// OutcomeSize is the size of p's outcome: its body, headers and kind.
+func OutcomeSize(p CompleteParams) int64 {
+	return int64(len(p.Body)) + int64(len(p.Headers)) + int64(len(p.Kind))
+}
 
 // Mark returns err marked with the sentinels in kinds: errors.Is reports
 // true for each of them as well as for everything err matches, Unwrap

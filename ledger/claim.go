@@ -81,17 +81,26 @@ const claimAttempts = 5
 //     flight under a live lease, with RetryAfter;
 //   - a Claim whose Replay is the completed record.
 //
-// Claim runs on the driver's pool and commits at once: lease mode. Bad
-// input returns an error wrapping ErrInvalidRequest before the database is
-// used. If the row changes between the read and the write, the claim
-// starts over; after a few such losses it returns an error matching
-// ErrRetryable.
+// Claim runs on the driver's pool and commits at once: lease mode. It
+// answers within Options.ClaimTimeout (at most a lease), or sooner when
+// ctx ends: a claim held up longer (a lock, a silent connection) fails,
+// matching ErrBusy when the store refused to wait longer (nothing was
+// written) or ErrOutcomeUnknown when the statement was cut short. The
+// claim's write carries that time as a bound, judged by the store's clock
+// with MaxClockSkew allowed: a write that reaches the store later (held
+// up on the network after this call gave up) wins nothing, so a request
+// that gave up does not leave its key held for a lease that no one uses.
+// Bad input returns an error wrapping ErrInvalidRequest before the
+// database is used. If the row changes between the read and the write,
+// the claim starts over; after a few such losses it returns an error
+// matching ErrRetryable.
 //
 // If ctx ends while the claim runs, or the connection breaks after the
 // statement may have reached the server (ErrOutcomeUnknown), Claim returns
 // the error, and cannot tell whether the write committed. Claim then ends
 // the lease it may have taken, ignoring the cancellation and retrying a
-// connection fault for up to two seconds (on SQLite this may wait for the
+// connection fault for up to two seconds, or a lease if that is shorter
+// (on SQLite this may wait for the
 // write lock up to busy_timeout): the record stays in flight, as if its
 // holder had vanished, and a retry with the same fingerprint takes it over
 // at once instead of getting ErrInFlight until the lease runs out.
@@ -114,19 +123,49 @@ func (l *Ledger[TTx]) claim(ctx context.Context, ex driver.Executor, req Request
 // claimWith is claim whose attempts run through attempt instead of
 // ex.Claim (Mutate's sets its savepoint with the first that needs one).
 func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Request, attempt func(context.Context, driver.ClaimParams) (driver.ClaimResult, error)) (*Claim, error) {
+	var (
+		deadline time.Time
+		// ahead is how far the store's clock was found to run ahead of
+		// ours, past MaxClockSkew, by a claim it judged late.
+		ahead   int64
+		rebased bool
+	)
+	if ex == l.db {
+		// Lease mode: the claim answers within ClaimTimeout (at most a
+		// lease, like the lease's own statements: see persist), and its
+		// write wins only if it reaches the store by then.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.claimTimeout)
+		defer cancel()
+		deadline, _ = ctx.Deadline()
+	}
 	for range claimAttempts {
 		a := driver.ClaimParams{
 			Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint[:],
 			Token: newToken(), LeaseMillis: l.lease.Milliseconds(), TTLMillis: l.ttl.Milliseconds(),
 			Now: l.clock(), Recover: req.Recover,
 		}
+		if !deadline.IsZero() {
+			a.ValidUntil = l.baseMillis(a.Now) + ahead + time.Until(deadline).Milliseconds() + MaxClockSkew.Milliseconds()
+		}
 		won, err := attempt(ctx, a)
 		if err != nil {
-			err = classify(err)
+			err = classify(deadlineFault(ctx, err))
 			if ex == l.db && mayHaveRun(err) || ctx.Err() != nil {
 				l.abandon(ctx, ex, a)
 			}
 			return nil, wrapOp("claim", err)
+		}
+		if won.Late {
+			// Judged late while this request still waits for it: the
+			// store's clock runs ahead of ours by more than
+			// MaxClockSkew. Once, set the bound again from the store's
+			// clock as it reported it.
+			if rebased {
+				return nil, wrapOp("claim", &retryableError{err: fmt.Errorf("the store's clock runs ahead of this process's by more than %v: every claim reaches it late", MaxClockSkew)})
+			}
+			rebased, ahead = true, max(0, won.Now-l.baseMillis(a.Now))
+			continue
 		}
 		if won.Won {
 			c := &Claim{Request: req, Token: a.Token, Fence: won.Fence, LeaseExpiresAt: fromMillis(won.LeaseExpiresAt),
@@ -174,12 +213,19 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 // connection of the pool; should it last longer, the lease running out
 // remains the remedy, as for any holder that vanished.
 func (l *Ledger[TTx]) abandon(ctx context.Context, ex driver.Executor, a driver.ClaimParams) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonBudget)
-	defer cancel()
 	p := driver.LeaseParams{Scope: a.Scope, Key: a.Key, Token: a.Token}
-	_, _, _ = l.persist(ctx, time.Now().Add(abandonBudget), func(ctx context.Context) (bool, error) {
+	_, _, _ = l.persist(context.WithoutCancel(ctx), time.Now().Add(min(abandonBudget, max(l.lease, persistMinBudget))), func(ctx context.Context) (bool, error) {
 		return true, ex.Abandon(ctx, p)
 	})
+}
+
+// baseMillis is the time a claim's bound counts from: now, the claim's
+// own clock (Options.Now) when it has one, else this process's.
+func (l *Ledger[TTx]) baseMillis(now int64) int64 {
+	if now != 0 {
+		return now
+	}
+	return time.Now().UnixMilli()
 }
 
 // abandonBudget bounds abandon's retries: it runs while the client waits

@@ -130,7 +130,15 @@
 // Retries go to the driver's pool, which hands out a fresh connection.
 // Inside a transaction (Mutate, CompleteTx) nothing is retried: a broken
 // connection took the transaction with it, and the caller runs it again.
-// A busy SQLite database (ErrBusy) is retried the same way.
+// A busy store (ErrBusy) is retried the same way.
+//
+// Every lease-mode statement answers within the lease, its retries
+// included: a statement is held up by another transaction's lock or by a
+// connection that went silent (packets held, no reset) no longer than
+// that. The drivers bound the engine's own lock waits by the same
+// deadline (see the driver package doc, Deadlines), so a lock held past
+// it ends in ErrBusy with nothing written; a statement cut short by the
+// deadline matches ErrOutcomeUnknown, since it may still run.
 //
 // # Commit point
 //

@@ -71,6 +71,44 @@ var (
 	ErrOutcomeUnknown = errors.New("ledger: outcome unknown, connection lost")
 )
 
+// ErrOutcomeTooLarge is matched (errors.Is) by the *OutcomeTooLargeError
+// that Complete and CompleteTx return when the outcome is larger than the
+// store can keep: an engine's limit on a value, a row or a message
+// (SQLite's SQLITE_MAX_LENGTH, PostgreSQL's 1 GB field, MySQL's
+// max_allowed_packet). Nothing was stored, and the claim's lease still
+// holds: its holder stores something smaller (a marker saying the answer
+// was not kept) with another Complete, so that a retry is never taken for
+// a first request and run again.
+var ErrOutcomeTooLarge = errors.New("ledger: outcome too large to store")
+
+// OutcomeTooLargeError is the error of a Complete whose outcome the store
+// cannot keep (ErrOutcomeTooLarge). The engine's own error, when it
+// refused the outcome, stays reachable with errors.As.
+type OutcomeTooLargeError struct {
+	// Size is the outcome's size in bytes as the driver counted it
+	// against Limit (body, headers and kind, plus what the statement
+	// carries besides, when the limit is on a whole message).
+	Size int64
+	// Limit is the store's limit in bytes; 0 when the engine refused the
+	// outcome without saying what its limit is.
+	Limit int64
+	err   error
+}
+
+// Error states the size and the limit.
+func (e *OutcomeTooLargeError) Error() string {
+	if e.Limit > 0 {
+		return fmt.Sprintf("%v: %d bytes, over the store's limit of %d", ErrOutcomeTooLarge, e.Size, e.Limit)
+	}
+	return fmt.Sprintf("%v: %d bytes, refused by the store", ErrOutcomeTooLarge, e.Size)
+}
+
+// Unwrap returns the driver's error.
+func (e *OutcomeTooLargeError) Unwrap() error { return e.err }
+
+// Is reports whether target is ErrOutcomeTooLarge.
+func (e *OutcomeTooLargeError) Is(target error) bool { return target == ErrOutcomeTooLarge }
+
 // CommittedError is returned by Claim and Mutate for a record in flight
 // that passed its commit point and whose lease ran out without an outcome
 // (ErrCommitted). errors.Is(err, ErrCommitted) reports true for it.
@@ -192,12 +230,19 @@ var ErrBusy = errors.New("ledger: busy")
 
 // classify turns the driver sentinels an error is marked with (each driver
 // reads its own engine's errors: see the driver package doc, Errors) into
-// the ledger's: ErrNotMigrated, ErrRetryable (with ErrBusy), and
-// ErrOutcomeUnknown. The database's error stays reachable with errors.As.
+// the ledger's: ErrNotMigrated, ErrRetryable (with ErrBusy),
+// ErrOutcomeUnknown, and an *OutcomeTooLargeError. The database's error
+// stays reachable with errors.As.
 func classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, idriver.ErrTooLarge):
+		e := &OutcomeTooLargeError{err: err}
+		if tl := (*idriver.TooLargeError)(nil); errors.As(err, &tl) {
+			e.Size, e.Limit = tl.Size, tl.Limit
+		}
+		return e
 	case errors.Is(err, idriver.ErrNotMigrated):
 		return &notMigratedError{err: err}
 	case errors.Is(err, idriver.ErrBusy):

@@ -24,13 +24,18 @@ import (
 //
 // The write ignores the cancellation of ctx (it keeps ctx's values): a
 // client that hangs up must not turn the finished work into a retry that
-// runs again. A fault that leaves it unknown whether the write ran (a lost
-// connection, ErrOutcomeUnknown) or a busy store is retried on a fresh
-// connection until c's lease runs out (see the package doc, Faults); when
-// an attempt whose outcome was unknown is followed by one that finds the
-// lease gone, the record is read to tell a stored outcome (nil) from a
-// lost lease. A nil c, or a header name in out that is not valid UTF-8,
-// returns ErrInvalidRequest.
+// runs again. It answers by the end of c's lease (or a second from the
+// call, for a lease that has nearly run out), whatever holds the
+// statement up: a lock held longer gives ErrBusy (nothing written), a
+// silent connection ErrOutcomeUnknown. A fault that leaves it unknown
+// whether the write ran (a lost connection, ErrOutcomeUnknown) or a busy
+// store is retried on a fresh connection until then (see the package doc,
+// Faults); when an attempt whose outcome was unknown is followed by one
+// that finds the lease gone, the record is read to tell a stored outcome
+// (nil) from a lost lease. An outcome larger than the store can keep returns an
+// *OutcomeTooLargeError (ErrOutcomeTooLarge) and stores nothing: the
+// lease still holds, for a Complete with a smaller outcome. A nil c, or a
+// header name in out that is not valid UTF-8, returns ErrInvalidRequest.
 func (l *Ledger[TTx]) Complete(ctx context.Context, c *Claim, out Outcome) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
@@ -69,8 +74,8 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 	if ex != l.db {
 		return completed(ex.Complete(context.WithoutCancel(ctx), p))
 	}
-	ctx = context.WithoutCancel(ctx)
-	ok, unsure, err := l.persist(ctx, leaseDeadline(c), func(ctx context.Context) (bool, error) { return ex.Complete(ctx, p) })
+	ctx, deadline := context.WithoutCancel(ctx), leaseDeadline(c)
+	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (bool, error) { return ex.Complete(ctx, p) })
 	if err != nil {
 		return wrapOp("complete", err)
 	}
@@ -78,7 +83,7 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 		// An earlier attempt may have stored the outcome: the record is
 		// then c's own (see Claim.same), completed. Complete clears the
 		// token, so the fence, the fingerprint and the claim time tell.
-		r, err := l.reread(ctx, leaseDeadline(c), c)
+		r, err := l.reread(ctx, deadline, c)
 		if err != nil {
 			return wrapOp("complete", err)
 		}
@@ -94,31 +99,49 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 // (ErrOutcomeUnknown: on a pool the next attempt gets a fresh connection)
 // or a busy store (ErrBusy). The guard (token and fence) makes a second
 // run harmless. It stops at op's first definite answer, or when ctx ends
-// or deadline passes, returning the last fault. The first attempt runs on
-// ctx as it is: the deadline's context (and its timer) is made only for
-// the retries, off the hot path. unsure reports whether an attempt's
-// outcome was unknown: a "false" after one may mean that attempt did the
-// work.
+// or deadline passes, returning the last fault. Every attempt runs under
+// the deadline, the first one too: a statement that waits for a lock or a
+// silent connection must not keep the caller past the lease, and a driver
+// reads the deadline from the context to bound the engine's own waits
+// (see the driver package doc, Deadlines). An attempt cut short by the
+// deadline is an unknown outcome (the driver marks it so). unsure reports
+// whether an attempt's outcome was unknown: a "false" after one may mean
+// that attempt did the work.
 func (l *Ledger[TTx]) persist(ctx context.Context, deadline time.Time, op func(context.Context) (bool, error)) (ok, unsure bool, err error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	for attempt := 1; ; attempt++ {
 		ok, err = op(ctx)
 		if err == nil {
 			return ok, unsure, nil
 		}
-		err = classify(err)
+		err = classify(deadlineFault(ctx, err))
 		if !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrBusy) {
 			return false, unsure, err
 		}
 		unsure = unsure || errors.Is(err, ErrOutcomeUnknown)
-		if attempt == 1 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, deadline)
-			defer cancel()
-		}
-		if retry.Sleep(ctx, retry.Backoff(persistFirstWait, persistMaxWait, attempt)) != nil {
+		if retry.Sleep(ctx, retry.Backoff(persistFirstWait, persistMaxWait, attempt)) != nil ||
+			time.Until(deadline) < persistLastAttempt {
 			return false, unsure, err
 		}
 	}
+}
+
+// persistLastAttempt is the least time left for which persist starts
+// another attempt: one with less would be cut short by the deadline,
+// turning a definite answer (busy) into an unknown one.
+const persistLastAttempt = 100 * time.Millisecond
+
+// deadlineFault is err, the error of a statement run under ctx, marked
+// driver.ErrOutcomeUnknown when ctx ended while it ran and the driver did
+// not say what became of it: the statement may have reached the server,
+// and may still run there.
+func deadlineFault(ctx context.Context, err error) error {
+	if ctx.Err() == nil || errors.Is(err, driver.ErrOutcomeUnknown) || errors.Is(err, driver.ErrBusy) ||
+		errors.Is(err, driver.ErrRetryable) || errors.Is(err, driver.ErrNotMigrated) {
+		return err
+	}
+	return driver.Mark(err, driver.ErrOutcomeUnknown)
 }
 
 // The waits between persist's attempts: a dropped pooled connection is
@@ -128,12 +151,12 @@ const (
 	persistMaxWait   = time.Second
 )
 
-// leaseDeadline is when the retries of c's lease operations stop: the end
-// of its lease, or persistMinBudget from now if that is later. After it
-// another request may take the key over and the guarded write would fail
-// anyway; a record that passed its commit point is not taken over, but a
-// store unreachable for a whole lease is an outage the caller must hear
-// of.
+// leaseDeadline is when c's lease operations must have answered, their
+// statements and retries included: the end of its lease, or
+// persistMinBudget from now if that is later. After it another request
+// may take the key over and the guarded write would fail anyway; a record
+// that passed its commit point is not taken over, but a store unreachable
+// for a whole lease is an outage the caller must hear of.
 func leaseDeadline(c *Claim) time.Time {
 	end := c.LeaseExpiresAt
 	if floor := time.Now().Add(persistMinBudget); end.Before(floor) {

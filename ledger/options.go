@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -13,7 +14,18 @@ const (
 	DefaultTTL          = 24 * time.Hour
 	DefaultLease        = time.Minute
 	DefaultMaxKeyLength = 255 // bytes
+	DefaultClaimTimeout = 5 * time.Second
 )
+
+// MaxClockSkew is how far the clocks of the application's hosts and of the
+// database server may disagree for a lease-mode claim's bound to work as
+// documented (see Options.ClaimTimeout): the bound is set by this process's
+// clock and judged by the store's, with MaxClockSkew added. Keep the
+// clocks synchronized (NTP agrees within milliseconds). A store whose clock
+// runs further ahead refuses claims as late; the ledger then sets the bound
+// again from the store's clock as the refusal reported it, at the cost of
+// a second statement.
+const MaxClockSkew = time.Second
 
 // MaxScopeLength is the longest scope accepted, in bytes.
 const MaxScopeLength = 255
@@ -50,6 +62,17 @@ type Options struct {
 	// then agree on the time it returns.
 	Now func() time.Time
 
+	// ClaimTimeout bounds a lease-mode claim (Ledger.Claim): its
+	// statements must answer within it, and a claim statement that reaches
+	// the store later than that (plus MaxClockSkew), held up on its way
+	// after its caller stopped waiting, does not win the key, so that a
+	// request that gave up never leaves the key held for a whole lease by
+	// a claim that no handler will run. A context deadline sooner than it
+	// takes its place. Default 5 s; at most Lease, or one second when the
+	// lease is shorter (a longer one is cut to that); negative is
+	// ErrInvalidOptions.
+	ClaimTimeout time.Duration
+
 	// MaxKeyLength is the longest idempotency key accepted, in bytes: the
 	// one key-length setting (idemhttp reads it from the ledger). Default
 	// 255; negative, or above MaxKeyLengthLimit (1024), is
@@ -66,15 +89,17 @@ type Options struct {
 // the database.
 type Ledger[TTx any] struct {
 	ttl, lease time.Duration
-	maxKey     int
-	now        func() time.Time // nil: the engine's clock
-	d          driver.Driver[TTx]
-	db         driver.Executor
+	// claimTimeout is Options.ClaimTimeout, at most lease (or 1 s).
+	claimTimeout time.Duration
+	maxKey       int
+	now          func() time.Time // nil: the engine's clock
+	d            driver.Driver[TTx]
+	db           driver.Executor
 }
 
 // New returns a Ledger on the database of d (the New of a driver package,
 // such as sqlite.New), with defaults in place of zero Options fields. It returns an
-// error wrapping ErrInvalidOptions when TTL, Lease or MaxKeyLength is
+// error wrapping ErrInvalidOptions when TTL, Lease, ClaimTimeout or MaxKeyLength is
 // negative, when TTL or Lease is under one millisecond, when MaxKeyLength
 // exceeds MaxKeyLengthLimit, or when d or its database is nil. A driver
 // that prepares statements (a driver.Preparer) prepares them here, on one connection
@@ -102,12 +127,19 @@ func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 	if l.maxKey == 0 {
 		l.maxKey = DefaultMaxKeyLength
 	}
+	if opts.ClaimTimeout < 0 {
+		return nil, fmt.Errorf("%w: ClaimTimeout %v is negative", ErrInvalidOptions, opts.ClaimTimeout)
+	}
+	l.claimTimeout = cmp.Or(opts.ClaimTimeout, DefaultClaimTimeout)
 	if l.ttl < time.Millisecond {
 		return nil, fmt.Errorf("%w: TTL %v is below 1ms", ErrInvalidOptions, l.ttl)
 	}
 	if l.lease < time.Millisecond {
 		return nil, fmt.Errorf("%w: lease %v is below 1ms", ErrInvalidOptions, l.lease)
 	}
+	// Within the lease, as the lease's own statements (see persist), and
+	// like them given a second at least.
+	l.claimTimeout = min(l.claimTimeout, max(l.lease, persistMinBudget))
 	if l.maxKey < 0 {
 		return nil, fmt.Errorf("%w: MaxKeyLength %d is negative", ErrInvalidOptions, l.maxKey)
 	}

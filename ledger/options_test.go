@@ -30,6 +30,8 @@ func TestNew(t *testing.T) {
 		{"negative lease", ledger.Options{Lease: -1}, 0, 0, "ledger: invalid options: lease -1ns is below 1ms"},
 		{"sub-millisecond TTL", ledger.Options{TTL: time.Microsecond}, 0, 0, "ledger: invalid options: TTL 1µs is below 1ms"},
 		{"negative key length", ledger.Options{MaxKeyLength: -1}, 0, 0, "ledger: invalid options: MaxKeyLength -1 is negative"},
+		{"negative claim timeout", ledger.Options{ClaimTimeout: -time.Second}, 0, 0, "ledger: invalid options: ClaimTimeout -1s is negative"},
+		{"claim timeout over the lease", ledger.Options{Lease: time.Second, ClaimTimeout: time.Hour}, 24 * time.Hour, time.Second, ""},
 		{"key length at the limit", ledger.Options{MaxKeyLength: ledger.MaxKeyLengthLimit}, 24 * time.Hour, time.Minute, ""},
 		{"key length above the limit", ledger.Options{MaxKeyLength: 1025}, 0, 0, "ledger: invalid options: MaxKeyLength 1025 is above 1024"},
 	}

@@ -38,6 +38,13 @@ import (
 // On the pool, steps 3 and 4 run in a transaction of their own; inside a
 // caller's transaction the lock of step 3 lasts until that transaction
 // ends, also when the row stood after all.
+//
+// ClaimParams.ValidUntil is checked against the clock of step 1 and, by
+// the server, in the statements that write (steps 2 and 4): a claim whose
+// write arrives late wins nothing. The COMMIT of a takeover on the pool
+// carries no such check: a claim held up between its takeover and its
+// COMMIT may still win after its caller gave up, and the lease ends it
+// (or the ledger's Abandon, once the connection answers).
 func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
 	if e.tx != nil {
 		return e.claim(ctx, a)
@@ -67,13 +74,22 @@ func (e executor) read(ctx context.Context, a idriver.ClaimParams) (*idriver.Row
 // write is the rest of Claim, after a read that found no row (r nil) or one
 // that may be taken over, at now.
 func (e executor) write(ctx context.Context, a idriver.ClaimParams, r *idriver.Row, now int64) (idriver.ClaimResult, error) {
+	if late(a, now) {
+		return idriver.ClaimResult{Late: true, Now: now}, nil
+	}
 	if r == nil {
-		err := e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
+		n, err := e.q().ClaimInsert(ctx, mysqldb.ClaimInsertParams{
 			Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fingerprint: a.Fingerprint,
 			LeaseToken:     token(a.Token),
 			LeaseExpiresAt: sql.NullInt64{Int64: now + a.LeaseMillis, Valid: true},
 			CreatedAt:      now, ExpiresAt: now + a.TTLMillis,
+			ValidUntil: validUntil(a),
 		})
+		if err == nil && n == 0 {
+			// Received after ValidUntil (nothing else makes it insert
+			// nothing): the server's clock is past it.
+			return idriver.ClaimResult{Late: true, Now: a.ValidUntil + 1}, nil
+		}
 		if err == nil {
 			return idriver.ClaimResult{Won: true, Fence: 1, LeaseExpiresAt: now + a.LeaseMillis}, nil
 		}
@@ -145,7 +161,7 @@ func (e executor) takeOverOnPool(ctx context.Context, a idriver.ClaimParams) (id
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	res, err := executor{d: e.d, db: tx, tx: tx, own: new(owner)}.takeOver(ctx, a, false)
+	res, err := executor{d: e.d, db: tx, tx: tx, own: new(owner), bound: true}.takeOver(ctx, a, false)
 	if err != nil {
 		_ = tx.Rollback()
 		return idriver.ClaimResult{}, err
@@ -204,6 +220,9 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 	if !idriver.MayTakeOver(&r, a, now) {
 		return idriver.ClaimResult{Now: now, Row: &r}, nil
 	}
+	if late(a, now) {
+		return idriver.ClaimResult{Late: true, Now: now}, nil
+	}
 	// An expired record starts afresh; a recovery keeps the commit mark.
 	var committed sql.NullInt64
 	if r.CommittedAt != 0 && !idriver.Expired(&r, now) {
@@ -218,16 +237,32 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 		ExpiresAt:      now + a.TTLMillis,
 		CommittedAt:    committed,
 		Scope:          []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fence: r.Fence,
+		ValidUntil: validUntil(a),
 	})
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
 	if n != 1 {
-		// Not while the row is locked; should it happen, the ledger
-		// reads again and starts over.
+		// The row is locked: only a statement received after ValidUntil
+		// changes nothing. Should it happen otherwise, the ledger reads
+		// again and starts over.
+		if validUntil(a).Valid {
+			return idriver.ClaimResult{Late: true, Now: max(now, a.ValidUntil+1)}, nil
+		}
 		return idriver.ClaimResult{Now: now}, nil
 	}
 	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64}, nil
+}
+
+// late reports whether a claim's write at now (the server's clock, or the
+// claim's own Now) comes after its ValidUntil.
+func late(a idriver.ClaimParams, now int64) bool { return a.ValidUntil != 0 && now > a.ValidUntil }
+
+// validUntil is the valid_until argument of a claim's writes, which the
+// server compares with its clock: NULL when there is no bound, or when
+// the claim brings its own clock (Now), which Go compares instead (late).
+func validUntil(a idriver.ClaimParams) sql.NullInt64 {
+	return sql.NullInt64{Int64: a.ValidUntil, Valid: a.ValidUntil != 0 && a.Now == 0}
 }
 
 // poolDeadlockAttempts bounds the tries of a statement on the pool that

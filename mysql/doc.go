@@ -51,6 +51,26 @@
 //     that transaction ends, also when the row stood after all.
 //   - Purge deletes expired rows oldest expiry first in batches of
 //     DELETE ... ORDER BY expires_at LIMIT n.
+//   - An outcome travels to the server in one packet, which the server
+//     refuses above its max_allowed_packet (1153, 16 MiB by default on
+//     MariaDB, 64 MiB on MySQL 8.0) and then drops the connection. The
+//     driver reads max_allowed_packet from the server when ledger.New
+//     prepares its statements, and refuses a larger outcome before sending
+//     it: Complete returns ledger.ErrOutcomeTooLarge (with the limit),
+//     stores nothing and keeps the lease, so that a smaller outcome, such
+//     as a marker that the answer was not kept, can be stored instead. A
+//     refusal it did not foresee (the server's 1153, go-sql-driver's own
+//     limit of the DSN's maxAllowedPacket) is reported the same way. Raise
+//     max_allowed_packet on the server to keep larger answers.
+//   - A lease-mode statement that waits for another transaction's row
+//     lock gives up before the lease ends (see the driver package doc,
+//     Deadlines). On MariaDB it carries its own innodb_lock_wait_timeout
+//     (SET STATEMENT ... FOR), and the wait ends with 1205 (ledger.ErrBusy,
+//     nothing written). MySQL 8.0 cannot set that variable for one
+//     statement: there the client gives up at the deadline and reports an
+//     unknown outcome (ledger.ErrOutcomeUnknown), and the server may still
+//     write once the lock is gone, up to innodb_lock_wait_timeout later;
+//     keep that setting short on MySQL 8.0.
 //
 // # Speed
 //

@@ -36,6 +36,12 @@ type Driver struct {
 	preparing atomic.Bool
 	// pool is the Executor on db, made once.
 	pool idriver.Executor
+	// mariaDB is set once Prepare found the server to be MariaDB, whose
+	// statements can carry a lock wait of their own (wait.go).
+	mariaDB atomic.Bool
+	// maxPacket is the server's max_allowed_packet as Prepare read it, 0
+	// before (size.go).
+	maxPacket atomic.Int64
 }
 
 var (
@@ -52,7 +58,7 @@ var (
 // every request runs (see Prepare). A nil db is refused by ledger.New.
 func New(db *sql.DB) *Driver {
 	d := &Driver{db: db}
-	d.pool = idriver.Interpreted(executor{d: d, db: db, pool: db}, interpret)
+	d.pool = idriver.Interpreted(executor{d: d, db: db, pool: db, bound: true}, interpret)
 	return d
 }
 
@@ -102,16 +108,25 @@ type executor struct {
 	tx   *sql.Tx // nil on the pool
 	pool *sql.DB // nil inside a transaction
 	own  *owner  // whether tx is the pool's; nil on the pool
+	// bound: the statements' lock waits end before ctx's deadline
+	// (wait.go); set on the pool and in the driver's own transactions,
+	// never in a caller's, whose settings are the caller's.
+	bound bool
 }
 
 // q returns the queries to run, with the statements of hot prepared once
 // the driver has prepared them.
 func (e executor) q() *mysqldb.Queries {
+	var db mysqldb.DBTX = e.db
 	if p := e.d.prepared.Load(); p != nil {
-		return mysqldb.New(preparedDB{DBTX: e.db, tx: e.tx, p: p, own: e.own})
+		db = preparedDB{DBTX: e.db, tx: e.tx, p: p, own: e.own}
+	} else {
+		e.d.prepareLater()
 	}
-	e.d.prepareLater()
-	return mysqldb.New(e.db)
+	if e.bound {
+		db = boundedDB{DBTX: db, d: e.d}
+	}
+	return mysqldb.New(db)
 }
 
 func (e executor) Now(ctx context.Context) (int64, error) { return e.q().Now(ctx) }
@@ -153,6 +168,9 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 }
 
 func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := e.d.checkOutcome(p); err != nil {
+		return false, err
+	}
 	n, err := e.q().Complete(ctx, mysqldb.CompleteParams{
 		Status:         sql.NullInt64{Int64: p.Status, Valid: true},
 		Headers:        p.Headers,
@@ -165,7 +183,7 @@ func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		LeaseToken:     token(p.Token),
 		Fence:          p.Fence,
 	})
-	return n == 1, err
+	return n == 1, e.d.tooLarge(p, err)
 }
 
 func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {

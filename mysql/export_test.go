@@ -13,3 +13,7 @@ func (d *Driver) RetryPrepareNow() {
 
 // Prepared reports whether the driver's statements are prepared.
 func (d *Driver) Prepared() bool { return d.prepared.Load() != nil }
+
+// ForgetMaxPacket makes the driver forget the server's max_allowed_packet,
+// as before Prepare read it, so that an outcome too large is sent.
+func (d *Driver) ForgetMaxPacket() { d.maxPacket.Store(0) }

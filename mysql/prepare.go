@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // under go-sql-driver's default DSN. The others, rare, run as text: every
 // prepared statement costs the server memory on every connection of every
 // pool (max_prepared_stmt_count, 16,382 by default, bounds them all), and
-// three per connection leave room.
+// three per connection leave room. On MariaDB the INSERT and the UPDATE
+// are prepared twice more, as the texts with the lock waits that lease
+// mode runs them with (wait.go): seven.
 var hot = [...]string{mysqldb.Get, mysqldb.ClaimInsert, mysqldb.Complete}
 
 // prepared is the set of statements prepared on the pool, by their text.
@@ -58,8 +61,26 @@ func (d *Driver) Prepare(ctx context.Context) error {
 // prepare is Prepare without reopening a closed driver: what a background
 // attempt runs, so that a Close during it wins.
 func (d *Driver) prepare(ctx context.Context) error {
-	p := &prepared{stmts: make(map[string]*sql.Stmt, len(hot))}
-	for _, q := range hot {
+	var (
+		version string
+		packet  int64
+	)
+	if err := d.db.QueryRowContext(ctx, "SELECT VERSION(), @@max_allowed_packet").Scan(&version, &packet); err == nil {
+		d.mariaDB.Store(strings.Contains(version, "MariaDB"))
+		d.maxPacket.Store(packet)
+	}
+	texts := hot[:]
+	if d.mariaDB.Load() {
+		// The texts the lease-mode statements of a request run as on
+		// MariaDB, with their lock waits (wait.go).
+		for _, q := range hot {
+			if waits[q] {
+				texts = append(texts, bounded(q, 0), bounded(q, 1))
+			}
+		}
+	}
+	p := &prepared{stmts: make(map[string]*sql.Stmt, len(texts))}
+	for _, q := range texts {
 		s, err := d.db.PrepareContext(ctx, q)
 		if err != nil {
 			_ = p.close()

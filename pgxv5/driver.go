@@ -163,6 +163,17 @@ func at(now int64) pgtype.Int8 { return pgtype.Int8{Int64: now, Valid: now != 0}
 
 func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: true} }
 
+// lockTimeout is the @lock_timeout parameter of a statement under ctx: on
+// the pool, derived from ctx's deadline (see pgerr.LockTimeout); NULL
+// inside a caller's transaction, whose settings are the caller's.
+func (e executor) lockTimeout(ctx context.Context) pgtype.Text {
+	if e.tx != nil {
+		return pgtype.Text{}
+	}
+	ms, ok := pgerr.LockTimeout(ctx)
+	return pgtype.Text{String: ms, Valid: ok}
+}
+
 // txDoneError is pgx.ErrTxClosed as the driver package asks: it matches
 // sql.ErrTxDone too.
 type txDoneError struct{ err error }
@@ -191,6 +202,7 @@ func (e executor) Now(ctx context.Context) (int64, error) {
 // server's clock at the read, for the ledger to explain a lost claim.
 func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
 	r, err := pgxdb.New(e.db).Claim(ctx, pgxdb.ClaimParams{
+		LockTimeout: e.lockTimeout(ctx),
 		Scope:       a.Scope,
 		Key:         a.Key,
 		Fingerprint: a.Fingerprint,
@@ -199,9 +211,13 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		TtlMillis:   a.TTLMillis,
 		Now:         at(a.Now),
 		Recover:     a.Recover,
+		ValidUntil:  pgtype.Int8{Int64: a.ValidUntil, Valid: a.ValidUntil != 0},
 	})
 	if err != nil {
 		return idriver.ClaimResult{}, txDone(err)
+	}
+	if r.Late {
+		return idriver.ClaimResult{Late: true, Now: r.Now}, nil
 	}
 	switch r.State {
 	case "won":
@@ -233,53 +249,61 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := pgerr.CheckOutcome(p); err != nil {
+		return false, err
+	}
 	n, err := pgxdb.New(e.db).Complete(ctx, pgxdb.CompleteParams{
-		Status:     pgtype.Int8{Int64: p.Status, Valid: true},
-		Headers:    p.Headers,
-		Body:       p.Body,
-		Kind:       pgtype.Text{String: p.Kind, Valid: p.Kind != ""},
-		TtlMillis:  p.TTLMillis,
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: text(p.Token),
-		Fence:      p.Fence,
-		Now:        at(p.Now),
+		LockTimeout: e.lockTimeout(ctx),
+		Status:      pgtype.Int8{Int64: p.Status, Valid: true},
+		Headers:     p.Headers,
+		Body:        p.Body,
+		Kind:        pgtype.Text{String: p.Kind, Valid: p.Kind != ""},
+		TtlMillis:   p.TTLMillis,
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  text(p.Token),
+		Fence:       p.Fence,
+		Now:         at(p.Now),
 	})
-	return n == 1, txDone(err)
+	return n == 1, pgerr.TooLarge(p, txDone(err))
 }
 
 func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
 	n, err := pgxdb.New(e.db).Release(ctx, pgxdb.ReleaseParams{
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: text(p.Token),
-		Fence:      p.Fence,
+		LockTimeout: e.lockTimeout(ctx),
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  text(p.Token),
+		Fence:       p.Fence,
 	})
 	return n == 1, txDone(err)
 }
 
 func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
 	n, err := pgxdb.New(e.db).MarkCommitted(ctx, pgxdb.MarkCommittedParams{
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: text(p.Token),
-		Fence:      p.Fence,
-		Now:        at(p.Now),
+		LockTimeout: e.lockTimeout(ctx),
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  text(p.Token),
+		Fence:       p.Fence,
+		Now:         at(p.Now),
 	})
 	return n == 1, txDone(err)
 }
 
 func (e executor) Abandon(ctx context.Context, p idriver.LeaseParams) error {
 	_, err := pgxdb.New(e.db).Abandon(ctx, pgxdb.AbandonParams{
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: text(p.Token),
+		LockTimeout: e.lockTimeout(ctx),
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  text(p.Token),
 	})
 	return txDone(err)
 }
 
 func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bool, error) {
 	until, err := pgxdb.New(e.db).Extend(ctx, pgxdb.ExtendParams{
+		LockTimeout: e.lockTimeout(ctx),
 		LeaseMillis: p.LeaseMillis,
 		Scope:       p.Scope,
 		Key:         p.Key,

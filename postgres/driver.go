@@ -96,6 +96,17 @@ type executor struct {
 // at is the @now parameter of the queries: NULL for the server's clock.
 func at(now int64) sql.NullInt64 { return sql.NullInt64{Int64: now, Valid: now != 0} }
 
+// lockTimeout is the @lock_timeout parameter of a statement under ctx: on
+// the pool, derived from ctx's deadline (see pgerr.LockTimeout); NULL
+// inside a caller's transaction, whose settings are the caller's.
+func (e executor) lockTimeout(ctx context.Context) sql.NullString {
+	if e.tx != nil {
+		return sql.NullString{}
+	}
+	ms, ok := pgerr.LockTimeout(ctx)
+	return sql.NullString{String: ms, Valid: ok}
+}
+
 func (e executor) Now(ctx context.Context) (int64, error) { return pgdb.New(e.db).Now(ctx) }
 
 // Claim runs the one statement of queries/postgres (Claim): it reads the
@@ -106,6 +117,7 @@ func (e executor) Now(ctx context.Context) (int64, error) { return pgdb.New(e.db
 // server's clock at the read, for the ledger to explain a lost claim.
 func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.ClaimResult, error) {
 	r, err := pgdb.New(e.db).Claim(ctx, pgdb.ClaimParams{
+		LockTimeout: e.lockTimeout(ctx),
 		Scope:       a.Scope,
 		Key:         a.Key,
 		Fingerprint: a.Fingerprint,
@@ -114,9 +126,13 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		TtlMillis:   a.TTLMillis,
 		Now:         at(a.Now),
 		Recover:     a.Recover,
+		ValidUntil:  sql.NullInt64{Int64: a.ValidUntil, Valid: a.ValidUntil != 0},
 	})
 	if err != nil {
 		return idriver.ClaimResult{}, err
+	}
+	if r.Late {
+		return idriver.ClaimResult{Late: true, Now: r.Now}, nil
 	}
 	switch r.State {
 	case "won":
@@ -150,53 +166,61 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := pgerr.CheckOutcome(p); err != nil {
+		return false, err
+	}
 	n, err := pgdb.New(e.db).Complete(ctx, pgdb.CompleteParams{
-		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
-		Headers:    p.Headers,
-		Body:       p.Body,
-		Kind:       sql.NullString{String: p.Kind, Valid: p.Kind != ""},
-		TtlMillis:  p.TTLMillis,
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: sql.NullString{String: p.Token, Valid: true},
-		Fence:      p.Fence,
-		Now:        at(p.Now),
+		LockTimeout: e.lockTimeout(ctx),
+		Status:      sql.NullInt64{Int64: p.Status, Valid: true},
+		Headers:     p.Headers,
+		Body:        p.Body,
+		Kind:        sql.NullString{String: p.Kind, Valid: p.Kind != ""},
+		TtlMillis:   p.TTLMillis,
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
+		Fence:       p.Fence,
+		Now:         at(p.Now),
 	})
-	return n == 1, err
+	return n == 1, pgerr.TooLarge(p, err)
 }
 
 func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
 	n, err := pgdb.New(e.db).Release(ctx, pgdb.ReleaseParams{
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: sql.NullString{String: p.Token, Valid: true},
-		Fence:      p.Fence,
+		LockTimeout: e.lockTimeout(ctx),
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
+		Fence:       p.Fence,
 	})
 	return n == 1, err
 }
 
 func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
 	n, err := pgdb.New(e.db).MarkCommitted(ctx, pgdb.MarkCommittedParams{
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: sql.NullString{String: p.Token, Valid: true},
-		Fence:      p.Fence,
-		Now:        at(p.Now),
+		LockTimeout: e.lockTimeout(ctx),
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
+		Fence:       p.Fence,
+		Now:         at(p.Now),
 	})
 	return n == 1, err
 }
 
 func (e executor) Abandon(ctx context.Context, p idriver.LeaseParams) error {
 	_, err := pgdb.New(e.db).Abandon(ctx, pgdb.AbandonParams{
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: sql.NullString{String: p.Token, Valid: true},
+		LockTimeout: e.lockTimeout(ctx),
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
 	})
 	return err
 }
 
 func (e executor) Extend(ctx context.Context, p idriver.ExtendParams) (int64, bool, error) {
 	until, err := pgdb.New(e.db).Extend(ctx, pgdb.ExtendParams{
+		LockTimeout: e.lockTimeout(ctx),
 		LeaseMillis: p.LeaseMillis,
 		Scope:       p.Scope,
 		Key:         p.Key,

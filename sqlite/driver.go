@@ -166,6 +166,12 @@ func (e executor) queries(ctx context.Context) *sqlitedb.Queries {
 	return sqlitedb.New(e.tx)
 }
 
+// late reports whether a claim's write at now comes after its
+// ClaimParams.ValidUntil. SQLite runs in the caller's process: the write
+// follows the check at once, or waits for the write lock under the claim's
+// context, which ends by then.
+func late(a idriver.ClaimParams, now int64) bool { return a.ValidUntil != 0 && now > a.ValidUntil }
+
 func clock(now int64) int64 {
 	if now != 0 {
 		return now
@@ -219,7 +225,11 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		}
 		// No row at the read: insert. Should another claim insert one
 		// first, this inserts nothing and the ledger reads that row.
-		return claimInsert(ctx, q, a, clock(a.Now))
+		now := clock(a.Now)
+		if late(a, now) {
+			return idriver.ClaimResult{Late: true, Now: now}, nil
+		}
+		return claimInsert(ctx, q, a, now)
 	}
 	if err != nil {
 		return idriver.ClaimResult{}, err
@@ -228,6 +238,9 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	now := clock(a.Now)
 	if r := row(got); !idriver.MayTakeOver(r, a, now) {
 		return idriver.ClaimResult{Row: r, Now: now}, nil
+	}
+	if late(a, now) {
+		return idriver.ClaimResult{Late: true, Now: now}, nil
 	}
 	won, err := q.ClaimTakeover(ctx, sqlitedb.ClaimTakeoverParams{
 		Fingerprint:    a.Fingerprint,
@@ -298,6 +311,9 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 }
 
 func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if n := rowSize(p); n > maxLength {
+		return false, &idriver.TooLargeError{Size: n, Limit: maxLength}
+	}
 	now := clock(p.Now)
 	n, err := e.queries(ctx).Complete(ctx, sqlitedb.CompleteParams{
 		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
@@ -311,6 +327,9 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		LeaseToken: sql.NullString{String: p.Token, Valid: true},
 		Fence:      p.Fence,
 	})
+	if isTooBig(err) {
+		return false, &idriver.TooLargeError{Size: rowSize(p), Limit: e.lengthLimit(ctx), Err: err}
+	}
 	return n == 1, err
 }
 

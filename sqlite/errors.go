@@ -16,7 +16,14 @@ const (
 	sqliteBusy   = 5  // SQLITE_BUSY: another connection held the lock past busy_timeout
 	sqliteLocked = 6  // SQLITE_LOCKED: a conflict inside one shared-cache connection
 	sqliteIOErr  = 10 // SQLITE_IOERR: the OS failed a read, write or sync
+	sqliteTooBig = 18 // SQLITE_TOOBIG: a string, blob or row over SQLITE_LIMIT_LENGTH
 )
+
+// isTooBig reports whether err is SQLITE_TOOBIG.
+func isTooBig(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqliteTooBig
+}
 
 // interpretError marks err with the driver sentinels it matches (see the
 // driver package doc, Errors): a lock not granted is busy and retryable, a

@@ -34,6 +34,7 @@ func Exercise[TTx any](t *testing.T, fresh func(t *testing.T) *testdb.DB[TTx], h
 	t.Run("RowRoundTrip", func(t *testing.T) { rowRoundTrip(t, fresh(t)) })
 	t.Run("LeaseGuards", func(t *testing.T) { leaseGuards(t, fresh(t)) })
 	t.Run("Takeover", func(t *testing.T) { takeover(t, fresh(t)) })
+	t.Run("ValidUntil", func(t *testing.T) { validUntil(t, fresh(t)) })
 	t.Run("PurgeAndStats", func(t *testing.T) { purgeAndStats(t, fresh(t)) })
 	t.Run("PurgeKeyset", func(t *testing.T) { purgeKeyset(t, fresh(t)) })
 	t.Run("Clock", func(t *testing.T) { clock(t, fresh(t)) })
@@ -226,6 +227,58 @@ func takeover[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	}
 	if g := must(ex.Get(ctx, driver.GetParams{Scope: "s", Key: "k", Now: t0 + 20_000}))(t); g.Row.CommittedAt != 0 || !bytes.Equal(g.Row.Fingerprint, other.Fingerprint) {
 		t.Fatalf("after expiry takeover: %+v", g.Row)
+	}
+}
+
+// validUntil: a claim whose write comes after its ValidUntil, by the
+// engine's clock or by its own Now, writes nothing and says so (Late),
+// for a key without a row and for a takeover; one within its bound wins.
+func validUntil[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	ctx := context.Background()
+	ex := d.Driver.DB()
+	now := must(ex.Now(ctx))(t)
+	get := func(key string) *driver.Row {
+		t.Helper()
+		return must(ex.Get(ctx, driver.GetParams{Scope: "s", Key: key}))(t).Row
+	}
+
+	// The engine's clock (Now 0): a bound long past, then one ahead.
+	p := claimParams("new", "t1", 0)
+	p.ValidUntil = now - 60_000
+	if r := must(ex.Claim(ctx, p))(t); !r.Late || r.Won || r.Now <= p.ValidUntil {
+		t.Fatalf("late claim of a new key: %+v; want Late with a clock past %d", r, p.ValidUntil)
+	}
+	if r := get("new"); r != nil {
+		t.Fatalf("a late claim wrote %+v", r)
+	}
+	p.ValidUntil = now + 60_000
+	if r := must(ex.Claim(ctx, p))(t); !r.Won || r.Late || r.Fence != 1 {
+		t.Fatalf("claim within its bound: %+v; want it won", r)
+	}
+
+	// A takeover: a lease that ran out long ago by the engine's clock.
+	must(ex.Claim(ctx, claimParams("old", "t2", now-600_000)))(t)
+	q := claimParams("old", "t3", 0)
+	q.ValidUntil = now - 60_000
+	if r := must(ex.Claim(ctx, q))(t); !r.Late || r.Won {
+		t.Fatalf("late takeover: %+v; want Late", r)
+	}
+	if r := get("old"); r == nil || r.LeaseToken != "t2" || r.Fence != 1 {
+		t.Fatalf("after a late takeover: %+v; want the old claim's row", r)
+	}
+	q.ValidUntil = now + 60_000
+	if r := must(ex.Claim(ctx, q))(t); !r.Won || r.Fence != 2 {
+		t.Fatalf("takeover within its bound: %+v; want fence 2", r)
+	}
+
+	// The claim's own clock (Now) past its bound.
+	f := claimParams("fake", "t4", t0)
+	f.ValidUntil = t0 - 1
+	if r := must(ex.Claim(ctx, f))(t); !r.Late || r.Won {
+		t.Fatalf("claim whose Now is past its bound: %+v; want Late", r)
+	}
+	if r := get("fake"); r != nil {
+		t.Fatalf("a late claim wrote %+v", r)
 	}
 }
 

@@ -2,6 +2,9 @@
 // connections at chosen moments: fakes cannot show what a client library
 // does when a connection to a real PostgreSQL drops before a request,
 // after it (the server ran the statement, the reply is lost) or mid-reply.
+// It can also fall silent (Silence): every byte is held, none is lost and
+// no connection is reset, as when a network path stops delivering packets,
+// until Resume delivers what was held, in order.
 package faultnet
 
 import (
@@ -24,12 +27,16 @@ const (
 	BeforeRequest Point = iota + 1 // the matched chunk is never forwarded: the statement did not run
 	AfterRequest                   // the reply is awaited and discarded: the statement ran, the client never learns it
 	MidReply                       // a strict prefix of the reply (≥1 byte when possible) reaches the client
+	// Hold makes the proxy silent (see Silence) from the matched chunk
+	// on, that chunk included: the request is held on its way, the
+	// connection stays open, and Resume delivers it.
+	Hold
 )
 
 // String names the point for test names and failure messages.
 func (p Point) String() string {
-	if p >= BeforeRequest && p <= MidReply {
-		return [...]string{"before request", "after request", "mid reply"}[p-1]
+	if p >= BeforeRequest && p <= Hold {
+		return [...]string{"before request", "after request", "mid reply", "hold"}[p-1]
 	}
 	return fmt.Sprintf("Point(%d)", int(p))
 }
@@ -55,6 +62,8 @@ type Proxy struct {
 	fired  bool           // the cut armed in generation gen has happened
 	links  map[*link]bool // open proxied connections, for DropAll and Close
 	closed bool
+	// quiet is non-nil while the proxy is silent; Resume closes it.
+	quiet chan struct{}
 }
 
 // link is one proxied connection: the accepted client side and the dialled
@@ -63,6 +72,7 @@ type link struct {
 	p              *Proxy
 	client, server net.Conn
 	once           sync.Once
+	done           chan struct{} // closed by close, to wake a pump held by Silence
 
 	mu  sync.Mutex // guards at and gen, set by clientToServer on a match
 	at  Point      // the cut under way, 0 for none
@@ -108,7 +118,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // retry by the client under test goes through; re-arming replaces an
 // unfired plan and resets Fired.
 func (p *Proxy) Arm(marker []byte, at Point) {
-	if len(marker) == 0 || at < BeforeRequest || at > MidReply {
+	if len(marker) == 0 || at < BeforeRequest || at > Hold {
 		panic("faultnet: Arm needs a marker and a valid Point")
 	}
 	p.mu.Lock()
@@ -148,6 +158,51 @@ func (p *Proxy) DropAll() {
 	}
 }
 
+// Silence makes the proxy hold every byte it receives, in both directions
+// and on every connection, new ones included (their TCP handshake
+// completes, as the kernel answers it, but nothing more), until Resume:
+// nothing is dropped and no connection is reset or closed, so a client
+// sees a peer that has gone quiet, and only its own deadlines end the
+// wait. A connection that the client closes meanwhile is closed towards
+// the server only after the bytes held before the close are delivered.
+// Silence while silent does nothing.
+func (p *Proxy) Silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet == nil {
+		p.quiet = make(chan struct{})
+	}
+}
+
+// Resume ends a Silence: the bytes held are delivered, in the order they
+// came, and the proxy forwards as before. Resume when not silent does
+// nothing.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet != nil {
+		close(p.quiet)
+		p.quiet = nil
+	}
+}
+
+// hold returns once the proxy is not silent, or false once the link is
+// closed.
+func (l *link) hold() bool {
+	l.p.mu.Lock()
+	quiet := l.p.quiet
+	l.p.mu.Unlock()
+	if quiet == nil {
+		return true
+	}
+	select {
+	case <-quiet:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
 // Close stops listening, closes both sides of every connection and waits
 // for all the proxy's goroutines to end. It is safe to call twice.
 func (p *Proxy) Close() error {
@@ -160,6 +215,7 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	err := p.ln.Close()
 	p.DropAll()
+	p.Resume()
 	p.wg.Wait()
 	return err
 }
@@ -178,7 +234,7 @@ func (p *Proxy) accept() {
 			client.Close() // the client sees the target's refusal as EOF
 			continue
 		}
-		l := &link{p: p, client: client, server: server}
+		l := &link{p: p, client: client, server: server, done: make(chan struct{})}
 		p.mu.Lock()
 		if p.closed { // Close already ran DropAll; do not start pumps it would miss
 			p.mu.Unlock()
@@ -197,6 +253,7 @@ func (p *Proxy) accept() {
 // close closes both halves of the link and forgets it.
 func (l *link) close() {
 	l.once.Do(func() {
+		close(l.done)
 		l.client.Close()
 		l.server.Close()
 		l.p.mu.Lock()
@@ -261,7 +318,18 @@ func (l *link) clientToServer() {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.client.Read(buf)
+		if !l.hold() {
+			return
+		}
 		at, gen := l.p.match(&tail, buf[:n])
+		if at == Hold {
+			l.p.Silence()
+			l.p.fire(gen)
+			if !l.hold() {
+				return
+			}
+			at = 0
+		}
 		switch at {
 		case BeforeRequest:
 			l.p.fire(gen) // before closing, so the client's error implies Fired
@@ -294,6 +362,9 @@ func (l *link) serverToClient() {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.server.Read(buf)
+		if !l.hold() {
+			return
+		}
 		l.mu.Lock()
 		at, gen := l.at, l.gen
 		l.mu.Unlock()

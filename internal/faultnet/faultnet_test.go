@@ -509,3 +509,118 @@ func TestDropAll(t *testing.T) {
 		t.Errorf("%d rows from the new connection, want 1", n)
 	}
 }
+
+// TestSilence checks that a silent proxy holds bytes both ways, on an open
+// connection and on one dialled during the silence, without closing
+// either, and that Resume delivers them in order; a client that closes
+// while silent reaches the server only after its held bytes.
+func TestSilence(t *testing.T) {
+	target, ended := fakeServer(t, func(b []byte) []byte { return append([]byte("re:"), b...) })
+	p, err := Listen(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	open, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	roundTrip(t, open, "a", "re:a")
+
+	p.Silence()
+	p.Silence() // twice is once
+	late, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatalf("dial while silent: %v", err)
+	}
+	defer late.Close()
+	for _, c := range []net.Conn{open, late} {
+		if _, err := c.Write([]byte("b")); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, err := c.Read(make([]byte, 8))
+		var ne net.Error
+		if n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("read while silent: %d bytes, %v; want a timeout and nothing", n, err)
+		}
+		c.SetReadDeadline(time.Time{})
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("a server side ended while silent: %v", err)
+	default:
+	}
+
+	p.Resume()
+	p.Resume() // twice is once
+	for _, c := range []net.Conn{open, late} {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got := make([]byte, 4)
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != "re:b" {
+			t.Fatalf("after Resume: %q, %v; want %q", got, err, "re:b")
+		}
+		c.SetReadDeadline(time.Time{})
+	}
+	roundTrip(t, open, "c", "re:c")
+
+	// A close while silent: the server reads the held byte, then EOF.
+	p.Silence()
+	if _, err := late.Write([]byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	late.Close()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-ended:
+		t.Fatalf("the server side of a closed link ended while silent: %v", err)
+	default:
+	}
+	p.Resume()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("server side after Resume: %v, want EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("server side still open 5s after Resume")
+	}
+}
+
+// TestHold checks that a Hold cut silences the proxy from the matched
+// chunk on, that chunk included, and that Resume delivers it.
+func TestHold(t *testing.T) {
+	target, _ := fakeServer(t, echo)
+	p, err := Listen(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip(t, c, "before", "before")
+	p.Arm([]byte("mark"), Hold)
+	if _, err := c.Write([]byte("the mark")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 8)); n != 0 || err == nil {
+		t.Fatalf("read while held: %d bytes, %v; want nothing", n, err)
+	}
+	if !p.Fired() {
+		t.Fatal("Fired is false after the marker went by")
+	}
+	p.Resume()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, 8)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "the mark" {
+		t.Fatalf("after Resume: %q, %v", got, err)
+	}
+	if s := Hold.String(); s != "hold" {
+		t.Errorf("Hold.String() = %q", s)
+	}
+}

@@ -30,14 +30,16 @@ func (q *Queries) Abandon(ctx context.Context, arg AbandonParams) error {
 	return err
 }
 
-const ClaimInsert = `-- name: ClaimInsert :exec
+const ClaimInsert = `-- name: ClaimInsert :execrows
 INSERT INTO idempotency_ledger (
     scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
     created_at, expires_at
-) VALUES (
+) SELECT
     ?, ?, ?, 'in_flight', ?,
     ?, 1, ?, ?
-)
+FROM DUAL
+WHERE CAST(? AS SIGNED) IS NULL
+   OR CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) <= ?
 `
 
 type ClaimInsertParams struct {
@@ -48,12 +50,15 @@ type ClaimInsertParams struct {
 	LeaseExpiresAt sql.NullInt64
 	CreatedAt      int64
 	ExpiresAt      int64
+	ValidUntil     sql.NullInt64
 }
 
 // A new in-flight row with fence 1; fails with a duplicate-key error when
-// the key has a row.
-func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) error {
-	_, err := q.db.ExecContext(ctx, ClaimInsert,
+// the key has a row. It inserts nothing (no row affected) when the server
+// receives it after valid_until (when not NULL): a claim held up on its
+// way after its caller gave up does not win the key.
+func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ClaimInsert,
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.Fingerprint,
@@ -61,8 +66,13 @@ func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) error 
 		arg.LeaseExpiresAt,
 		arg.CreatedAt,
 		arg.ExpiresAt,
+		arg.ValidUntil,
+		arg.ValidUntil,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const ClaimTakeover = `-- name: ClaimTakeover :execrows
@@ -81,6 +91,8 @@ SET fingerprint      = ?,
     expires_at       = ?,
     committed_at     = ?
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ? AND fence = ?
+  AND (CAST(? AS SIGNED) IS NULL
+       OR CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) <= ?)
 `
 
 type ClaimTakeoverParams struct {
@@ -94,10 +106,12 @@ type ClaimTakeoverParams struct {
 	Scope          []byte
 	IdempotencyKey []byte
 	Fence          int64
+	ValidUntil     sql.NullInt64
 }
 
 // Takes over the row read and locked by GetForUpdate, whose fence it
-// names: the new fence and commit mark were decided from that read.
+// names: the new fence and commit mark were decided from that read. Like
+// ClaimInsert, it changes nothing when received after valid_until.
 func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ClaimTakeover,
 		arg.Fingerprint,
@@ -110,6 +124,8 @@ func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (i
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.Fence,
+		arg.ValidUntil,
+		arg.ValidUntil,
 	)
 	if err != nil {
 		return 0, err

@@ -12,16 +12,22 @@ import (
 )
 
 const abandon = `-- name: Abandon :execrows
-UPDATE idempotency_ledger
-SET lease_expires_at = created_at
-WHERE scope = $1 AND key = $2
-  AND state = 'in_flight' AND lease_token = $3
+UPDATE idempotency_ledger AS l
+SET lease_expires_at = l.created_at
+FROM (
+    SELECT CASE WHEN $4::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $4::text, true) END AS lock_timeout
+    OFFSET 0
+) AS cfg
+WHERE l.scope = $1 AND l.key = $2
+  AND l.state = 'in_flight' AND l.lease_token = $3
 `
 
 type AbandonParams struct {
-	Scope      string
-	Key        string
-	LeaseToken pgtype.Text
+	Scope       string
+	Key         string
+	LeaseToken  pgtype.Text
+	LockTimeout pgtype.Text
 }
 
 // Ends the lease of a claim whose caller never learned that it won (its
@@ -31,7 +37,12 @@ type AbandonParams struct {
 // the lease to run out, and the fence still grows. The token is the
 // claim's own and unguessable, so it alone identifies the lease.
 func (q *Queries) Abandon(ctx context.Context, arg AbandonParams) (int64, error) {
-	result, err := q.db.Exec(ctx, abandon, arg.Scope, arg.Key, arg.LeaseToken)
+	result, err := q.db.Exec(ctx, abandon,
+		arg.Scope,
+		arg.Key,
+		arg.LeaseToken,
+		arg.LockTimeout,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -54,10 +65,14 @@ SELECT clock.now::bigint AS now,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.kind, '')::text AS kind
+       COALESCE(r.kind, '')::text AS kind,
+       (r.open IS NOT FALSE AND $1::bigint IS NOT NULL
+        AND clock.now > $1::bigint)::boolean AS late
 FROM (
-    SELECT COALESCE($1::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+    SELECT COALESCE($2::bigint,
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN $3::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $3::text, true) END AS lock_timeout
     OFFSET 0
 ) AS clock
 LEFT JOIN LATERAL (
@@ -72,24 +87,27 @@ LEFT JOIN LATERAL (
            ) OR (
                 c.state = 'in_flight'
                 AND c.lease_expires_at <= clock.now
-                AND c.fingerprint = $2::bytea
-                AND (c.committed_at IS NULL OR $3::boolean)
+                AND c.fingerprint = $4::bytea
+                AND (c.committed_at IS NULL OR $5::boolean)
            ), false) AS open
     FROM idempotency_ledger AS c
-    WHERE c.scope = $4::text AND c.key = $5::text
+    WHERE c.scope = $6::text AND c.key = $7::text
     LIMIT 1
 ) AS r ON true
 LEFT JOIN LATERAL (
     SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
-    FROM idemledger_claim_write($4::text, $5::text, $2::bytea, $6::text,
-                                clock.now, $7::bigint, $8::bigint, $3::boolean) AS f
+    FROM idemledger_claim_write($6::text, $7::text, $4::bytea, $8::text,
+                                clock.now, $9::bigint, $10::bigint, $5::boolean) AS f
     WHERE r.open IS NOT FALSE
+      AND ($1::bigint IS NULL OR clock.now <= $1::bigint)
     OFFSET 0
 ) AS w ON true
 `
 
 type ClaimParams struct {
+	ValidUntil  pgtype.Int8
 	Now         pgtype.Int8
+	LockTimeout pgtype.Text
 	Fingerprint []byte
 	Recover     bool
 	Scope       string
@@ -114,6 +132,7 @@ type ClaimRow struct {
 	CompletedAt    int64
 	ExpiresAt      int64
 	Kind           string
+	Late           bool
 }
 
 // One statement that reads the key's row first (r) and writes only when
@@ -125,6 +144,13 @@ type ClaimRow struct {
 // three things, told by state: 'won', with the won lease in fence,
 // lease_expires_at and committed_at; the row as r read it (its own state);
 // or ” when nothing was won and the key had no row.
+//
+// @valid_until (nullable) is the latest clock at which the claim may still
+// write: a statement that reaches the server later (it was held up on the
+// way, by a silent network, after its caller gave up) writes nothing and
+// says so in late, so that a claim nobody waits for any more does not
+// hold the key for a whole lease. The clock is statement_timestamp(), the
+// time the server received the statement.
 //
 // The won lease shares the row's columns rather than having its own: a
 // replay is answered from this row alone, and every column costs the
@@ -165,7 +191,9 @@ type ClaimRow struct {
 // and 25-40 µs on a first claim (BENCHMARKS.md, issue 22, 2026-12-03).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
+		arg.ValidUntil,
 		arg.Now,
+		arg.LockTimeout,
 		arg.Fingerprint,
 		arg.Recover,
 		arg.Scope,
@@ -190,6 +218,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.CompletedAt,
 		&i.ExpiresAt,
 		&i.Kind,
+		&i.Late,
 	)
 	return i, err
 }
@@ -207,23 +236,27 @@ SET state            = 'completed',
     expires_at       = clock.now + $5::bigint
 FROM (
     SELECT COALESCE($10::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN $11::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $11::text, true) END AS lock_timeout
+    OFFSET 0
 ) AS clock
 WHERE l.scope = $6 AND l.key = $7
   AND l.state = 'in_flight' AND l.lease_token = $8 AND l.fence = $9
 `
 
 type CompleteParams struct {
-	Status     pgtype.Int8
-	Headers    []byte
-	Body       []byte
-	Kind       pgtype.Text
-	TtlMillis  int64
-	Scope      string
-	Key        string
-	LeaseToken pgtype.Text
-	Fence      int64
-	Now        pgtype.Int8
+	Status      pgtype.Int8
+	Headers     []byte
+	Body        []byte
+	Kind        pgtype.Text
+	TtlMillis   int64
+	Scope       string
+	Key         string
+	LeaseToken  pgtype.Text
+	Fence       int64
+	Now         pgtype.Int8
+	LockTimeout pgtype.Text
 }
 
 // Stores the outcome if the caller still holds the lease (token and fence).
@@ -240,6 +273,7 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		arg.LeaseToken,
 		arg.Fence,
 		arg.Now,
+		arg.LockTimeout,
 	)
 	if err != nil {
 		return 0, err
@@ -252,7 +286,10 @@ UPDATE idempotency_ledger AS l
 SET lease_expires_at = clock.now + $1::bigint
 FROM (
     SELECT COALESCE($6::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN $7::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $7::text, true) END AS lock_timeout
+    OFFSET 0
 ) AS clock
 WHERE l.scope = $2 AND l.key = $3
   AND l.state = 'in_flight' AND l.lease_token = $4 AND l.fence = $5
@@ -266,6 +303,7 @@ type ExtendParams struct {
 	LeaseToken  pgtype.Text
 	Fence       int64
 	Now         pgtype.Int8
+	LockTimeout pgtype.Text
 }
 
 // Pushes the lease forward if the caller still holds it; returns the new
@@ -278,6 +316,7 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (pgtype.Int8, er
 		arg.LeaseToken,
 		arg.Fence,
 		arg.Now,
+		arg.LockTimeout,
 	)
 	var lease_expires_at pgtype.Int8
 	err := row.Scan(&lease_expires_at)
@@ -436,18 +475,22 @@ UPDATE idempotency_ledger AS l
 SET committed_at = COALESCE(l.committed_at, clock.now)
 FROM (
     SELECT COALESCE($5::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN $6::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $6::text, true) END AS lock_timeout
+    OFFSET 0
 ) AS clock
 WHERE l.scope = $1 AND l.key = $2
   AND l.state = 'in_flight' AND l.lease_token = $3 AND l.fence = $4
 `
 
 type MarkCommittedParams struct {
-	Scope      string
-	Key        string
-	LeaseToken pgtype.Text
-	Fence      int64
-	Now        pgtype.Int8
+	Scope       string
+	Key         string
+	LeaseToken  pgtype.Text
+	Fence       int64
+	Now         pgtype.Int8
+	LockTimeout pgtype.Text
 }
 
 // Marks the commit point of the caller's lease (token and fence): its
@@ -460,6 +503,7 @@ func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (i
 		arg.LeaseToken,
 		arg.Fence,
 		arg.Now,
+		arg.LockTimeout,
 	)
 	if err != nil {
 		return 0, err
@@ -481,6 +525,18 @@ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now
 // now() is frozen at the start of the caller's transaction, which may be
 // long before the claim. A non-NULL @now (ledger.Options.Now) replaces the
 // clock, for tests that move time by hand.
+//
+// The statements that may wait for another transaction's row lock take
+// the nullable parameter @lock_timeout (milliseconds, as text): when it is
+// not NULL they set lock_timeout for their own transaction alone
+// (set_config(..., true)), so that a lease-mode statement on the pool,
+// whose autocommit transaction is the statement, gives up a lock wait
+// before its lease ends (55P03) instead of waiting until the lock is gone
+// and then writing, long after its caller stopped listening. The value is
+// set in the statement's first subquery (OFFSET 0, volatile, so neither
+// merged nor left out), which the plan runs before the row is locked;
+// lock_timeout is read when a lock wait begins. Inside a caller's
+// transaction the drivers pass NULL, and the statement changes no setting.
 // The database's clock, in Unix milliseconds, for Purge's cut-off and Stats.
 func (q *Queries) Now(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, now)
@@ -553,17 +609,23 @@ func (q *Queries) PurgeBatch(ctx context.Context, arg PurgeBatchParams) (PurgeBa
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_ledger
-WHERE scope = $1 AND key = $2
-  AND state = 'in_flight' AND lease_token = $3 AND fence = $4
-  AND committed_at IS NULL
+DELETE FROM idempotency_ledger AS l
+USING (
+    SELECT CASE WHEN $1::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $1::text, true) END AS lock_timeout
+    OFFSET 0
+) AS cfg
+WHERE l.scope = $2 AND l.key = $3
+  AND l.state = 'in_flight' AND l.lease_token = $4 AND l.fence = $5
+  AND l.committed_at IS NULL
 `
 
 type ReleaseParams struct {
-	Scope      string
-	Key        string
-	LeaseToken pgtype.Text
-	Fence      int64
+	LockTimeout pgtype.Text
+	Scope       string
+	Key         string
+	LeaseToken  pgtype.Text
+	Fence       int64
 }
 
 // Drops an in-flight claim held by the caller; never a completed row, nor
@@ -571,6 +633,7 @@ type ReleaseParams struct {
 // not run it again as if it had not.
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.db.Exec(ctx, release,
+		arg.LockTimeout,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,

@@ -12,12 +12,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	msqlite "modernc.org/sqlite"
 
 	"github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pgerr"
 	"github.com/idemledger/idemledger/schema"
 )
 
@@ -460,4 +463,73 @@ func FreshLike[TTx any](t testing.TB, d *DB[TTx]) *DB[TTx] {
 	}
 	t.Fatalf("testdb: no driver %s", d.Name)
 	return nil
+}
+
+// HoldRecord locks the ledger record of scope and key against writes from
+// other sessions, in a transaction of its own on d.SQL, until the returned
+// function is called (at the latest when the test ends): a row lock (FOR
+// UPDATE) on PostgreSQL and MySQL, the database's write lock (BEGIN
+// IMMEDIATE) on SQLite, where no lock is finer. The record need not exist.
+func (d *DB[TTx]) HoldRecord(t testing.TB, scope, key string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := d.SQL.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE takes the write lock
+	if err != nil {
+		t.Fatalf("testdb: hold record: %v", err)
+	}
+	if d.Engine != "sqlite" {
+		q := Rebind(d.Engine, `SELECT COUNT(*) FROM (SELECT 1 FROM idempotency_ledger WHERE scope = ? AND "key" = ? FOR UPDATE) AS l`)
+		var n int
+		if err := tx.QueryRowContext(ctx, q, scope, key).Scan(&n); err != nil {
+			tx.Rollback()
+			t.Fatalf("testdb: hold record: %v", err)
+		}
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if err := tx.Rollback(); err != nil {
+				t.Errorf("testdb: release record: %v", err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// OutcomeLimit returns the size in bytes from which d's driver refuses to
+// store an outcome (ledger.ErrOutcomeTooLarge), an outcome's body of that
+// many bytes being refused for sure (the row or message holds more). Where
+// the engine's limit is too large for a test to reach, it is lowered to
+// 1 MiB for the rest of the test: on SQLite the engine's own
+// SQLITE_LIMIT_LENGTH, on the only connection d.SQL keeps from then on;
+// on PostgreSQL the drivers' check before sending (the server's 1 GB
+// field). On MySQL it is the server's max_allowed_packet, unchanged.
+func (d *DB[TTx]) OutcomeLimit(t testing.TB) int64 {
+	t.Helper()
+	const lowered = 1 << 20
+	ctx := context.Background()
+	switch d.Engine {
+	case "sqlite":
+		d.SQL.SetMaxOpenConns(1)
+		c, err := d.SQL.Conn(ctx)
+		if err != nil {
+			t.Fatalf("testdb: outcome limit: %v", err)
+		}
+		defer c.Close()
+		if _, err := msqlite.Limit(c, 0, lowered); err != nil { // SQLITE_LIMIT_LENGTH
+			t.Fatalf("testdb: outcome limit: %v", err)
+		}
+		return lowered
+	case "postgres":
+		was := pgerr.MaxOutcome
+		pgerr.MaxOutcome = lowered
+		t.Cleanup(func() { pgerr.MaxOutcome = was })
+		return lowered
+	}
+	var packet int64
+	if err := d.SQL.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&packet); err != nil {
+		t.Fatalf("testdb: outcome limit: %v", err)
+	}
+	return packet
 }

@@ -52,20 +52,25 @@ FROM idempotency_ledger
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
 FOR UPDATE;
 
--- name: ClaimInsert :exec
+-- name: ClaimInsert :execrows
 -- A new in-flight row with fence 1; fails with a duplicate-key error when
--- the key has a row.
+-- the key has a row. It inserts nothing (no row affected) when the server
+-- receives it after valid_until (when not NULL): a claim held up on its
+-- way after its caller gave up does not win the key.
 INSERT INTO idempotency_ledger (
     scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
     created_at, expires_at
-) VALUES (
+) SELECT
     sqlc.arg(scope), sqlc.arg(idempotency_key), sqlc.arg(fingerprint), 'in_flight', sqlc.arg(lease_token),
     sqlc.arg(lease_expires_at), 1, sqlc.arg(created_at), sqlc.arg(expires_at)
-);
+FROM DUAL
+WHERE CAST(sqlc.narg(valid_until) AS SIGNED) IS NULL
+   OR CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) <= sqlc.narg(valid_until);
 
 -- name: ClaimTakeover :execrows
 -- Takes over the row read and locked by GetForUpdate, whose fence it
--- names: the new fence and commit mark were decided from that read.
+-- names: the new fence and commit mark were decided from that read. Like
+-- ClaimInsert, it changes nothing when received after valid_until.
 UPDATE idempotency_ledger
 SET fingerprint      = sqlc.arg(fingerprint),
     state            = 'in_flight',
@@ -80,7 +85,9 @@ SET fingerprint      = sqlc.arg(fingerprint),
     completed_at     = NULL,
     expires_at       = sqlc.arg(expires_at),
     committed_at     = sqlc.narg(committed_at)
-WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key) AND fence = sqlc.arg(fence);
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key) AND fence = sqlc.arg(fence)
+  AND (CAST(sqlc.narg(valid_until) AS SIGNED) IS NULL
+       OR CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) <= sqlc.narg(valid_until));
 
 -- name: Complete :execrows
 -- Stores the outcome if the caller still holds the lease (token and fence).

@@ -7,6 +7,18 @@
 -- now() is frozen at the start of the caller's transaction, which may be
 -- long before the claim. A non-NULL @now (ledger.Options.Now) replaces the
 -- clock, for tests that move time by hand.
+--
+-- The statements that may wait for another transaction's row lock take
+-- the nullable parameter @lock_timeout (milliseconds, as text): when it is
+-- not NULL they set lock_timeout for their own transaction alone
+-- (set_config(..., true)), so that a lease-mode statement on the pool,
+-- whose autocommit transaction is the statement, gives up a lock wait
+-- before its lease ends (55P03) instead of waiting until the lock is gone
+-- and then writing, long after its caller stopped listening. The value is
+-- set in the statement's first subquery (OFFSET 0, volatile, so neither
+-- merged nor left out), which the plan runs before the row is locked;
+-- lock_timeout is read when a lock wait begins. Inside a caller's
+-- transaction the drivers pass NULL, and the statement changes no setting.
 
 -- name: Now :one
 -- The database's clock, in Unix milliseconds, for Purge's cut-off and Stats.
@@ -22,6 +34,13 @@ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now;
 -- three things, told by state: 'won', with the won lease in fence,
 -- lease_expires_at and committed_at; the row as r read it (its own state);
 -- or '' when nothing was won and the key had no row.
+--
+-- @valid_until (nullable) is the latest clock at which the claim may still
+-- write: a statement that reaches the server later (it was held up on the
+-- way, by a silent network, after its caller gave up) writes nothing and
+-- says so in late, so that a claim nobody waits for any more does not
+-- hold the key for a whole lease. The clock is statement_timestamp(), the
+-- time the server received the statement.
 --
 -- The won lease shares the row's columns rather than having its own: a
 -- replay is answered from this row alone, and every column costs the
@@ -75,10 +94,14 @@ SELECT clock.now::bigint AS now,
        COALESCE(r.created_at, 0)::bigint AS created_at,
        COALESCE(r.completed_at, 0)::bigint AS completed_at,
        COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.kind, '')::text AS kind
+       COALESCE(r.kind, '')::text AS kind,
+       (r.open IS NOT FALSE AND sqlc.narg(valid_until)::bigint IS NOT NULL
+        AND clock.now > sqlc.narg(valid_until)::bigint)::boolean AS late
 FROM (
     SELECT COALESCE(sqlc.narg(now)::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
     OFFSET 0
 ) AS clock
 LEFT JOIN LATERAL (
@@ -105,6 +128,7 @@ LEFT JOIN LATERAL (
     FROM idemledger_claim_write(@scope::text, @key::text, @fingerprint::bytea, @lease_token::text,
                                 clock.now, @lease_millis::bigint, @ttl_millis::bigint, @recover::boolean) AS f
     WHERE r.open IS NOT FALSE
+      AND (sqlc.narg(valid_until)::bigint IS NULL OR clock.now <= sqlc.narg(valid_until)::bigint)
     OFFSET 0
 ) AS w ON true;
 
@@ -132,7 +156,10 @@ SET state            = 'completed',
     expires_at       = clock.now + @ttl_millis::bigint
 FROM (
     SELECT COALESCE(sqlc.narg(now)::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+    OFFSET 0
 ) AS clock
 WHERE l.scope = @scope AND l.key = @key
   AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
@@ -141,10 +168,15 @@ WHERE l.scope = @scope AND l.key = @key
 -- Drops an in-flight claim held by the caller; never a completed row, nor
 -- one that passed its commit point: its effect happened, and a retry must
 -- not run it again as if it had not.
-DELETE FROM idempotency_ledger
-WHERE scope = @scope AND key = @key
-  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence
-  AND committed_at IS NULL;
+DELETE FROM idempotency_ledger AS l
+USING (
+    SELECT CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+    OFFSET 0
+) AS cfg
+WHERE l.scope = @scope AND l.key = @key
+  AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence
+  AND l.committed_at IS NULL;
 
 -- name: MarkCommitted :execrows
 -- Marks the commit point of the caller's lease (token and fence): its
@@ -154,7 +186,10 @@ UPDATE idempotency_ledger AS l
 SET committed_at = COALESCE(l.committed_at, clock.now)
 FROM (
     SELECT COALESCE(sqlc.narg(now)::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+    OFFSET 0
 ) AS clock
 WHERE l.scope = @scope AND l.key = @key
   AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
@@ -166,10 +201,15 @@ WHERE l.scope = @scope AND l.key = @key
 -- once, so a retry of the same request takes it over without waiting for
 -- the lease to run out, and the fence still grows. The token is the
 -- claim's own and unguessable, so it alone identifies the lease.
-UPDATE idempotency_ledger
-SET lease_expires_at = created_at
-WHERE scope = @scope AND key = @key
-  AND state = 'in_flight' AND lease_token = @lease_token;
+UPDATE idempotency_ledger AS l
+SET lease_expires_at = l.created_at
+FROM (
+    SELECT CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+    OFFSET 0
+) AS cfg
+WHERE l.scope = @scope AND l.key = @key
+  AND l.state = 'in_flight' AND l.lease_token = @lease_token;
 
 -- name: Extend :one
 -- Pushes the lease forward if the caller still holds it; returns the new
@@ -178,7 +218,10 @@ UPDATE idempotency_ledger AS l
 SET lease_expires_at = clock.now + @lease_millis::bigint
 FROM (
     SELECT COALESCE(sqlc.narg(now)::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+           CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+    OFFSET 0
 ) AS clock
 WHERE l.scope = @scope AND l.key = @key
   AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence
