@@ -229,6 +229,9 @@ func (s *server) refuse(ctx context.Context, c *call, d lifecycle.Decision) erro
 	case lifecycle.NotStored:
 		refused = refusal(connect.CodeDataLoss, protorecord.ReasonOutcomeNotStored,
 			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
+		if ref.Reason == ledger.ReasonOversized {
+			refused = refusal(connect.CodeDataLoss, protorecord.ReasonOutcomeTooLarge, "the answer to this call was too large to keep for retries", 0)
+		}
 		e.Status = int(connect.CodeDataLoss)
 		e.HasStatus = true
 	case lifecycle.KeyReused:

@@ -196,6 +196,9 @@ func (s *server) refuse(ctx context.Context, c *call, d lifecycle.Decision) erro
 		// was made and its answer is lost, as for an oversized answer.
 		refused = refusal(codes.DataLoss, ReasonOutcomeNotStored,
 			"the call with this idempotency key made its effect, then stopped before its answer was kept", 0)
+		if ref.Reason == ledger.ReasonOversized {
+			refused = refusal(codes.DataLoss, ReasonOutcomeTooLarge, "the answer to this call was too large to keep for retries", 0)
+		}
 		e.Status = int(codes.DataLoss)
 		e.HasStatus = true
 	case lifecycle.KeyReused:

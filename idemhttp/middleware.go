@@ -298,7 +298,11 @@ func (cfg *config) answer(w http.ResponseWriter, p *prepared, d lifecycle.Decisi
 		// was made and its answer is lost, as for a marker.
 		e.Status = http.StatusGone
 		cfg.emit(p, e)
-		cfg.refuseNotStored(w, r, 0, reasonCommitted)
+		why := reasonCommitted
+		if ref.Reason == ledger.ReasonOversized {
+			why = reasonOversized
+		}
+		cfg.refuseNotStored(w, r, ref.Status, why)
 	case lifecycle.KeyReused:
 		e.Status = http.StatusUnprocessableEntity
 		cfg.emit(p, e)

@@ -89,6 +89,13 @@ type Refusal struct {
 	// for InFlight (the rest of the first run's lease) and Busy; zero
 	// otherwise.
 	RetryAfter time.Duration
+	// Status is the status of the answer that was not kept, for a
+	// NotStored refusal whose run stored one with its marker; 0 otherwise.
+	Status int
+	// Reason says why the answer was not kept, for NotStored:
+	// [ledger.ReasonOversized] for an answer the store could not keep,
+	// empty for a run that passed its commit point and vanished.
+	Reason ledger.Reason
 	// Err is the ledger's error behind the refusal, as returned by
 	// [ledger.Ledger.Claim]: it may quote the key and the scope, so a
 	// transport that reports it must redact it ([Redact]).
@@ -186,15 +193,18 @@ func decided(ctx context.Context, l Ledger, c *ledger.Claim, cfg Config) Decisio
 	if !c.Replayed() {
 		return Decision{Verdict: Claimed, Run: Start(ctx, l, c, cfg.emit())}
 	}
-	if c.Replay.Outcome.Kind == KindNotStored {
-		return Decision{Verdict: Refused, Refusal: Refusal{Why: NotStored}, Event: ledger.Event{Kind: ledger.EventReplayed}}
+	if out := c.Replay.Outcome; out.Kind == KindNotStored {
+		ref := Refusal{Why: NotStored, Status: out.Status, Reason: ledger.Reason(out.Body)}
+		return Decision{Verdict: Refused, Refusal: ref, Event: ledger.Event{Kind: ledger.EventReplayed}}
 	}
 	return Decision{Verdict: Replayed, Outcome: c.Replay.Outcome, Event: ledger.Event{Kind: ledger.EventReplayed}}
 }
 
-// KindNotStored is the kind of the marker [Decide] stores for a run that
-// passed its commit point and vanished: the operation completed, and its
-// answer is lost. Its Body is empty. Decide answers it with a NotStored
+// KindNotStored is the kind of the marker stored when the operation
+// completed but its answer is not kept: by [Decide] for a run that passed
+// its commit point and vanished (Body empty, Status 0), and by
+// [Run.Complete] for an answer the store refused as too large (Body
+// "oversized", Status the answer's). Decide answers it with a NotStored
 // refusal; a transport never sees it as an Outcome.
 const KindNotStored = "not_stored"
 

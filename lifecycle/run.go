@@ -185,7 +185,10 @@ func (r *Run) Stop() {
 
 // Complete stores out as the run's outcome, reporting EventStored with
 // why (empty when out is the handler's answer as given) and status, or the
-// failure with Op "complete". It ignores the request's cancellation.
+// failure with Op "complete". It ignores the request's cancellation. An
+// answer the store refuses as too large ([ledger.ErrOutcomeTooLarge]) is
+// replaced by a [KindNotStored] marker, reported stored with
+// ReasonOversized: retries are told the answer is lost, never run again.
 //
 // An answer given after [Run.Commit] returned false is not stored: the
 // handler was told that its lease is lost and not to make its effect, so
@@ -203,7 +206,22 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 	}
 	ctx, cancel := r.detached()
 	defer cancel()
-	if err := r.l.Complete(ctx, r.claim, out); err != nil {
+	err := r.l.Complete(ctx, r.claim, out)
+	if errors.Is(err, ledger.ErrOutcomeTooLarge) {
+		// The lease still holds: keep a marker in its place, so that a
+		// retry learns the answer is lost instead of running again.
+		marker := ledger.Outcome{Kind: KindNotStored, Body: []byte(ledger.ReasonOversized)}
+		if status != NoStatus {
+			marker.Status = status
+		}
+		merr := r.l.Complete(ctx, r.claim, marker)
+		if merr == nil {
+			r.emit(withStatus(ledger.Event{Kind: ledger.EventStored, Reason: ledger.ReasonOversized, Err: err}, status))
+			return
+		}
+		err = merr
+	}
+	if err != nil {
 		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "complete", Err: err}, status))
 		return
 	}
