@@ -188,7 +188,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 		g, err = e.q().GetForUpdate(ctx, mysqldb.GetForUpdateParams(key))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		// The row went (released, purged) since it stood in the way: the
+		// The row went (purged) since it stood in the way: the
 		// ledger reads again and starts over.
 		now, err := e.clock(ctx, a.Now)
 		return idriver.ClaimResult{Now: now}, err
@@ -209,6 +209,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 	if r.CommittedAt != 0 && !idriver.Expired(&r, now) {
 		committed = sql.NullInt64{Int64: r.CommittedAt, Valid: true}
 	}
+	failures := idriver.TakeoverFailures(&r, a, now)
 	n, err := e.q().ClaimTakeover(ctx, mysqldb.ClaimTakeoverParams{
 		Fingerprint:    a.Fingerprint,
 		LeaseToken:     token(a.Token),
@@ -217,6 +218,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 		CreatedAt:      now,
 		ExpiresAt:      now + a.TTLMillis,
 		CommittedAt:    committed,
+		Failures:       failures,
 		Scope:          []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fence: r.Fence,
 	})
 	if err != nil {
@@ -227,7 +229,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 		// reads again and starts over.
 		return idriver.ClaimResult{Now: now}, nil
 	}
-	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64}, nil
+	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64, Failures: failures}, nil
 }
 
 // poolDeadlockAttempts bounds the tries of a statement on the pool that

@@ -101,9 +101,13 @@ func testOutcomeKindMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 // at the end of a line.
 func execScript(ctx context.Context, db *sql.DB, script []byte) error {
 	var stmt strings.Builder
+	quoted := false // inside a dollar-quoted function body, whose lines end with semicolons of its own
 	for line := range strings.Lines(string(script)) {
 		stmt.WriteString(line)
-		if t := strings.TrimSpace(line); strings.HasSuffix(t, ";") && !strings.HasPrefix(t, "--") {
+		if strings.Count(line, "$idemledger$")%2 == 1 {
+			quoted = !quoted
+		}
+		if t := strings.TrimSpace(line); !quoted && strings.HasSuffix(t, ";") && !strings.HasPrefix(t, "--") {
 			if _, err := db.ExecContext(ctx, stmt.String()); err != nil {
 				return err
 			}
