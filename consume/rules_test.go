@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemledger/idemledger/consume"
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -553,4 +554,63 @@ func testRetryBudgetPanics[TTx any](t *testing.T, b *bundle[TTx]) {
 	if runs.Load() != 2 {
 		t.Fatalf("handler ran %d times, want 2", runs.Load())
 	}
+}
+
+// A failure of the ledger's store never spends the budget: a run whose
+// handler fails while the store cannot record the release (the record
+// stays in flight until its lease runs out) is not counted, so a budget of
+// 2 still gives the message two counted runs after it.
+func TestRetryBudgetStoreDown(t *testing.T) {
+	eachForm(t, testRetryBudgetStoreDown[*sql.Tx], testRetryBudgetStoreDown[pgx.Tx])
+}
+
+func testRetryBudgetStoreDown[TTx any](t *testing.T, b *bundle[TTx], f form[TTx]) {
+	down := &downRelease[TTx]{Driver: b.d.Driver}
+	l, err := ledger.New[TTx](down, ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := consume.New(l, consume.Options{Scope: "orders-sub", NackDelay: nackDelay, MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	down.down.Store(true)
+	if d := f.run(b, c, order, &runs, fail); d.Action != consume.Nack || !errors.Is(d.Err, errBoom) {
+		t.Fatalf("failure with the store down: %v (%v), want nack with the handler's error", d.Action, d.Err)
+	}
+	down.down.Store(false)
+	b.clock.Advance(time.Minute) // the unreleased record's lease runs out
+	var got []consume.Action
+	for range 2 {
+		got = append(got, f.run(b, c, order, &runs, fail).Action)
+	}
+	if want := []consume.Action{consume.Nack, consume.DeadLetter}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("decisions after the outage = %v, want %v", got, want)
+	}
+	if runs.Load() != 3 {
+		t.Fatalf("handler ran %d times, want 3", runs.Load())
+	}
+}
+
+// downRelease is a driver whose pool's Release fails while down is set,
+// as a store that cannot be reached would.
+type downRelease[TTx any] struct {
+	driver.Driver[TTx]
+	down atomic.Bool
+}
+
+func (d *downRelease[TTx]) DB() driver.Executor { return downExecutor{d.Driver.DB(), &d.down} }
+
+type downExecutor struct {
+	driver.Executor
+	down *atomic.Bool
+}
+
+func (e downExecutor) Release(ctx context.Context, p driver.ReleaseParams) (bool, error) {
+	if e.down.Load() {
+		return false, errors.New("connection refused")
+	}
+	return e.Executor.Release(ctx, p)
 }
