@@ -77,8 +77,8 @@ const claimAttempts = 5
 // writes without knowing it won; see queries/sqlite/ledger.sql for why
 // SQLite splits it). It wins, and returns a Claim holding a fresh lease,
 // when the key has no record, when the record was released (any request
-// may take it over: see Ledger.Release), when the record has expired (anyone may take
-// it over; see Record.Expired), or when the record is in flight with a
+// may take it over: see Ledger.Release), when the record has expired
+// (anyone may take it over; see Record.Expired), or when the record is in flight with a
 // lease that has run out and the same fingerprint (the earlier holder is
 // presumed dead; the fence grows so that it cannot write any more). Otherwise it answers from the record it read
 // (reading it again if a write lost a race), in this order of precedence:
