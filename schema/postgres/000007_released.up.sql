@@ -25,13 +25,17 @@ ALTER TABLE idempotency_ledger ADD CONSTRAINT idemledger_ledger_state
     CHECK (state IN ('in_flight', 'completed', 'released')) NOT VALID;
 -- The released records, for Stats to count without reading the table.
 -- A release changes the state, which the partial indexes name, so its
--- update was never a HOT one: the entry here costs little more.
+-- update was never a HOT one: the entry here costs little more. CREATE
+-- INDEX blocks writes while it reads the table once: on a large table,
+-- create it CONCURRENTLY by hand first, under the same name and definition,
+-- and the IF NOT EXISTS skips it.
 CREATE INDEX IF NOT EXISTS idemledger_ledger_released
     ON idempotency_ledger (expires_at) WHERE state = 'released';
 
 -- The claim's write (migration 5) takes a released record over too, for
 -- any fingerprint, and returns the record's count of failed runs. Its
--- result changes, so it is dropped and made again.
+-- result changes, so it is dropped and made again: EXECUTE rights granted
+-- on it by hand must be granted again.
 DROP FUNCTION IF EXISTS idemledger_claim_write(text, text, bytea, text, bigint, bigint, bigint, boolean);
 CREATE FUNCTION idemledger_claim_write(
     p_scope text, p_key text, p_fingerprint bytea, p_lease_token text,
