@@ -14,6 +14,16 @@ import (
 // DefaultNackDelay is Options.NackDelay when it is left 0.
 const DefaultNackDelay = time.Second
 
+// DefaultMaxAttempts is Options.MaxAttempts when it is left 0. A broker
+// such as RabbitMQ puts a nacked message back at the head of its queue,
+// so every failed run of a message holds up the messages behind it for
+// about NackDelay: five runs bound that to seconds per poison message
+// with the default delay, and still give a failure of a moment (a
+// downstream service restarting, a deadlock) four more runs spread over
+// those seconds. Raise it with NackDelay for handlers whose failures last
+// longer; failures of the ledger's store never count.
+const DefaultMaxAttempts = 5
+
 // EventMethod is the Method of every event a Consumer reports.
 const EventMethod = "consume"
 
@@ -44,6 +54,17 @@ type Options struct {
 	// message in flight elsewhere (the rest of that run's lease, when
 	// shorter). Default DefaultNackDelay; negative is refused by New.
 	NackDelay time.Duration
+	// MaxAttempts is the retry budget: the most runs a message gets whose
+	// handler fails (returns an error, or panics in Handle) before its
+	// commit point. Each such failure is counted on the message's record
+	// (ledger.Ledger.Release, ledger.Claim.Failures); the run that fails
+	// for the MaxAttempts-th time sends the message to the dead-letter
+	// path (ReasonMaxAttempts) instead of giving it back, and so does a
+	// delivery that finds the budget spent, without running the handler.
+	// Failures of the ledger's store, a lost lease and a shutdown are not
+	// the handler's and never count. Default DefaultMaxAttempts; negative
+	// is refused by New.
+	MaxAttempts int
 	// Recover lets a delivery run a message whose earlier run passed its
 	// commit point and vanished, once its lease ran out, knowing it
 	// (Recovered), instead of sending it to the dead-letter path with
@@ -66,7 +87,8 @@ type Consumer[TTx any] struct {
 
 // New returns a Consumer on l. It returns an error wrapping
 // ErrInvalidOptions when l is nil, when opts.Scope is refused by
-// ledger.CheckScope, or when opts.NackDelay is negative.
+// ledger.CheckScope, or when opts.NackDelay or opts.MaxAttempts is
+// negative.
 func New[TTx any](l *ledger.Ledger[TTx], opts Options) (*Consumer[TTx], error) {
 	if l == nil {
 		return nil, fmt.Errorf("%w: nil ledger", ErrInvalidOptions)
@@ -79,6 +101,12 @@ func New[TTx any](l *ledger.Ledger[TTx], opts Options) (*Consumer[TTx], error) {
 	}
 	if opts.NackDelay == 0 {
 		opts.NackDelay = DefaultNackDelay
+	}
+	if opts.MaxAttempts < 0 {
+		return nil, fmt.Errorf("%w: MaxAttempts %d is negative", ErrInvalidOptions, opts.MaxAttempts)
+	}
+	if opts.MaxAttempts == 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
 	}
 	return &Consumer[TTx]{l: l, opts: opts}, nil
 }
@@ -127,6 +155,12 @@ func (c *Consumer[TTx]) refuse(ctx context.Context, dv *delivery, d lifecycle.De
 	case lifecycle.NotStored:
 		d.Event.Err = ledger.ErrCommitted
 		c.emit(ctx, dv, d.Event)
+		if !ref.First {
+			// The delivery that settled the record sent it to the
+			// dead-letter path: one dead letter per operation, however
+			// many copies of the message come.
+			return Decision{Action: Ack, Output: &Output{}, Replayed: true}
+		}
 		return deadLetter(ReasonOutcomeNotStored, ledger.ErrCommitted)
 	case lifecycle.Invalid:
 		return deadLetter(ReasonInvalidKey, redact.Error(ref.Err, dv.req.Key, dv.req.Scope))
@@ -141,15 +175,43 @@ func (c *Consumer[TTx]) refuse(ctx context.Context, dv *delivery, d lifecycle.De
 
 // replay answers a redelivery from the stored outcome out.
 func (c *Consumer[TTx]) replay(ctx context.Context, dv *delivery, out ledger.Outcome) Decision {
+	if out.Kind == lifecycle.KindNotStored {
+		// A run past its commit point vanished, and the delivery that
+		// settled its record sent it to the dead-letter path.
+		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReplayed, Err: ledger.ErrCommitted})
+		return Decision{Action: Ack, Output: &Output{}, Replayed: true}
+	}
 	s, err := decodeOutcome(out)
 	if err != nil {
 		return deadLetter(ReasonStoredOutcome, err)
 	}
 	c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReplayed})
-	if s.Failure != "" {
+	switch {
+	case s.DeadLetter != "":
+		// Sent to the dead-letter path by the delivery that stored
+		// this: one dead letter per operation, however many copies of
+		// the message come.
+		return Decision{Action: Ack, Output: &s.Output, Replayed: true}
+	case s.Failure != "":
+		// Stored before dead letters were recorded: sent again.
 		return deadLetter(ReasonFailed, &FailedError{Message: s.Failure})
 	}
 	return Decision{Action: Ack, Output: &s.Output, Replayed: true}
+}
+
+// giveUp stores on claim's record that its message went to the dead-letter
+// path for why, with cause's text, so that later copies are acknowledged
+// (replay). Should storing fail, a later copy is sent there again.
+func (c *Consumer[TTx]) giveUp(ctx context.Context, dv *delivery, claim *ledger.Claim, why Reason, cause error) {
+	out, err := deadLetterOutcome(why, cause)
+	if err == nil {
+		err = c.l.Complete(context.WithoutCancel(ctx), claim, out)
+	}
+	if err != nil {
+		c.emit(ctx, dv, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "complete", Err: err})
+		return
+	}
+	c.emit(ctx, dv, ledger.Event{Kind: ledger.EventStored, Reason: ledger.ReasonError, Err: cause})
 }
 
 // emit reports e to the Observer, with Method, Route and Duration set and

@@ -79,6 +79,10 @@ const (
 	// ReasonStoredOutcome: the record under the key is not a message's
 	// (another kind of operation used the key) or cannot be read.
 	ReasonStoredOutcome Reason = "stored_outcome"
+	// ReasonMaxAttempts: the handler failed before its commit point on
+	// Options.MaxAttempts runs of the message (the retry budget); the
+	// cause is an *AttemptsError.
+	ReasonMaxAttempts Reason = "max_attempts"
 )
 
 // ErrDeadLetter is matched (errors.Is) by every *DeadLetterError.
@@ -113,6 +117,29 @@ func (e *DeadLetterError) Unwrap() error { return e.Err }
 // ErrInvalidOptions is returned (wrapped, with the reason) by New when an
 // Options field cannot work: a scope the ledger refuses, a negative delay.
 var ErrInvalidOptions = errors.New("consume: invalid options")
+
+// AttemptsError is the cause inside the DeadLetterError of a message sent
+// to the dead-letter path because its handler kept failing
+// (ReasonMaxAttempts).
+type AttemptsError struct {
+	// Attempts is how many runs of the message failed.
+	Attempts int
+	// Err is the last run's error, nil for a delivery that found the
+	// budget already spent (it did not run the handler).
+	Err error
+}
+
+// Error reads "consume: the handler failed on N runs: <last error>".
+func (e *AttemptsError) Error() string {
+	s := "consume: the handler failed on " + strconv.Itoa(e.Attempts) + " runs"
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the last run's error.
+func (e *AttemptsError) Unwrap() error { return e.Err }
 
 // FailedError is the cause inside the DeadLetterError of a message whose
 // handler failed after its commit point, on this delivery (Err is the

@@ -36,8 +36,11 @@
 //	first delivery, handler succeeds                Ack, with the handler's Output
 //	redelivery of a completed message               Ack, Replayed, the stored Output (handler not run)
 //	the same message still being handled elsewhere  Nack after a delay (never run twice at once)
-//	handler error before the commit point           Nack: the key is released, a redelivery runs again
+//	handler error before the commit point           Nack: the key is released, the failure counted, a redelivery runs again
+//	the handler failed on Options.MaxAttempts runs  DeadLetter(ReasonMaxAttempts), stored (store failures never count)
 //	handler error after the commit point (Handle)   DeadLetter(ReasonFailed): stored, never run again
+//	a copy of a message sent to the dead-letter     Ack, Replayed: one dead letter per operation
+//	path by an earlier delivery
 //	same ID, another payload                        DeadLetter(ReasonKeyReused), not run
 //	committed, then the process died (Handle)       DeadLetter(ReasonOutcomeNotStored), not run
 //	a key the ledger refuses (no message ID, or an  DeadLetter(ReasonInvalidKey), not run

@@ -82,7 +82,7 @@ func ExampleConsumer_HandleTx() {
 // Lease mode, for an effect outside the database: Commit marks the point
 // after which the effect must not be made again, so a failure after it is
 // kept and the message goes to the dead-letter path, not back to the
-// handler.
+// handler; once: a copy delivered again is acknowledged, unrun.
 func ExampleCommit() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
@@ -109,6 +109,6 @@ func ExampleCommit() {
 	fmt.Println("sent:", sent)
 	// Output:
 	// dead_letter consume: dead letter: failed_after_commit_point: mail server receipt unreadable
-	// dead_letter consume: dead letter: failed_after_commit_point: mail server receipt unreadable
+	// ack <nil>
 	// sent: 1
 }

@@ -22,10 +22,13 @@ type Handler func(ctx context.Context, msg Message) (Output, error)
 //     with it. Should storing fail, the Decision is still Ack (the effect
 //     was made; a redelivery would repeat it) and an event reports the
 //     failure;
-//   - fn returned an error before its commit point: the key is released
-//     and the Decision is Nack with fn's error;
+//   - fn returned an error before its commit point: the key is released,
+//     the failure counted on its record, and the Decision is Nack with
+//     fn's error; when that failure spends Options.MaxAttempts, the
+//     Decision is DeadLetter (ReasonMaxAttempts) instead, stored, and
+//     every later copy of the message is acknowledged;
 //   - fn returned an error after Commit: the failure is stored and the
-//     Decision is DeadLetter (ReasonFailed), now and on every redelivery;
+//     Decision is DeadLetter (ReasonFailed); later copies are acknowledged;
 //   - fn panicked: as for an error, then the panic goes on (an adapter
 //     that recovers panics then nacks the message).
 //
@@ -48,6 +51,16 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 		return c.refuse(ctx, dv, d)
 	}
 	run := d.Run
+	if f := run.Failures(); f >= c.opts.MaxAttempts {
+		// The budget was spent by runs that could not give up themselves
+		// (a panic): the message goes to the dead-letter path unrun.
+		run.Stop()
+		cause := &AttemptsError{Attempts: f}
+		if stored, err := deadLetterOutcome(ReasonMaxAttempts, cause); err == nil {
+			run.Complete(stored, ledger.ReasonError, lifecycle.NoStatus, cause)
+		}
+		return deadLetter(ReasonMaxAttempts, cause)
+	}
 	finished := false
 	defer func() {
 		if finished {
@@ -67,12 +80,21 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 	run.Stop()
 	switch {
 	case herr != nil && run.Committed():
-		stored, err := encodeOutcome(Output{}, herr.Error())
+		stored, err := deadLetterOutcome(ReasonFailed, herr)
 		if err == nil {
 			run.Complete(stored, ledger.ReasonError, lifecycle.NoStatus, herr)
 		}
 		return deadLetter(ReasonFailed, &FailedError{Message: herr.Error(), Err: herr})
+	case herr != nil && run.Lost() == nil && run.Failures()+1 >= c.opts.MaxAttempts:
+		// The last run of the budget: its failure is stored as the
+		// message's end, and later copies are acknowledged.
+		cause := &AttemptsError{Attempts: run.Failures() + 1, Err: herr}
+		if stored, err := deadLetterOutcome(ReasonMaxAttempts, cause); err == nil {
+			run.Complete(stored, ledger.ReasonError, lifecycle.NoStatus, herr)
+		}
+		return deadLetter(ReasonMaxAttempts, cause)
 	case herr != nil:
+		// Release counts the failure on the record (Claim.Failures).
 		run.Release(ledger.ReasonError, lifecycle.NoStatus)
 		return nack(c.opts.NackDelay, herr)
 	}

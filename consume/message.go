@@ -61,13 +61,33 @@ const Kind = "message"
 // stored is the Body of a Kind outcome.
 type stored struct {
 	Output
-	// Failure is the text of the handler's error after its commit point;
-	// empty for an Output that succeeded.
+	// Failure is the text of the handler's error after its commit point
+	// (or of why the message went to the dead-letter path); empty for an
+	// Output that succeeded.
 	Failure string `json:"failure,omitempty"`
+	// DeadLetter is the Reason of the Decision that sent the message to
+	// the dead-letter path, recorded so that later copies of the message
+	// are acknowledged rather than sent there again; empty otherwise, and
+	// in records stored before it was kept.
+	DeadLetter Reason `json:"dead_letter,omitempty"`
 }
 
 func encodeOutcome(out Output, failure string) (ledger.Outcome, error) {
 	body, err := json.Marshal(stored{Output: out, Failure: failure})
+	if err != nil {
+		return ledger.Outcome{}, fmt.Errorf("consume: encode output: %w", err)
+	}
+	return ledger.Outcome{Kind: Kind, Body: body}, nil
+}
+
+// deadLetterOutcome is the outcome stored for a message sent to the
+// dead-letter path for why, with cause's text.
+func deadLetterOutcome(why Reason, cause error) (ledger.Outcome, error) {
+	s := stored{DeadLetter: why}
+	if cause != nil {
+		s.Failure = cause.Error()
+	}
+	body, err := json.Marshal(s)
 	if err != nil {
 		return ledger.Outcome{}, fmt.Errorf("consume: encode output: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemledger/idemledger/consume"
+	"github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -299,14 +300,9 @@ func testCommitPoint[TTx any](t *testing.T, b *bundle[TTx]) {
 	}
 	wantKinds(t, b.obs, "claimed", "committed", "stored")
 
+	// One dead letter per operation: a copy is acknowledged, unrun.
 	d = b.c.Handle(b.ctx, order, committedThenFailed)
-	wantDecision(t, d, consume.DeadLetter, 0, nil, false)
-	if !errors.As(d.Err, &failed) || failed.Message != "boom" || failed.Err != nil {
-		t.Fatalf("Err = %v, want the stored failure", d.Err)
-	}
-	if got, want := d.Err.Error(), "consume: dead letter: failed_after_commit_point: boom"; got != want {
-		t.Fatalf("Err = %q, want %q", got, want)
-	}
+	wantDecision(t, d, consume.Ack, 0, &consume.Output{}, true)
 	wantKinds(t, b.obs, "replayed")
 	if runs.Load() != 1 {
 		t.Fatalf("handler ran %d times, want 1", runs.Load())
@@ -399,15 +395,21 @@ func testVanished[TTx any](t *testing.T, b *bundle[TTx]) {
 	if !errors.As(d.Err, &dl) || dl.Reason != consume.ReasonOutcomeNotStored || !errors.Is(d.Err, ledger.ErrCommitted) {
 		t.Fatalf("Err = %v, want a dead letter for an outcome not stored", d.Err)
 	}
-	// The dead letter is final: the record now says "not stored", even to
-	// a consumer that would have recovered it.
-	recovering := b.consumer(t, consume.Options{Recover: true})
-	d = recovering.Handle(b.ctx, late, handler)
-	wantDecision(t, d, consume.DeadLetter, 0, nil, false)
+	// One dead letter per operation: every later copy is acknowledged,
+	// whichever form handles it, and nothing runs.
+	for range 2 {
+		d = b.c.Handle(b.ctx, late, handler)
+		wantDecision(t, d, consume.Ack, 0, &consume.Output{}, true)
+		d = b.c.HandleTx(b.ctx, late, func(context.Context, TTx, consume.Message) (consume.Output, error) {
+			runs.Add(1)
+			return shipped, nil
+		})
+		wantDecision(t, d, consume.Ack, 0, &consume.Output{}, true)
+	}
 
-	// A consumer with Recover, first to see a vanished run, runs knowing it.
-	lost := consume.Message{ID: "msg-3", Payload: []byte("z")}
-	c, err = b.l.Claim(b.ctx, req(lost))
+	// With Recover, the run goes on knowing it.
+	again := consume.Message{ID: "msg-3", Payload: []byte("z")}
+	c, err = b.l.Claim(b.ctx, req(again))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +418,7 @@ func testVanished[TTx any](t *testing.T, b *bundle[TTx]) {
 	}
 	committedAt = b.clock.Now()
 	b.clock.Advance(time.Minute)
-	d = recovering.Handle(b.ctx, lost, handler)
+	d = b.consumer(t, consume.Options{Recover: true}).Handle(b.ctx, again, handler)
 	wantDecision(t, d, consume.Ack, 0, &consume.Output{Result: []byte(committedAt.Format(time.RFC3339Nano))}, false)
 	if runs.Load() != 2 {
 		t.Fatalf("handler ran %d times, want 2", runs.Load())
@@ -455,4 +457,160 @@ func testEventsHoldNoKey[TTx any](t *testing.T, b *bundle[TTx], f form[TTx]) {
 	if f.name == "HandleTx" && (len(released) != 1 || released[0] != "released: payment [redacted] of [redacted] declined") {
 		t.Fatalf("events with an error: %q, want the release", released)
 	}
+}
+
+// The retry budget: a message whose handler keeps failing before its
+// commit point is nacked until its MaxAttempts-th failed run, which sends
+// it to the dead-letter path with ReasonMaxAttempts and the last error;
+// every later copy is acknowledged without running (one dead letter per
+// operation). A message with the same ID and another payload after a
+// failure is another operation, with a budget of its own.
+func TestRetryBudget(t *testing.T) {
+	eachForm(t, testRetryBudget[*sql.Tx], testRetryBudget[pgx.Tx])
+}
+
+func testRetryBudget[TTx any](t *testing.T, b *bundle[TTx], f form[TTx]) {
+	c := b.consumer(t, consume.Options{MaxAttempts: 3})
+	var runs atomic.Int32
+	var got []consume.Action
+	for range 2 {
+		got = append(got, f.run(b, c, order, &runs, fail).Action)
+	}
+	d := f.run(b, c, order, &runs, fail)
+	wantDecision(t, d, consume.DeadLetter, 0, nil, false)
+	var dl *consume.DeadLetterError
+	var attempts *consume.AttemptsError
+	if !errors.As(d.Err, &dl) || dl.Reason != consume.ReasonMaxAttempts || !errors.As(d.Err, &attempts) ||
+		attempts.Attempts != 3 || !errors.Is(d.Err, errBoom) {
+		t.Fatalf("Err = %v, want a dead letter for 3 failed runs, wrapping the last error", d.Err)
+	}
+	if got, want := d.Err.Error(), "consume: dead letter: max_attempts: consume: the handler failed on 3 runs: boom"; got != want {
+		t.Fatalf("Err = %q, want %q", got, want)
+	}
+	got = append(got, d.Action)
+	for range 2 {
+		d = f.run(b, c, order, &runs, ok)
+		wantDecision(t, d, consume.Ack, 0, &consume.Output{}, true)
+		got = append(got, d.Action)
+	}
+	if want := []consume.Action{consume.Nack, consume.Nack, consume.DeadLetter, consume.Ack, consume.Ack}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("decisions = %v, want %v", got, want)
+	}
+	if runs.Load() != 3 {
+		t.Fatalf("handler ran %d times, want 3", runs.Load())
+	}
+	wantEffects(t, b, f, 0)
+
+	// Two failures of one payload, then another payload under the same
+	// ID: released records take any payload, and the count starts again.
+	reused := consume.Message{ID: "msg-9", Payload: []byte("a")}
+	for range 2 {
+		if d := f.run(b, c, reused, &runs, fail); d.Action != consume.Nack {
+			t.Fatalf("failure: %v (%v), want nack", d.Action, d.Err)
+		}
+	}
+	other := consume.Message{ID: "msg-9", Payload: []byte("b")}
+	if d := f.run(b, c, other, &runs, fail); d.Action != consume.Nack {
+		t.Fatalf("another payload's first failure: %v (%v), want nack", d.Action, d.Err)
+	}
+	if d := f.run(b, c, other, &runs, ok); d.Action != consume.Ack || d.Replayed {
+		t.Fatalf("another payload's second run: %v replayed %v (%v), want a first ack", d.Action, d.Replayed, d.Err)
+	}
+}
+
+// A handler that panics before its commit point (Handle) spends the budget
+// too: once MaxAttempts runs panicked, the next copy goes to the
+// dead-letter path without running.
+func TestRetryBudgetPanics(t *testing.T) {
+	eachDriver(t, testRetryBudgetPanics[*sql.Tx], testRetryBudgetPanics[pgx.Tx])
+}
+
+func testRetryBudgetPanics[TTx any](t *testing.T, b *bundle[TTx]) {
+	c := b.consumer(t, consume.Options{MaxAttempts: 2})
+	var runs atomic.Int32
+	for range 2 {
+		func() {
+			defer func() {
+				if r := recover(); r != "handler bug" {
+					t.Fatalf("recovered %v, want the handler's panic", r)
+				}
+			}()
+			c.Handle(b.ctx, order, func(context.Context, consume.Message) (consume.Output, error) {
+				runs.Add(1)
+				panic("handler bug")
+			})
+		}()
+	}
+	d := c.Handle(b.ctx, order, func(context.Context, consume.Message) (consume.Output, error) {
+		runs.Add(1)
+		return shipped, nil
+	})
+	var attempts *consume.AttemptsError
+	if d.Action != consume.DeadLetter || !errors.As(d.Err, &attempts) || attempts.Attempts != 2 || attempts.Err != nil {
+		t.Fatalf("after 2 panics: %v (%v), want a dead letter for 2 failed runs", d.Action, d.Err)
+	}
+	d = c.Handle(b.ctx, order, func(context.Context, consume.Message) (consume.Output, error) { return shipped, nil })
+	wantDecision(t, d, consume.Ack, 0, &consume.Output{}, true)
+	if runs.Load() != 2 {
+		t.Fatalf("handler ran %d times, want 2", runs.Load())
+	}
+}
+
+// A failure of the ledger's store never spends the budget: a run whose
+// handler fails while the store cannot record the release (the record
+// stays in flight until its lease runs out) is not counted, so a budget of
+// 2 still gives the message two counted runs after it.
+func TestRetryBudgetStoreDown(t *testing.T) {
+	eachForm(t, testRetryBudgetStoreDown[*sql.Tx], testRetryBudgetStoreDown[pgx.Tx])
+}
+
+func testRetryBudgetStoreDown[TTx any](t *testing.T, b *bundle[TTx], f form[TTx]) {
+	down := &downRelease[TTx]{Driver: b.d.Driver}
+	l, err := ledger.New[TTx](down, ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := consume.New(l, consume.Options{Scope: "orders-sub", NackDelay: nackDelay, MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	down.down.Store(true)
+	if d := f.run(b, c, order, &runs, fail); d.Action != consume.Nack || !errors.Is(d.Err, errBoom) {
+		t.Fatalf("failure with the store down: %v (%v), want nack with the handler's error", d.Action, d.Err)
+	}
+	down.down.Store(false)
+	b.clock.Advance(time.Minute) // the unreleased record's lease runs out
+	var got []consume.Action
+	for range 2 {
+		got = append(got, f.run(b, c, order, &runs, fail).Action)
+	}
+	if want := []consume.Action{consume.Nack, consume.DeadLetter}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("decisions after the outage = %v, want %v", got, want)
+	}
+	if runs.Load() != 3 {
+		t.Fatalf("handler ran %d times, want 3", runs.Load())
+	}
+}
+
+// downRelease is a driver whose pool's Release fails while down is set,
+// as a store that cannot be reached would.
+type downRelease[TTx any] struct {
+	driver.Driver[TTx]
+	down atomic.Bool
+}
+
+func (d *downRelease[TTx]) DB() driver.Executor { return downExecutor{d.Driver.DB(), &d.down} }
+
+type downExecutor struct {
+	driver.Executor
+	down *atomic.Bool
+}
+
+func (e downExecutor) Release(ctx context.Context, p driver.ReleaseParams) (bool, error) {
+	if e.down.Load() {
+		return false, errors.New("connection refused")
+	}
+	return e.Executor.Release(ctx, p)
 }

@@ -21,8 +21,11 @@ type TxHandler[TTx any] func(ctx context.Context, tx TTx, msg Message) (Output, 
 // ledger.MutateOutcomeCommit, so that fn's writes, its Output and the
 // ledger's record share one savepoint, and commits; the Decision is Ack
 // with fn's Output only once the commit succeeded. fn's error rolls everything back
-// (Nack with the error, unchanged); a failed commit too (Nack with the
-// store's error). A panic of fn rolls back and goes on.
+// (Nack with the error, unchanged), and is counted on the message's record
+// (see Options.MaxAttempts: the failure that spends the budget makes the
+// Decision DeadLetter, ReasonMaxAttempts); a failed commit rolls back too
+// (Nack with the store's error, not counted). A panic of fn rolls back
+// and goes on, not counted.
 //
 // A duplicate delivered while the first runs in another transaction waits
 // for it (on the record's row on PostgreSQL, for the write lock on
@@ -84,7 +87,7 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 	switch {
 	case errors.As(err, &he):
 		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Err: he.err})
-		return nack(c.opts.NackDelay, he.err)
+		return c.failed(ctx, tctx, dv, tx, he.err)
 	case err != nil && ran:
 		// fn ran, then storing its outcome or the commit failed: all of
 		// it is rolled back.
@@ -100,6 +103,33 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 	}
 	c.emit(ctx, dv, ledger.Event{Kind: ledger.EventStored})
 	return Decision{Action: Ack, Output: &first}
+}
+
+// failed answers a run of HandleTx whose handler returned herr: the
+// rollback took the record's claim with it, so the failure is counted on
+// the record in a claim and release of its own, on the pool, once tx has
+// ended (on SQLite it holds the write lock). The failure that spends
+// Options.MaxAttempts stores the message's end instead, and the Decision
+// is DeadLetter (ReasonMaxAttempts); every other is Nack with herr. A
+// claim that does not win (the message is in flight elsewhere, or was
+// completed meanwhile) or a store that fails counts nothing.
+func (c *Consumer[TTx]) failed(ctx, tctx context.Context, dv *delivery, tx TTx, herr error) Decision {
+	if err := c.l.Driver().Rollback(tctx, tx); err != nil {
+		return nack(c.opts.NackDelay, herr)
+	}
+	claim, err := c.l.Claim(tctx, dv.req)
+	if err != nil || claim.Replayed() {
+		return nack(c.opts.NackDelay, herr)
+	}
+	if n := claim.Failures + 1; n >= c.opts.MaxAttempts {
+		cause := &AttemptsError{Attempts: n, Err: herr}
+		c.giveUp(ctx, dv, claim, ReasonMaxAttempts, cause)
+		return deadLetter(ReasonMaxAttempts, cause)
+	}
+	if err := c.l.Release(tctx, claim); err != nil {
+		c.emit(ctx, dv, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "release", Err: err})
+	}
+	return nack(c.opts.NackDelay, herr)
 }
 
 // handlerError carries fn's error out of MutateOutcome, so that it is told

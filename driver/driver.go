@@ -124,9 +124,12 @@ type Executor interface {
 	// the lease still held (the row was in flight with p's token and
 	// fence).
 	Complete(ctx context.Context, p CompleteParams) (bool, error)
-	// Release deletes the in-flight row held by p's lease, unless it
-	// carries a commit mark, and reports whether it deleted it.
-	Release(ctx context.Context, p LeaseParams) (bool, error)
+	// Release ends the in-flight row held by p's lease, unless it
+	// carries a commit mark, and reports whether it did: the row stays,
+	// in the state "released", with its fence, its fingerprint and its
+	// failures plus one, and expires no earlier than p.LeaseMillis after
+	// its lease would have run out (see ReleaseParams).
+	Release(ctx context.Context, p ReleaseParams) (bool, error)
 	// MarkCommitted writes the commit mark (the time of p.Now, or of the
 	// engine's clock) into the in-flight row held by p's lease, keeping a
 	// mark already there, and reports whether the lease still held.
@@ -213,11 +216,13 @@ type Batcher interface {
 }
 
 // ClaimParams is one claim attempt. It wins (inserts or takes over the row)
-// when the key has no row, when the row has expired (ExpiresAt passed and,
-// in flight, its lease too), or when the row is in flight with a lease that
-// ran out, the same fingerprint, and either no commit mark or Recover set;
-// a takeover adds one to the fence. A takeover of an expired row clears
-// the commit mark, a recovery keeps it.
+// when the key has no row, when the row was released, when it has expired
+// (ExpiresAt passed and, in flight, its lease too), or when it is in flight
+// with a lease that ran out, the same fingerprint, and either no commit
+// mark or Recover set; a takeover adds one to the fence. A takeover of an
+// expired row clears the commit mark, a recovery keeps it. A new row
+// counts 0 failures; a takeover keeps the row's count when the row has not
+// expired and has the same fingerprint, and starts again at 0 otherwise.
 type ClaimParams struct {
 	Scope, Key  string
 	Fingerprint []byte
@@ -243,20 +248,31 @@ type ClaimParams struct {
 }
 
 // MayTakeOver reports whether a claim p at the engine's time now may take
-// the stored row r over, the rule of ClaimParams: r has expired, or it is
-// in flight with a lease that ran out, p's fingerprint, and no commit mark
-// unless p recovers. Drivers whose claim decides in Go (between a read and
-// a write, the row locked) use it; the others write it in SQL.
+// the stored row r over, the rule of ClaimParams: r was released, or has
+// expired, or it is in flight with a lease that ran out, p's fingerprint,
+// and no commit mark unless p recovers. Drivers whose claim decides in Go
+// (between a read and a write, the row locked) use it; the others write it
+// in SQL.
 func MayTakeOver(r *Row, p ClaimParams, now int64) bool {
-	return Expired(r, now) || (r.State == "in_flight" && r.LeaseExpiresAt <= now &&
+	return r.State == "released" || Expired(r, now) || (r.State == "in_flight" && r.LeaseExpiresAt <= now &&
 		string(r.Fingerprint) == string(p.Fingerprint) && (r.CommittedAt == 0 || p.Recover))
+}
+
+// TakeoverFailures is the count of failed runs that a claim p, taking r
+// over at now, continues (the rule of ClaimParams): r's own when r has not
+// expired and has p's fingerprint, 0 otherwise.
+func TakeoverFailures(r *Row, p ClaimParams, now int64) int64 {
+	if Expired(r, now) || string(r.Fingerprint) != string(p.Fingerprint) {
+		return 0
+	}
+	return r.Failures
 }
 
 // Expired reports whether r has expired at now: its ExpiresAt passed and,
 // in flight, its lease ran out too. A takeover of an expired row clears the
 // commit mark; any other takeover (a recovery) keeps it.
 func Expired(r *Row, now int64) bool {
-	return r.ExpiresAt <= now && (r.State == "completed" || r.LeaseExpiresAt <= now)
+	return r.ExpiresAt <= now && (r.State != "in_flight" || r.LeaseExpiresAt <= now)
 }
 
 // ClaimResult is a claim's answer. When Won is false, Row may hold the row
@@ -272,10 +288,11 @@ type ClaimResult struct {
 	// that judged it so.
 	Late bool
 	// Fence and LeaseExpiresAt describe the won lease; CommittedAt is the
-	// commit mark a recovery kept (0 when none).
-	Fence, LeaseExpiresAt, CommittedAt int64
-	Row                                *Row
-	Now                                int64
+	// commit mark a recovery kept (0 when none); Failures the count of
+	// failed runs the won row carries on (see ClaimParams).
+	Fence, LeaseExpiresAt, CommittedAt, Failures int64
+	Row                                          *Row
+	Now                                          int64
 }
 
 // GetParams names a record; Now is as in ClaimParams.
@@ -297,7 +314,7 @@ type GetResult struct {
 type Row struct {
 	Scope, Key     string
 	Fingerprint    []byte
-	State          string // "in_flight" or "completed"
+	State          string // "in_flight", "completed" or "released"
 	LeaseToken     string
 	LeaseExpiresAt int64
 	Fence          int64
@@ -311,6 +328,9 @@ type Row struct {
 	CommittedAt int64
 	// Kind is the stored outcome's kind, "" when NULL.
 	Kind string
+	// Failures counts the runs of the row's operation that ended in
+	// Release (see ClaimParams for when it starts again at 0).
+	Failures int64
 }
 
 // LeaseParams identifies a held lease: the row, its token, its fence.
@@ -318,6 +338,16 @@ type LeaseParams struct {
 	Scope, Key string
 	Token      string
 	Fence      int64
+}
+
+// ReleaseParams ends a held lease with Release. LeaseMillis is the
+// ledger's lease: the released row expires no earlier than that long
+// after the end of the lease it ends, so that Purge, after which the next
+// claim's fence starts again at 1, leaves it while any earlier holder's
+// lease may still be running somewhere.
+type ReleaseParams struct {
+	LeaseParams
+	LeaseMillis int64
 }
 
 // CompleteParams stores an outcome: the record becomes completed and
@@ -374,7 +404,8 @@ type PurgeBatchResult struct {
 	Last    int64
 }
 
-// StatsResult counts rows by state; Expired counts the rows PurgeBatch
+// StatsResult counts rows by state (Released: the rows Release left, which
+// are neither in flight nor completed); Expired counts the rows PurgeBatch
 // would delete at the given now, LeaseExpired the in-flight rows whose
 // lease had run out by then, Committed the in-flight rows that carry a
 // commit mark. Oldest and Newest are the earliest and latest
@@ -383,9 +414,9 @@ type PurgeBatchResult struct {
 // Completed when CompletedEstimated is set (an engine's own row estimate,
 // less the exact InFlight) and Expired when ExpiredEstimated is set.
 type StatsResult struct {
-	InFlight, Completed, Expired, LeaseExpired, Committed int64
-	Oldest, Newest                                        int64
-	CompletedEstimated                                    bool
+	InFlight, Completed, Released, Expired, LeaseExpired, Committed int64
+	Oldest, Newest                                                  int64
+	CompletedEstimated                                              bool
 	// ExpiredEstimated: Expired is an estimate too (a driver that would
 	// otherwise count millions of expired rows one by one).
 	ExpiredEstimated bool

@@ -40,7 +40,7 @@ func (i *interpreted) Complete(ctx context.Context, p CompleteParams) (bool, err
 	return ok, i.f(err)
 }
 
-func (i *interpreted) Release(ctx context.Context, p LeaseParams) (bool, error) {
+func (i *interpreted) Release(ctx context.Context, p ReleaseParams) (bool, error) {
 	ok, err := i.ex.Release(ctx, p)
 	return ok, i.f(err)
 }

@@ -26,6 +26,16 @@
 //	                    poison topic, with the reason in its "reason_poisoned" metadata, and are
 //	                    acked; without it they are nacked forever
 //
+// On RabbitMQ (watermill-amqp's durable queue configuration) a message
+// published to a queue that nobody declared is dropped: declare the
+// handler's output topic and the poison topic before the router runs
+// (the subscriber's SubscribeInitialize), as README's setup does.
+//
+// A message whose handler keeps failing before its commit point goes to
+// the dead-letter path after consume.Options.MaxAttempts runs, so that it
+// never holds up the messages behind it for long; a copy of a message
+// already sent there is acked (one dead letter per operation).
+//
 // A panic of the handler releases the key (or, after Commit, stores the
 // failure) and goes on: install Watermill's Recoverer outside.
 package idemwatermill

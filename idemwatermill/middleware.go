@@ -15,7 +15,8 @@ import (
 // (consume.Consumer.Handle): the key is claimed and its lease extended
 // while the handler runs; the handler's messages are stored with the
 // outcome when it returns no error; its error releases the key, unless it
-// called Commit before, and the message is nacked. See the package doc for
+// called Commit before, and the message is nacked (dead-lettered once its
+// failures reach consume.Options.MaxAttempts). See the package doc for
 // how decisions reach the router. The handler's message carries the run
 // in its context: call Commit(msg) right after an effect that must not be
 // made twice.

@@ -23,11 +23,20 @@ type Claim struct {
 	Token string
 	// Fence grows by one at every takeover of the row (starting at 1), so
 	// business code can store it beside its own writes and refuse a write
-	// that carries a smaller fence than one already seen for the key. It is
-	// monotonic while the row exists; Purge deletes only rows whose leases
-	// are long gone, after which the next claim starts again at 1. For a
-	// replay it is the stored record's fence.
+	// that carries a smaller fence than one already seen for the key. It
+	// grows across releases too (Ledger.Release keeps the record, released,
+	// with its fence), and as long as the record exists; Purge deletes only
+	// records that have expired, and a released one no earlier than a lease
+	// after the last lease on it ended, after which the next claim starts
+	// again at 1. For a replay it is the stored record's fence.
 	Fence int64
+	// Failures counts the earlier runs of this operation that ended in
+	// Ledger.Release (a failure a retry may repair), on the record this
+	// claim took over: the same fingerprint, since the record was made or
+	// last expired. A claim with another fingerprint, a new record and a
+	// replay have 0. A consumer uses it to give up on a message that keeps
+	// failing (a retry budget); a claim never refuses on it.
+	Failures int
 	// LeaseExpiresAt is when the lease runs out unless extended; zero for a
 	// replay.
 	LeaseExpiresAt time.Time
@@ -67,8 +76,9 @@ const claimAttempts = 5
 // taken over (each write decides and reports in one step, so a claim never
 // writes without knowing it won; see queries/sqlite/ledger.sql for why
 // SQLite splits it). It wins, and returns a Claim holding a fresh lease,
-// when the key has no record, when the record has expired (anyone may take
-// it over; see Record.Expired), or when the record is in flight with a
+// when the key has no record, when the record was released (any request
+// may take it over: see Ledger.Release), when the record has expired
+// (anyone may take it over; see Record.Expired), or when the record is in flight with a
 // lease that has run out and the same fingerprint (the earlier holder is
 // presumed dead; the fence grows so that it cannot write any more). Otherwise it answers from the record it read
 // (reading it again if a write lost a race), in this order of precedence:
@@ -169,7 +179,7 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 		}
 		if won.Won {
 			c := &Claim{Request: req, Token: a.Token, Fence: won.Fence, LeaseExpiresAt: fromMillis(won.LeaseExpiresAt),
-				claimedAt: won.LeaseExpiresAt - a.LeaseMillis}
+				claimedAt: won.LeaseExpiresAt - a.LeaseMillis, Failures: int(won.Failures)}
 			if won.CommittedAt != 0 {
 				c.CommittedAt = fromMillis(won.CommittedAt)
 			}
@@ -182,7 +192,7 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 				return nil, wrapOp("claim", classify(err))
 			}
 			if got.Row == nil {
-				continue // released or purged in between
+				continue // purged in between
 			}
 			row, now = got.Row, got.Now
 		}
@@ -273,6 +283,9 @@ func mayHaveRun(err error) bool {
 // that carries it; an error from that decoding is a stored row this
 // ledger cannot read (not an answer: see isAnswer).
 func standing(req Request, row *driver.Row, now int64) (*Claim, error) {
+	if row.State == "released" {
+		return nil, nil // any claim takes it over (Ledger.Release)
+	}
 	inFlight := row.State == "in_flight"
 	sameFP := string(row.Fingerprint) == string(req.Fingerprint[:])
 	state := StateCompleted

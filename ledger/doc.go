@@ -124,7 +124,8 @@
 //	Commit     retried until the lease runs out        repeatable: a retry keeps the first mark
 //	Complete   retried until the lease runs out        "no row" after an unknown attempt is
 //	                                                   settled by reading the record
-//	Release    retried until the lease runs out        a record found gone counts as released
+//	Release    retried until the lease runs out        a record found released at the claim's
+//	                                                   fence counts as released
 //	Extend     retried until the lease runs out        repeatable
 //
 // Retries go to the driver's pool, which hands out a fresh connection.

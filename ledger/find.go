@@ -10,7 +10,8 @@ import (
 // by scope: an operator's search for a key a client reported. It reads the
 // whole table (the primary key begins with the scope), so it is not for a
 // request's path. Expired records that Purge has not deleted are included
-// (see Record.Expired). A bad key or a limit below 1 returns an error
+// (see Record.Expired); records that Release ended are not (they hold no
+// operation, only the key's fence). A bad key or a limit below 1 returns an error
 // wrapping ErrInvalidRequest before the database is used.
 func (l *Ledger[TTx]) Find(ctx context.Context, key string, limit int) ([]*Record, error) {
 	if err := l.checkCall(ctx); err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // Get returns the record of key in scope as stored, or an error wrapping
-// ErrNotFound. An expired record that Purge has not deleted yet is still
+// ErrNotFound, also for a record that Release ended. An expired record that Purge has not deleted yet is still
 // returned; see Record.Expired. A bad scope or key returns an error
 // wrapping ErrInvalidRequest before the database is used.
 func (l *Ledger[TTx]) Get(ctx context.Context, scope, key string) (*Record, error) {
@@ -21,7 +21,8 @@ func (l *Ledger[TTx]) Get(ctx context.Context, scope, key string) (*Record, erro
 	if err != nil {
 		return nil, wrapOp("get", classify(err))
 	}
-	if got.Row == nil {
+	if got.Row == nil || got.Row.State == "released" {
+		// A released record holds no operation, only the key's fence.
 		return nil, wrapOp("get", ErrNotFound)
 	}
 	r, err := record(got.Row)

@@ -184,7 +184,7 @@ func (l *Ledger[TTx]) reread(ctx context.Context, deadline time.Time, c *Claim) 
 // same reports whether row is the record c claimed, and no other claim's
 // that came after it: the fence alone starts again at 1 after a purge, so
 // the fingerprint and the claim's time (created_at, set by every claim
-// that wins) must match too.
+// that wins; Release keeps it) must match too.
 func (c *Claim) same(row *driver.Row) bool {
 	return row.Fence == c.Fence && row.CreatedAt == c.claimedAt && string(row.Fingerprint) == string(c.Request.Fingerprint[:])
 }
@@ -216,15 +216,24 @@ func completed(ok bool, err error) error {
 	return nil
 }
 
-// Release deletes the in-flight record of claim c, after a failure that a
-// retry may repair, so the next request with the key runs afresh. It never
-// deletes a completed record and acts only while c's lease holds; otherwise
-// it returns ErrLeaseLost. It never deletes a record that passed its commit
-// point either ([Ledger.Commit]): it returns a *CommittedError then, and
-// the outcome is to be stored with Complete. Like Complete it ignores the
-// cancellation of ctx and retries transient faults within the lease, and
-// a record found gone after an attempt whose outcome was unknown counts as
-// released. A nil c returns ErrInvalidRequest.
+// Release ends the in-flight claim c after a failure that a retry may
+// repair, so that the next request with the key runs afresh, whatever its
+// fingerprint, as if the key had no record. The record stays, released and
+// invisible to Get, Find, InFlight and Lookup, for two things: its fence,
+// which the next claim continues (see Claim.Fence), and its count of
+// failed runs, which Release adds one to and the next claim with the same
+// fingerprint reports (Claim.Failures). Purge leaves a released record
+// until it expires, and not before a lease after c's lease would have run
+// out.
+//
+// It never touches a completed record and acts only while c's lease holds;
+// otherwise it returns ErrLeaseLost. It never releases a record that
+// passed its commit point either ([Ledger.Commit]): it returns a
+// *CommittedError then, and the outcome is to be stored with Complete.
+// Like Complete it ignores the cancellation of ctx and retries transient
+// faults within the lease, and a record found released by c after an
+// attempt whose outcome was unknown counts as released. A nil c returns
+// ErrInvalidRequest.
 func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
@@ -233,7 +242,7 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 		return err
 	}
 	ctx, deadline := context.WithoutCancel(ctx), leaseDeadline(c)
-	p := c.lease()
+	p := driver.ReleaseParams{LeaseParams: c.lease(), LeaseMillis: l.lease.Milliseconds()}
 	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (bool, error) { return l.db.Release(ctx, p) })
 	if err != nil {
 		return wrapOp("release", err)
@@ -241,13 +250,15 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 	if ok {
 		return nil
 	}
-	// Not deleted: a commit mark, a lost lease, or (after an attempt whose
-	// outcome was unknown) a release that already happened.
+	// Not released: a commit mark, a lost lease, or (after an attempt
+	// whose outcome was unknown) a release that already happened. Only c's
+	// holder releases the record at c's fence, and a later claim would
+	// have changed the fence and the claim time.
 	r, err := l.reread(ctx, deadline, c)
 	switch {
 	case err != nil:
 		return wrapOp("release", err)
-	case r == nil && unsure:
+	case unsure && (r == nil || r.State == "released" && c.same(r)):
 		return nil
 	case r != nil && r.State == "in_flight" && r.LeaseToken == c.Token && c.same(r) && r.CommittedAt != 0:
 		return wrapOp("release", &CommittedError{Fence: r.Fence, CommittedAt: fromMillis(r.CommittedAt)})

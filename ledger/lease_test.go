@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,16 +121,16 @@ func testRelease[TTx any](t *testing.T, b *bundle[TTx]) {
 	if err := b.l.Release(b.ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, "idempotency_ledger"); n != 0 {
-		t.Fatalf("%d rows after Release", n)
+	if _, err := b.l.Get(b.ctx, "tenant-1", "k"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("Get after Release: %v; want ErrNotFound", err)
 	}
 	if err := b.l.Release(b.ctx, c); err != ledger.ErrLeaseLost {
 		t.Errorf("second Release = %v, want ErrLeaseLost", err)
 	}
-	// The key is free again, for any payload.
+	// The key is free again, for any payload; the fence goes on.
 	c2 := b.claim(t, req("k", "other"))
-	if c2.Fence != 1 || c2.Replayed() {
-		t.Errorf("claim after release: fence %d, replayed %v", c2.Fence, c2.Replayed())
+	if c2.Fence != 2 || c2.Replayed() || c2.Failures != 0 {
+		t.Errorf("claim after release: fence %d, replayed %v, failures %d; want 2, false, 0", c2.Fence, c2.Replayed(), c2.Failures)
 	}
 	// Release never removes a completed record, even with the right token.
 	if err := b.l.Complete(b.ctx, c2, ledger.Outcome{Status: 200}); err != nil {
@@ -241,5 +242,120 @@ func testReleaseOfAPurgedClaim[TTx any](t *testing.T, b *bundle[TTx]) {
 	}
 	if err := b.l.Complete(b.ctx, old, ledger.Outcome{Status: 200}); !errors.Is(err, ledger.ErrLeaseLost) {
 		t.Fatalf("Complete of the purged claim: %v; want ErrLeaseLost", err)
+	}
+}
+
+// TestFenceAfterRelease: A claims (fence 1), A's lease runs out and B
+// takes over (fence 2), B releases, C claims: C's fence is 3, greater than
+// every earlier holder's, so business code that refuses a fence smaller
+// than one it has seen tells C from A and accepts C after B. The released
+// record answers nobody: Get does not find it, Stats counts it apart,
+// Lookup lets a claim through.
+func TestFenceAfterRelease(t *testing.T) {
+	eachDriver(t, testFenceAfterRelease[*sql.Tx], testFenceAfterRelease[pgx.Tx])
+}
+
+func testFenceAfterRelease[TTx any](t *testing.T, b *bundle[TTx]) {
+	a := b.claim(t, req("k", "p"))
+	b.clock.Advance(time.Minute + time.Second) // A's lease ran out
+	bc := b.claim(t, req("k", "p"))
+	if err := b.l.Release(b.ctx, bc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Get(b.ctx, "tenant-1", "k"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("Get of the released record: %v; want ErrNotFound", err)
+	}
+	if found, err := b.l.Lookup(b.ctx, req("k", "p")); found != nil || err != nil {
+		t.Fatalf("Lookup of the released record: %+v, %v; want nil, nil", found, err)
+	}
+	st, err := b.l.Stats(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.InFlight != 0 || st.Released != 1 || (!st.Estimated && st.Completed != 0) {
+		t.Fatalf("Stats: %+v; want 1 released, none in flight or completed", st)
+	}
+	c := b.claim(t, req("k", "p"))
+	if got, want := []int64{a.Fence, bc.Fence, c.Fence}, []int64{1, 2, 3}; !slices.Equal(got, want) {
+		t.Fatalf("fences of A, B, C = %v, want %v", got, want)
+	}
+	// A and B hold nothing: only C completes.
+	for _, stale := range []*ledger.Claim{a, bc} {
+		if err := b.l.Complete(b.ctx, stale, ledger.Outcome{Status: 200}); !errors.Is(err, ledger.ErrLeaseLost) {
+			t.Fatalf("Complete at fence %d: %v; want ErrLeaseLost", stale.Fence, err)
+		}
+	}
+	if err := b.l.Complete(b.ctx, c, ledger.Outcome{Status: 201}); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.get(t, "k"); r.Fence != 3 || r.Outcome.Status != 201 {
+		t.Fatalf("record: fence %d, status %d; want 3, 201", r.Fence, r.Outcome.Status)
+	}
+}
+
+// TestReleasedPurge: Purge leaves a released record until a lease after
+// its last lease would have run out, even when its TTL is shorter, so the
+// fence does not start again at 1 while an earlier holder may be at work;
+// then it deletes it.
+func TestReleasedPurge(t *testing.T) {
+	eachDriver(t, testReleasedPurge[*sql.Tx], testReleasedPurge[pgx.Tx])
+}
+
+func testReleasedPurge[TTx any](t *testing.T, b *bundle[TTx]) {
+	clk := &clock{now: t0}
+	l, err := ledger.New(b.d.Driver, ledger.Options{TTL: time.Second, Lease: time.Minute, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := l.Claim(b.ctx, req("k", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(b.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2*time.Minute - time.Millisecond) // the lease's end plus a lease, less 1 ms
+	if n, err := l.Purge(b.ctx, ledger.PurgeOptions{}); n != 0 || err != nil {
+		t.Fatalf("Purge before the end: %d, %v; want 0", n, err)
+	}
+	if c2, err := l.Claim(b.ctx, req("k", "q")); err != nil || c2.Fence != 2 {
+		t.Fatalf("claim: %+v, %v; want fence 2", c2, err)
+	} else if err := l.Release(b.ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Minute)
+	if n, err := l.Purge(b.ctx, ledger.PurgeOptions{}); n != 1 || err != nil {
+		t.Fatalf("Purge after the end: %d, %v; want 1", n, err)
+	}
+}
+
+// TestClaimFailures: each Release counts a failed run on the record; the
+// next claim with the same fingerprint reports them, one with another
+// fingerprint starts again at 0, and so does a claim after the record
+// expired.
+func TestClaimFailures(t *testing.T) {
+	eachDriver(t, testClaimFailures[*sql.Tx], testClaimFailures[pgx.Tx])
+}
+
+func testClaimFailures[TTx any](t *testing.T, b *bundle[TTx]) {
+	var got []int
+	for range 3 {
+		c := b.claim(t, req("k", "p"))
+		got = append(got, c.Failures)
+		if err := b.l.Release(b.ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := b.claim(t, req("k", "other"))
+	got = append(got, other.Failures)
+	if err := b.l.Release(b.ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, b.claim(t, req("k", "p")).Failures) // after other's failure: p's count is gone
+	b.clock.Advance(2 * time.Hour)                        // past the TTL and the lease
+	got = append(got, b.claim(t, req("k", "p")).Failures)
+	if want := []int{0, 1, 2, 0, 0, 0}; !slices.Equal(got, want) {
+		t.Fatalf("Failures = %v, want %v", got, want)
 	}
 }

@@ -200,6 +200,10 @@ type modelRec struct {
 	created, completed, expExp int64
 	committed                  int64 // the commit mark, 0 when none
 	out                        ledger.Outcome
+	// released: Release ended the lease; the record keeps its fence and
+	// counts failures, the runs that ended so.
+	released bool
+	failures int
 }
 
 type model struct {
@@ -208,7 +212,25 @@ type model struct {
 }
 
 func (m *model) expired(r *modelRec) bool {
-	return r.expExp <= m.now && (r.state == ledger.StateCompleted || r.leaseExp <= m.now)
+	return r.expExp <= m.now && (r.state == ledger.StateCompleted || r.released || r.leaseExp <= m.now)
+}
+
+// takeoverFailures is the count of failed runs a claim with fingerprint
+// fpi continues when it takes r over: r's own when r has not expired and
+// has fpi, 0 otherwise (also for a new record).
+func (m *model) takeoverFailures(r *modelRec, fpi int) int {
+	if r == nil || m.expired(r) || r.fp != fpi {
+		return 0
+	}
+	return r.failures
+}
+
+// failuresString is the failures a claim reports, in the answer's text.
+func failuresString(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" failures=%d", n)
 }
 
 func (m *model) record(key int) *ledger.Record {
@@ -433,9 +455,10 @@ func (m *model) claim(key, fpi, id int) (string, *handle) {
 		if r != nil {
 			fence = r.fence + 1 // a takeover; after a purge the fence starts again
 		}
+		failures := m.takeoverFailures(r, fpi)
 		m.recs[key] = &modelRec{fp: fpi, state: ledger.StateInFlight, holder: id, fence: fence,
-			leaseExp: m.now + m.lease, created: m.now, expExp: m.now + m.ttl}
-		return fmt.Sprintf("lease fence=%d until=%s", fence, ms(m.now+m.lease).Format(time.RFC3339Nano)),
+			leaseExp: m.now + m.lease, created: m.now, expExp: m.now + m.ttl, failures: failures}
+		return fmt.Sprintf("lease fence=%d until=%s%s", fence, ms(m.now+m.lease).Format(time.RFC3339Nano), failuresString(failures)),
 			&handle{id: id, key: key, fence: fence}
 	}
 	switch {
@@ -504,10 +527,10 @@ func (m *model) mutate(key, fpi int, out ledger.Outcome, fails bool) string {
 }
 
 // open follows Claim's doc comment: a claim wins when the key has no
-// record, when it expired, or when it is in flight under a lease that ran
-// out with the same fingerprint and no commit mark.
+// record, when it was released, when it expired, or when it is in flight
+// under a lease that ran out with the same fingerprint and no commit mark.
 func (m *model) open(r *modelRec, fpi int) bool {
-	return r == nil || m.expired(r) ||
+	return r == nil || r.released || m.expired(r) ||
 		(r.state == ledger.StateInFlight && r.leaseExp <= m.now && r.fp == fpi && r.committed == 0)
 }
 
@@ -541,7 +564,7 @@ func outcomeString(o ledger.Outcome) string {
 // and still in flight); a lease that ran out without a takeover holds.
 func (m *model) holds(h *handle) bool {
 	r := m.recs[h.key]
-	return !h.replay && r != nil && r.state == ledger.StateInFlight && r.holder == h.id
+	return !h.replay && r != nil && r.state == ledger.StateInFlight && !r.released && r.holder == h.id
 }
 
 func (m *model) complete(h *handle, out ledger.Outcome) string {
@@ -560,7 +583,11 @@ func (m *model) release(h *handle) string {
 	if r := m.recs[h.key]; r.committed != 0 {
 		return "error: ledger: release: " + strings.TrimPrefix(committedString(r), "ledger: ")
 	}
-	delete(m.recs, h.key)
+	// The record stays, released, with its fence; it expires no earlier
+	// than a lease after its lease's end.
+	r := m.recs[h.key]
+	r.released, r.holder, r.failures = true, -1, r.failures+1
+	r.expExp = max(r.expExp, r.leaseExp+m.lease)
 	return "ok"
 }
 
@@ -591,7 +618,7 @@ func (m *model) purge() int {
 }
 
 func (m *model) get(key int) string {
-	if m.recs[key] == nil {
+	if m.recs[key] == nil || m.recs[key].released {
 		return "error: ledger: get: record not found"
 	}
 	return recordString(m.record(key)) + fmt.Sprintf(" expired=%v", m.expired(m.recs[key]))
@@ -600,9 +627,12 @@ func (m *model) get(key int) string {
 func (m *model) stats() ledger.Stats {
 	var s ledger.Stats
 	for _, r := range m.recs {
-		if r.state == ledger.StateInFlight {
+		switch {
+		case r.released:
+			s.Released++
+		case r.state == ledger.StateInFlight:
 			s.InFlight++
-		} else {
+		default:
 			s.Completed++
 		}
 		if m.expired(r) {
@@ -611,10 +641,10 @@ func (m *model) stats() ledger.Stats {
 				s.PurgeBacklog = b
 			}
 		}
-		if r.state == ledger.StateInFlight && r.leaseExp <= m.now {
+		if r.state == ledger.StateInFlight && !r.released && r.leaseExp <= m.now {
 			s.LeaseExpired++
 		}
-		if r.state == ledger.StateInFlight && r.committed != 0 {
+		if r.state == ledger.StateInFlight && !r.released && r.committed != 0 {
 			s.Committed++
 		}
 		if c := ms(r.created); s.Oldest.IsZero() || c.Before(s.Oldest) {
@@ -647,7 +677,7 @@ func claimString(c *ledger.Claim, err error) string {
 	case c.Replayed():
 		return "replay fence=" + strconv.FormatInt(c.Fence, 10) + " " + recordString(c.Replay)
 	}
-	return fmt.Sprintf("lease fence=%d until=%s", c.Fence, c.LeaseExpiresAt.Format(time.RFC3339Nano))
+	return fmt.Sprintf("lease fence=%d until=%s%s", c.Fence, c.LeaseExpiresAt.Format(time.RFC3339Nano), failuresString(c.Failures))
 }
 
 func recordString(r *ledger.Record) string {

@@ -11,6 +11,11 @@ type Stats struct {
 	// InFlight and Completed count records by state, expired ones included.
 	// Completed is an estimate when Estimated is set.
 	InFlight, Completed int64
+	// Released counts the records that Ledger.Release ended: they hold no
+	// operation (any claim takes them over, Get does not find them), only
+	// the key's fence and count of failed runs, until Purge deletes them.
+	// Exact on every engine.
+	Released int64
 	// Estimated reports that Completed is the engine's estimate rather than
 	// a count: on PostgreSQL, the planner's row count as of the table's
 	// last VACUUM or ANALYZE (autovacuum's included), less InFlight, since
@@ -27,7 +32,7 @@ type Stats struct {
 	// estimated from the rowids of the oldest record and of the expired
 	// record that expires last, since records are numbered as they are
 	// inserted and expire in about that order (records deleted out of that
-	// order, by Release, make it high); on PostgreSQL it is the planner's
+	// order make it high); on PostgreSQL it is the planner's
 	// estimate, as of the table's last ANALYZE. Below that, and on MySQL,
 	// Expired is a count.
 	ExpiredEstimated bool
@@ -73,7 +78,7 @@ func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, wrapOp("stats", classify(err))
 	}
 	s := Stats{
-		InFlight: row.InFlight, Completed: row.Completed, Estimated: row.CompletedEstimated,
+		InFlight: row.InFlight, Completed: row.Completed, Released: row.Released, Estimated: row.CompletedEstimated,
 		Expired: row.Expired, ExpiredEstimated: row.ExpiredEstimated, LeaseExpired: row.LeaseExpired, Committed: row.Committed,
 	}
 	if row.Oldest != 0 || row.Newest != 0 || row.InFlight > 0 || (!row.CompletedEstimated && row.Completed > 0) {

@@ -92,6 +92,11 @@ type Refusal struct {
 	// Status is the status of the answer that was not kept, for a
 	// NotStored refusal whose run stored one with its marker; 0 otherwise.
 	Status int
+	// First reports, for NotStored, that this request is the first told:
+	// its Decide settled the record (a run past its commit point that
+	// vanished). A transport that must act once per operation (a consumer's
+	// dead letter) acts on the first only.
+	First bool
 	// Reason says why the answer was not kept, for NotStored:
 	// [ledger.ReasonOversized] for an answer the store could not keep,
 	// empty for a run that passed its commit point and vanished.
@@ -235,7 +240,7 @@ func settle(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decis
 		}
 		return Refuse(ctx, err, cfg)
 	}
-	return Decision{Verdict: Refused, Refusal: Refusal{Why: NotStored}, Event: ledger.Event{Kind: ledger.EventReplayed}}
+	return Decision{Verdict: Refused, Refusal: Refusal{Why: NotStored, First: true}, Event: ledger.Event{Kind: ledger.EventReplayed}}
 }
 
 // Refuse is the verdict on err, an error of [ledger.Ledger.Claim] or of

@@ -123,6 +123,11 @@ func (r *Run) markWritten() bool {
 // code may store it beside its writes and refuse a smaller one.
 func (r *Run) Fence() int64 { return r.claim.Fence }
 
+// Failures is how many earlier runs of the operation failed and released
+// the key ([ledger.Claim].Failures): a transport with a retry budget (a
+// consumer's) gives up when it is spent.
+func (r *Run) Failures() int { return r.claim.Failures }
+
 // Key is the run's idempotency key, to forward to an outside service that
 // takes idempotency keys too.
 func (r *Run) Key() string { return r.claim.Request.Key }

@@ -204,7 +204,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 		g, err = e.q().GetForUpdate(ctx, mysqldb.GetForUpdateParams(key))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		// The row went (released, purged) since it stood in the way: the
+		// The row went (purged) since it stood in the way: the
 		// ledger reads again and starts over.
 		now, err := e.clock(ctx, a.Now)
 		return idriver.ClaimResult{Now: now}, err
@@ -228,6 +228,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 	if r.CommittedAt != 0 && !idriver.Expired(&r, now) {
 		committed = sql.NullInt64{Int64: r.CommittedAt, Valid: true}
 	}
+	failures := idriver.TakeoverFailures(&r, a, now)
 	n, err := e.q().ClaimTakeover(ctx, mysqldb.ClaimTakeoverParams{
 		Fingerprint:    a.Fingerprint,
 		LeaseToken:     token(a.Token),
@@ -236,6 +237,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 		CreatedAt:      now,
 		ExpiresAt:      now + a.TTLMillis,
 		CommittedAt:    committed,
+		Failures:       failures,
 		Scope:          []byte(a.Scope), IdempotencyKey: []byte(a.Key), Fence: r.Fence,
 		ValidUntil: validUntil(a),
 	})
@@ -251,7 +253,7 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 		}
 		return idriver.ClaimResult{Now: now}, nil
 	}
-	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64}, nil
+	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64, Failures: failures}, nil
 }
 
 // late reports whether a claim's write at now (the server's clock, or the

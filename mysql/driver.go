@@ -186,16 +186,17 @@ func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool,
 	return n == 1, e.d.tooLarge(p, err)
 }
 
-func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {
 	if e.tx != nil {
 		return e.release(ctx, p)
 	}
 	return onPool(func() (bool, error) { return e.release(ctx, p) })
 }
 
-func (e executor) release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+func (e executor) release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {
 	n, err := e.q().Release(ctx, mysqldb.ReleaseParams{
-		Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
+		LeaseMillis: p.LeaseMillis,
+		Scope:       []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
 	})
 	return n == 1, err
 }
@@ -308,7 +309,7 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 		return idriver.StatsResult{}, err
 	}
 	return idriver.StatsResult{
-		InFlight: r.InFlight, Completed: r.Completed, Expired: r.Expired, LeaseExpired: r.LeaseExpired,
+		InFlight: r.InFlight, Completed: r.Completed, Released: r.Released, Expired: r.Expired, LeaseExpired: r.LeaseExpired,
 		Committed: r.Committed, Oldest: r.OldestCreatedAt, Newest: r.NewestCreatedAt,
 		OldestExpired: r.OldestExpiresAt,
 	}, nil
@@ -366,7 +367,7 @@ func row(g mysqldb.IdempotencyLedger) idriver.Row {
 		LeaseToken: string(g.LeaseToken), LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
 		Status: g.Status.Int64, Headers: g.Headers, Body: emptyNil(g.Body), CreatedAt: g.CreatedAt,
 		CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt, CommittedAt: g.CommittedAt.Int64,
-		Kind: g.Kind.String,
+		Kind: g.Kind.String, Failures: g.Failures,
 	}
 }
 
@@ -381,6 +382,7 @@ func found(g mysqldb.GetRow) *idriver.Row {
 		LeaseToken: g.LeaseToken, LeaseExpiresAt: g.LeaseExpiresAt, Fence: g.Fence.Int64,
 		Status: g.Status, Headers: g.Headers, Body: g.Body, CreatedAt: g.CreatedAt.Int64,
 		CompletedAt: g.CompletedAt, ExpiresAt: g.ExpiresAt.Int64, CommittedAt: g.CommittedAt, Kind: g.Kind,
+		Failures: g.Failures.Int64,
 	})
 	return &r
 }

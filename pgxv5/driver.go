@@ -221,7 +221,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	}
 	switch r.State {
 	case "won":
-		return idriver.ClaimResult{Won: true, Fence: r.Fence, LeaseExpiresAt: r.LeaseExpiresAt, CommittedAt: r.CommittedAt}, nil
+		return idriver.ClaimResult{Won: true, Fence: r.Fence, LeaseExpiresAt: r.LeaseExpiresAt, CommittedAt: r.CommittedAt, Failures: r.Failures}, nil
 	case "":
 		// A row committed after the statement's snapshot stood in the
 		// way: the ledger reads it (Get).
@@ -232,7 +232,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt, Fence: r.Fence,
 		Status: r.Status, Headers: r.Headers, Body: r.Body,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt,
-		CommittedAt: r.CommittedAt, Kind: r.Kind,
+		CommittedAt: r.CommittedAt, Kind: r.Kind, Failures: r.Failures,
 	}}, nil
 }
 
@@ -268,9 +268,10 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 	return n == 1, pgerr.TooLarge(p, txDone(err))
 }
 
-func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {
 	n, err := pgxdb.New(e.db).Release(ctx, pgxdb.ReleaseParams{
 		LockTimeout: e.lockTimeout(ctx),
+		LeaseMillis: p.LeaseMillis,
 		Scope:       p.Scope,
 		Key:         p.Key,
 		LeaseToken:  text(p.Token),
@@ -335,7 +336,7 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 		expired, estimated = max(expired, statsCountLimit+1), true
 	}
 	return idriver.StatsResult{
-		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight), CompletedEstimated: row.TotalEstimated,
+		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight-row.Released), Released: row.Released, CompletedEstimated: row.TotalEstimated,
 		Expired: max(0, expired-row.ExpiresPassedLeased), ExpiredEstimated: estimated, LeaseExpired: row.LeaseExpired,
 		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
 		OldestExpired: row.OldestExpiresAt,
@@ -422,6 +423,6 @@ func row(g pgxdb.IdempotencyLedger) idriver.Row {
 		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
 		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
 		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
+		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String, Failures: g.Failures,
 	}
 }

@@ -27,6 +27,7 @@ func TestVersionDownUp(t *testing.T) {
 		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
 		"index idemledger_ledger_in_flight",
+		"index idemledger_ledger_released",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",

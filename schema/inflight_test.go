@@ -90,7 +90,7 @@ func TestPostgresInFlightStatementsByKey(t *testing.T) {
 			if ok, err := ex.Complete(ctx, driver.CompleteParams{LeaseParams: lease("a"), Status: 201, Body: []byte("{}"), TTLMillis: 60000}); !ok || err != nil {
 				t.Fatalf("Complete = %v, %v", ok, err)
 			}
-			if ok, err := ex.Release(ctx, lease("b")); !ok || err != nil {
+			if ok, err := ex.Release(ctx, driver.ReleaseParams{LeaseParams: lease("b"), LeaseMillis: 60000}); !ok || err != nil {
 				t.Fatalf("Release = %v, %v", ok, err)
 			}
 			if err := ex.Abandon(ctx, lease("c")); err != nil {

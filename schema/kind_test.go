@@ -100,11 +100,22 @@ func testOutcomeKindMigration[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 // call (without the DSN's multiStatements). Statements end with a semicolon
 // at the end of a line.
 func execScript(ctx context.Context, db *sql.DB, script []byte) error {
+	// One connection for the whole script: a MySQL migration keeps a
+	// statement in a session variable for PREPARE.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
 	var stmt strings.Builder
+	quoted := false // inside a dollar-quoted function body, whose lines end with semicolons of its own
 	for line := range strings.Lines(string(script)) {
 		stmt.WriteString(line)
-		if t := strings.TrimSpace(line); strings.HasSuffix(t, ";") && !strings.HasPrefix(t, "--") {
-			if _, err := db.ExecContext(ctx, stmt.String()); err != nil {
+		if strings.Count(line, "$idemledger$")%2 == 1 {
+			quoted = !quoted
+		}
+		if t := strings.TrimSpace(line); !quoted && strings.HasSuffix(t, ";") && !strings.HasPrefix(t, "--") {
+			if _, err := conn.ExecContext(ctx, stmt.String()); err != nil {
 				return err
 			}
 			stmt.Reset()

@@ -70,6 +70,7 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
 		"index idemledger_ledger_in_flight",
+		"index idemledger_ledger_released",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
@@ -122,6 +123,7 @@ func TestMigrateBesideApplication(t *testing.T) {
 		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",
 		"index idemledger_ledger_in_flight",
+		"index idemledger_ledger_released",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
@@ -187,6 +189,7 @@ func TestFS(t *testing.T) {
 		"000004_scale.down.sql", "000004_scale.up.sql",
 		"000005_claim_write.down.sql", "000005_claim_write.up.sql",
 		"000006_in_flight_key.down.sql", "000006_in_flight_key.up.sql",
+		"000007_released.down.sql", "000007_released.up.sql",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)

@@ -63,6 +63,7 @@ func TestPostgresVersionDownUp(t *testing.T) {
 		"index idemledger_ledger_expires_at",
 		"index idemledger_ledger_in_flight_key",
 		"index idemledger_ledger_pkey",
+		"index idemledger_ledger_released",
 		"index idemledger_schema_migrations_pkey",
 		"table app_orders",
 		"table idemledger_schema_migrations",

@@ -258,7 +258,7 @@ func (e executor) Claim(ctx context.Context, a idriver.ClaimParams) (idriver.Cla
 	if err != nil {
 		return idriver.ClaimResult{}, err
 	}
-	return idriver.ClaimResult{Won: true, Fence: won.Fence, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: won.CommittedAt.Int64}, nil
+	return idriver.ClaimResult{Won: true, Fence: won.Fence, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: won.CommittedAt.Int64, Failures: won.Failures}, nil
 }
 
 // claimInsert inserts a new in-flight row for a key that has none; Won is
@@ -292,7 +292,7 @@ func row(g sqlitedb.IdempotencyLedger) *idriver.Row {
 		LeaseToken: g.LeaseToken.String, LeaseExpiresAt: g.LeaseExpiresAt.Int64, Fence: g.Fence,
 		Status: g.Status.Int64, Headers: g.Headers, Body: g.Body,
 		CreatedAt: g.CreatedAt, CompletedAt: g.CompletedAt.Int64, ExpiresAt: g.ExpiresAt,
-		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String,
+		CommittedAt: g.CommittedAt.Int64, Kind: g.Kind.String, Failures: g.Failures,
 	}
 }
 
@@ -333,12 +333,13 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 	return n == 1, err
 }
 
-func (e executor) Release(ctx context.Context, p idriver.LeaseParams) (bool, error) {
+func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {
 	n, err := e.queries(ctx).Release(ctx, sqlitedb.ReleaseParams{
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: sql.NullString{String: p.Token, Valid: true},
-		Fence:      p.Fence,
+		LeaseMillis: sql.NullInt64{Int64: p.LeaseMillis, Valid: true},
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
+		Fence:       p.Fence,
 	})
 	return n == 1, err
 }
@@ -400,7 +401,7 @@ func (e executor) Stats(ctx context.Context, now int64) (idriver.StatsResult, er
 		estimated = true
 	}
 	return idriver.StatsResult{
-		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight), CompletedEstimated: false,
+		InFlight: row.InFlight, Completed: max(0, row.Total-row.InFlight-row.Released), Released: row.Released, CompletedEstimated: false,
 		Expired: max(0, expired-row.ExpiresPassedLeased), ExpiredEstimated: estimated, LeaseExpired: row.LeaseExpired,
 		Committed: row.Committed, Oldest: row.OldestCreatedAt, Newest: row.NewestCreatedAt,
 		OldestExpired: row.OldestExpiresAt,

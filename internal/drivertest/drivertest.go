@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ func Exercise[TTx any](t *testing.T, fresh func(t *testing.T) *testdb.DB[TTx], h
 	t.Run("LeaseGuards", func(t *testing.T) { leaseGuards(t, fresh(t)) })
 	t.Run("Takeover", func(t *testing.T) { takeover(t, fresh(t)) })
 	t.Run("ValidUntil", func(t *testing.T) { validUntil(t, fresh(t)) })
+	t.Run("Released", func(t *testing.T) { released(t, fresh(t)) })
 	t.Run("PurgeAndStats", func(t *testing.T) { purgeAndStats(t, fresh(t)) })
 	t.Run("PurgeKeyset", func(t *testing.T) { purgeKeyset(t, fresh(t)) })
 	t.Run("Clock", func(t *testing.T) { clock(t, fresh(t)) })
@@ -154,7 +156,7 @@ func leaseGuards[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		if ok := must(ex.Complete(ctx, driver.CompleteParams{LeaseParams: other, Status: 1, TTLMillis: 1, Now: t0}))(t); ok {
 			t.Errorf("Complete with %+v: held", other)
 		}
-		if ok := must(ex.Release(ctx, other))(t); ok {
+		if ok := must(ex.Release(ctx, driver.ReleaseParams{LeaseParams: other, LeaseMillis: 1000}))(t); ok {
 			t.Errorf("Release with %+v: held", other)
 		}
 		if _, ok, err := ex.Extend(ctx, driver.ExtendParams{LeaseParams: other, LeaseMillis: 1, Now: t0}); ok || err != nil {
@@ -169,15 +171,15 @@ func leaseGuards[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		t.Fatalf("Extend: %d, %t, %v; want %d", until, ok, err, t0+5100)
 	}
 	must(ex.MarkCommitted(ctx, driver.MarkParams{LeaseParams: held, Now: t0}))(t)
-	if ok := must(ex.Release(ctx, held))(t); ok {
-		t.Fatal("Release of a marked record deleted it")
+	if ok := must(ex.Release(ctx, driver.ReleaseParams{LeaseParams: held, LeaseMillis: 1000}))(t); ok {
+		t.Fatal("Release of a marked record released it")
 	}
 	if g := must(ex.Get(ctx, driver.GetParams{Scope: "s", Key: "k", Now: t0}))(t); g.Row == nil {
 		t.Fatal("the marked record is gone")
 	}
 	// Unmarked, the holder releases it.
 	must(ex.Claim(ctx, claimParams("r", "tok-r", t0)))(t)
-	if ok := must(ex.Release(ctx, driver.LeaseParams{Scope: "s", Key: "r", Token: "tok-r", Fence: 1}))(t); !ok {
+	if ok := must(ex.Release(ctx, driver.ReleaseParams{LeaseParams: driver.LeaseParams{Scope: "s", Key: "r", Token: "tok-r", Fence: 1}, LeaseMillis: 1000}))(t); !ok {
 		t.Fatal("Release of the held lease: not held")
 	}
 	// Abandon ends the lease at once, whatever the fence: a retry takes the
@@ -188,6 +190,68 @@ func leaseGuards[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	}
 	if r := must(ex.Claim(ctx, claimParams("a", "tok-b", t0)))(t); !r.Won || r.Fence != 2 {
 		t.Fatalf("claim after Abandon: %+v; want won, fence 2", r)
+	}
+}
+
+// released: Release leaves the row released, with its fence, its
+// fingerprint and one more failure, expiring no earlier than a lease after
+// its lease; any claim takes it over at once, continuing the fence, and
+// the failures when the fingerprint is the same; Stats counts it apart;
+// Purge leaves it until it expires; FindKey does not list it.
+func released[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	ctx := context.Background()
+	ex := d.Driver.DB()
+	release := func(key, token string, fence int64) {
+		t.Helper()
+		p := driver.ReleaseParams{LeaseParams: driver.LeaseParams{Scope: "s", Key: key, Token: token, Fence: fence}, LeaseMillis: 1000}
+		if ok := must(ex.Release(ctx, p))(t); !ok {
+			t.Fatalf("Release of %s at fence %d: not held", key, fence)
+		}
+	}
+	// A short TTL: the release moves the expiry past the lease's end plus
+	// a lease (t0+1000+1000), beyond the claim's t0+500.
+	short := claimParams("k", "t1", t0)
+	short.TTLMillis = 500
+	must(ex.Claim(ctx, short))(t)
+	release("k", "t1", 1)
+	g := must(ex.Get(ctx, driver.GetParams{Scope: "s", Key: "k", Now: t0 + 1}))(t)
+	want := driver.Row{Scope: "s", Key: "k", Fingerprint: fp, State: "released", LeaseExpiresAt: t0 + 1000,
+		Fence: 1, CreatedAt: t0, ExpiresAt: t0 + 2000, Failures: 1}
+	if g.Row == nil || !reflect.DeepEqual(*g.Row, want) {
+		t.Fatalf("released row:\n got %+v\nwant %+v", g.Row, want)
+	}
+	if n := must(ex.PurgeBatch(ctx, driver.PurgeBatchParams{Now: t0 + 1999, Limit: 10}))(t); n.Deleted != 0 {
+		t.Fatalf("purge a lease after the lease's end less 1 ms deleted %d rows", n.Deleted)
+	}
+	if st := must(ex.Stats(ctx, t0+1))(t); st.InFlight != 0 || st.Completed != 0 || st.Released != 1 {
+		t.Fatalf("Stats: %+v; want 1 released, nothing else", st)
+	}
+	if got := must(ex.FindKey(ctx, "k", 10))(t); len(got) != 0 {
+		t.Fatalf("FindKey listed %d released rows", len(got))
+	}
+	// The same fingerprint at once: fence 2, the failure counted on.
+	if r := must(ex.Claim(ctx, claimParams("k", "t2", t0+1)))(t); !r.Won || r.Fence != 2 || r.Failures != 1 {
+		t.Fatalf("claim of the released row: %+v; want won, fence 2, 1 failure", r)
+	}
+	release("k", "t2", 2)
+	if r := must(ex.Claim(ctx, claimParams("k", "t3", t0+2)))(t); !r.Won || r.Fence != 3 || r.Failures != 2 {
+		t.Fatalf("claim after the second release: %+v; want won, fence 3, 2 failures", r)
+	}
+	release("k", "t3", 3)
+	// Another fingerprint: taken over too, the count starts again.
+	other := claimParams("k", "t4", t0+3)
+	other.Fingerprint = bytes.Repeat([]byte{0xcd}, 32)
+	if r := must(ex.Claim(ctx, other))(t); !r.Won || r.Fence != 4 || r.Failures != 0 {
+		t.Fatalf("claim with another fingerprint: %+v; want won, fence 4, 0 failures", r)
+	}
+	release("k", "t4", 4)
+	// Purge leaves it until it expires (here the claim's TTL, later than
+	// a lease after the lease's end).
+	if n := must(ex.PurgeBatch(ctx, driver.PurgeBatchParams{Now: t0 + 10_002, Limit: 10}))(t); n.Deleted != 0 {
+		t.Fatalf("purge before the expiry deleted %d rows", n.Deleted)
+	}
+	if n := must(ex.PurgeBatch(ctx, driver.PurgeBatchParams{Now: t0 + 10_003, Limit: 10}))(t); n.Deleted != 1 {
+		t.Fatalf("purge at the expiry deleted %d rows, want 1", n.Deleted)
 	}
 }
 

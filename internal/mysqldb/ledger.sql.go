@@ -89,7 +89,8 @@ SET fingerprint      = ?,
     created_at       = ?,
     completed_at     = NULL,
     expires_at       = ?,
-    committed_at     = ?
+    committed_at     = ?,
+    failures         = ?
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ? AND fence = ?
   AND (CAST(? AS SIGNED) IS NULL
        OR CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) <= ?)
@@ -103,6 +104,7 @@ type ClaimTakeoverParams struct {
 	CreatedAt      int64
 	ExpiresAt      int64
 	CommittedAt    sql.NullInt64
+	Failures       int64
 	Scope          []byte
 	IdempotencyKey []byte
 	Fence          int64
@@ -110,8 +112,9 @@ type ClaimTakeoverParams struct {
 }
 
 // Takes over the row read and locked by GetForUpdate, whose fence it
-// names: the new fence and commit mark were decided from that read. Like
-// ClaimInsert, it changes nothing when received after valid_until.
+// names: the new fence, commit mark and count of failed runs were decided
+// from that read. Like ClaimInsert, it changes nothing when received after
+// valid_until.
 func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ClaimTakeover,
 		arg.Fingerprint,
@@ -121,6 +124,7 @@ func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (i
 		arg.CreatedAt,
 		arg.ExpiresAt,
 		arg.CommittedAt,
+		arg.Failures,
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.Fence,
@@ -219,9 +223,9 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (int64, error) {
 
 const FindKey = `-- name: FindKey :many
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
-WHERE ` + "`" + `key` + "`" + ` = ?
+WHERE ` + "`" + `key` + "`" + ` = ? AND state <> 'released'
 ORDER BY scope
 LIMIT ?
 `
@@ -231,6 +235,8 @@ type FindKeyParams struct {
 	Limit          int32
 }
 
+// Released records are left out: they hold no operation, only the key's
+// fence.
 func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]IdempotencyLedger, error) {
 	rows, err := q.db.QueryContext(ctx, FindKey, arg.IdempotencyKey, arg.Limit)
 	if err != nil {
@@ -256,6 +262,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 			&i.ExpiresAt,
 			&i.CommittedAt,
 			&i.Kind,
+			&i.Failures,
 		); err != nil {
 			return nil, err
 		}
@@ -272,7 +279,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 
 const Get = `-- name: Get :one
 SELECT c.now, l.scope, l.` + "`" + `key` + "`" + `, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
-       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind
+       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind, l.failures
 FROM (SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now) AS c
 LEFT JOIN idempotency_ledger AS l ON l.scope = ? AND l.` + "`" + `key` + "`" + ` = ?
 `
@@ -299,6 +306,7 @@ type GetRow struct {
 	ExpiresAt      sql.NullInt64
 	CommittedAt    sql.NullInt64
 	Kind           sql.NullString
+	Failures       sql.NullInt64
 }
 
 // The row and the server's clock in one round trip: a replay's whole read,
@@ -328,13 +336,14 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 		&i.ExpiresAt,
 		&i.CommittedAt,
 		&i.Kind,
+		&i.Failures,
 	)
 	return i, err
 }
 
 const GetForUpdate = `-- name: GetForUpdate :one
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 FOR UPDATE
@@ -367,13 +376,14 @@ func (q *Queries) GetForUpdate(ctx context.Context, arg GetForUpdateParams) (Ide
 		&i.ExpiresAt,
 		&i.CommittedAt,
 		&i.Kind,
+		&i.Failures,
 	)
 	return i, err
 }
 
 const GetShared = `-- name: GetShared :one
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 LOCK IN SHARE MODE
@@ -409,6 +419,7 @@ func (q *Queries) GetShared(ctx context.Context, arg GetSharedParams) (Idempoten
 		&i.ExpiresAt,
 		&i.CommittedAt,
 		&i.Kind,
+		&i.Failures,
 	)
 	return i, err
 }
@@ -441,7 +452,7 @@ func (q *Queries) Held(ctx context.Context, arg HeldParams) (int64, error) {
 
 const ListInFlight = `-- name: ListInFlight :many
 SELECT scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, ` + "`" + `key` + "`" + `
@@ -473,6 +484,7 @@ func (q *Queries) ListInFlight(ctx context.Context, limit int32) ([]IdempotencyL
 			&i.ExpiresAt,
 			&i.CommittedAt,
 			&i.Kind,
+			&i.Failures,
 		); err != nil {
 			return nil, err
 		}
@@ -574,23 +586,31 @@ func (q *Queries) PurgeBatch(ctx context.Context, arg PurgeBatchParams) (int64, 
 }
 
 const Release = `-- name: Release :execrows
-DELETE FROM idempotency_ledger
+UPDATE idempotency_ledger
+SET state       = 'released',
+    lease_token = NULL,
+    failures    = failures + 1,
+    expires_at  = GREATEST(expires_at, lease_expires_at + CAST(? AS SIGNED))
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
   AND state = 'in_flight' AND lease_token = ? AND fence = ?
   AND committed_at IS NULL
 `
 
 type ReleaseParams struct {
+	LeaseMillis    int64
 	Scope          []byte
 	IdempotencyKey []byte
 	LeaseToken     []byte
 	Fence          int64
 }
 
-// Drops an in-flight claim held by the caller, unless it passed its commit
-// point.
+// Ends an in-flight claim held by the caller, unless it passed its commit
+// point, and counts the failed run; the row stays, released, with its
+// fence, and expires no earlier than lease_millis after the lease it ends
+// would have (as on the other engines: queries/postgres).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, Release,
+		arg.LeaseMillis,
 		arg.Scope,
 		arg.IdempotencyKey,
 		arg.LeaseToken,
@@ -606,6 +626,7 @@ const Stats = `-- name: Stats :one
 SELECT
     CAST(COALESCE(SUM(state = 'in_flight'), 0) AS SIGNED) AS in_flight,
     CAST(COALESCE(SUM(state = 'completed'), 0) AS SIGNED) AS completed,
+    CAST(COALESCE(SUM(state = 'released'), 0) AS SIGNED) AS released,
     CAST(COALESCE(SUM(expires_at <= CAST(? AS SIGNED)
         AND (state = 'completed' OR lease_expires_at <= CAST(? AS SIGNED))), 0) AS SIGNED) AS expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= CAST(? AS SIGNED)), 0) AS SIGNED) AS lease_expired,
@@ -625,6 +646,7 @@ type StatsParams struct {
 type StatsRow struct {
 	InFlight        int64
 	Completed       int64
+	Released        int64
 	Expired         int64
 	LeaseExpired    int64
 	Committed       int64
@@ -647,6 +669,7 @@ func (q *Queries) Stats(ctx context.Context, arg StatsParams) (StatsRow, error) 
 	err := row.Scan(
 		&i.InFlight,
 		&i.Completed,
+		&i.Released,
 		&i.Expired,
 		&i.LeaseExpired,
 		&i.Committed,

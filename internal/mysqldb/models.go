@@ -24,4 +24,5 @@ type IdempotencyLedger struct {
 	ExpiresAt      int64
 	CommittedAt    sql.NullInt64
 	Kind           sql.NullString
+	Failures       int64
 }

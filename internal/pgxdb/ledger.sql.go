@@ -57,6 +57,8 @@ SELECT clock.now::bigint AS now,
              ELSE COALESCE(r.lease_expires_at, 0) END)::bigint AS lease_expires_at,
        (CASE WHEN w.won_fence IS NOT NULL THEN COALESCE(w.won_committed_at, 0)
              ELSE COALESCE(r.committed_at, 0) END)::bigint AS committed_at,
+       (CASE WHEN w.won_fence IS NOT NULL THEN w.won_failures
+             ELSE COALESCE(r.failures, 0) END)::bigint AS failures,
        COALESCE(r.fingerprint, ''::bytea)::bytea AS fingerprint,
        COALESCE(r.lease_token, '')::text AS lease_token,
        COALESCE(r.status, 0)::bigint AS status,
@@ -81,7 +83,8 @@ LEFT JOIN LATERAL (
     -- body stay nullable bytea.
     SELECT c.scope, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
            c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
-           COALESCE((
+           c.failures,
+           COALESCE(c.state = 'released' OR (
                 c.expires_at <= clock.now
                 AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
            ) OR (
@@ -95,7 +98,7 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) AS r ON true
 LEFT JOIN LATERAL (
-    SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
+    SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at, f.won_failures
     FROM idemledger_claim_write($6::text, $7::text, $4::bytea, $8::text,
                                 clock.now, $9::bigint, $10::bigint, $5::boolean) AS f
     WHERE r.open IS NOT FALSE
@@ -123,6 +126,7 @@ type ClaimRow struct {
 	Fence          int64
 	LeaseExpiresAt int64
 	CommittedAt    int64
+	Failures       int64
 	Fingerprint    []byte
 	LeaseToken     string
 	Status         int64
@@ -137,13 +141,13 @@ type ClaimRow struct {
 
 // One statement that reads the key's row first (r) and writes only when
 // that row does not stand: then it calls idemledger_claim_write (schema/
-// postgres/000005_claim_write.up.sql), which inserts a new in-flight row, or
-// takes over the existing one when it has expired (anyone may) or when it
-// is in flight with a lease that ran out and the same fingerprint. It
-// always returns one row, the clock (now) by which r was judged and one of
-// three things, told by state: 'won', with the won lease in fence,
-// lease_expires_at and committed_at; the row as r read it (its own state);
-// or ” when nothing was won and the key had no row.
+// postgres/000007_released.up.sql), which inserts a new in-flight row, or
+// takes over the existing one when it has expired or was released (anyone
+// may) or when it is in flight with a lease that ran out and the same
+// fingerprint. It always returns one row, the clock (now) by which r was
+// judged and one of three things, told by state: 'won', with the won lease
+// in fence, lease_expires_at, committed_at and failures; the row as r read
+// it (its own state); or ” when nothing was won and the key had no row.
 //
 // @valid_until (nullable) is the latest clock at which the claim may still
 // write: a statement that reaches the server later (it was held up on the
@@ -209,6 +213,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.Fence,
 		&i.LeaseExpiresAt,
 		&i.CommittedAt,
+		&i.Failures,
 		&i.Fingerprint,
 		&i.LeaseToken,
 		&i.Status,
@@ -325,9 +330,9 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (pgtype.Int8, er
 
 const findKey = `-- name: FindKey :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
-WHERE key = $1
+WHERE key = $1 AND state <> 'released'
 ORDER BY scope
 LIMIT $2::bigint
 `
@@ -339,7 +344,8 @@ type FindKeyParams struct {
 
 // Every record with the key, in whatever scope, for operators
 // (Ledger.Find). The primary key begins with the scope, so this reads the
-// whole table: it is not for a request's path.
+// whole table: it is not for a request's path. Released records are left
+// out: they hold no operation, only the key's fence.
 func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]IdempotencyLedger, error) {
 	rows, err := q.db.Query(ctx, findKey, arg.Key, arg.MaxRows)
 	if err != nil {
@@ -365,6 +371,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 			&i.ExpiresAt,
 			&i.CommittedAt,
 			&i.Kind,
+			&i.Failures,
 		); err != nil {
 			return nil, err
 		}
@@ -377,7 +384,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 }
 
 const get = `-- name: Get :one
-SELECT idempotency_ledger.scope, idempotency_ledger.key, idempotency_ledger.fingerprint, idempotency_ledger.state, idempotency_ledger.lease_token, idempotency_ledger.lease_expires_at, idempotency_ledger.fence, idempotency_ledger.status, idempotency_ledger.headers, idempotency_ledger.body, idempotency_ledger.created_at, idempotency_ledger.completed_at, idempotency_ledger.expires_at, idempotency_ledger.committed_at, idempotency_ledger.kind,
+SELECT idempotency_ledger.scope, idempotency_ledger.key, idempotency_ledger.fingerprint, idempotency_ledger.state, idempotency_ledger.lease_token, idempotency_ledger.lease_expires_at, idempotency_ledger.fence, idempotency_ledger.status, idempotency_ledger.headers, idempotency_ledger.body, idempotency_ledger.created_at, idempotency_ledger.completed_at, idempotency_ledger.expires_at, idempotency_ledger.committed_at, idempotency_ledger.kind, idempotency_ledger.failures,
        COALESCE($1::bigint,
                 floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)::bigint AS now
 FROM idempotency_ledger
@@ -416,6 +423,7 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 		&i.IdempotencyLedger.ExpiresAt,
 		&i.IdempotencyLedger.CommittedAt,
 		&i.IdempotencyLedger.Kind,
+		&i.IdempotencyLedger.Failures,
 		&i.Now,
 	)
 	return i, err
@@ -423,7 +431,7 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 
 const listInFlight = `-- name: ListInFlight :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
@@ -459,6 +467,7 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 			&i.ExpiresAt,
 			&i.CommittedAt,
 			&i.Kind,
+			&i.Failures,
 		); err != nil {
 			return nil, err
 		}
@@ -609,10 +618,14 @@ func (q *Queries) PurgeBatch(ctx context.Context, arg PurgeBatchParams) (PurgeBa
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_ledger AS l
-USING (
-    SELECT CASE WHEN $1::text IS NULL THEN NULL
-                ELSE set_config('lock_timeout', $1::text, true) END AS lock_timeout
+UPDATE idempotency_ledger AS l
+SET state       = 'released',
+    lease_token = NULL,
+    failures    = l.failures + 1,
+    expires_at  = GREATEST(l.expires_at, l.lease_expires_at + $1::bigint)
+FROM (
+    SELECT CASE WHEN $6::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $6::text, true) END AS lock_timeout
     OFFSET 0
 ) AS cfg
 WHERE l.scope = $2 AND l.key = $3
@@ -621,23 +634,30 @@ WHERE l.scope = $2 AND l.key = $3
 `
 
 type ReleaseParams struct {
-	LockTimeout pgtype.Text
+	LeaseMillis int64
 	Scope       string
 	Key         string
 	LeaseToken  pgtype.Text
 	Fence       int64
+	LockTimeout pgtype.Text
 }
 
-// Drops an in-flight claim held by the caller; never a completed row, nor
-// one that passed its commit point: its effect happened, and a retry must
-// not run it again as if it had not.
+// Ends an in-flight claim held by the caller, never a completed row, nor
+// one that passed its commit point (its effect happened, and a retry must
+// not run it again as if it had not), and counts the failed run. The row
+// stays, released: any claim may take it over at once, and it keeps its
+// fence, so that the next holder's fence is greater than every earlier
+// one. It expires no earlier than @lease_millis after the lease it ends
+// would have, so that Purge, which would let the fence start again at 1,
+// leaves it while a holder whose lease ran out may still be at work.
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.db.Exec(ctx, release,
-		arg.LockTimeout,
+		arg.LeaseMillis,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,
 		arg.Fence,
+		arg.LockTimeout,
 	)
 	if err != nil {
 		return 0, err
@@ -663,6 +683,8 @@ SELECT
     f.in_flight,
     f.lease_expired,
     f.committed,
+    -- Through the partial index of released rows (migration 7).
+    (SELECT count(*) FROM idempotency_ledger AS r WHERE r.state = 'released') AS released,
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= $1::bigint LIMIT 100001) AS capped) AS expires_passed,
     f.expires_passed_leased,
@@ -680,6 +702,7 @@ type StatsRow struct {
 	InFlight            int64
 	LeaseExpired        int64
 	Committed           int64
+	Released            int64
 	ExpiresPassed       int64
 	ExpiresPassedLeased int64
 	OldestExpiresAt     int64
@@ -703,6 +726,7 @@ type StatsRow struct {
 //	  of them took 0.6 s); past that the drivers ask the planner for its
 //	  estimate instead (issue 25); less the in-flight rows there whose
 //	  lease still holds;
+//	released: exact, the entries of the partial index of released rows;
 //	oldest_expires_at: the first expired row in expiry order;
 //	oldest and newest created_at: exact, the ends of the created_at index.
 func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
@@ -714,6 +738,7 @@ func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
 		&i.InFlight,
 		&i.LeaseExpired,
 		&i.Committed,
+		&i.Released,
 		&i.ExpiresPassed,
 		&i.ExpiresPassedLeased,
 		&i.OldestExpiresAt,

@@ -24,4 +24,5 @@ type IdempotencyLedger struct {
 	ExpiresAt      int64
 	CommittedAt    pgtype.Int8
 	Kind           pgtype.Text
+	Failures       int64
 }

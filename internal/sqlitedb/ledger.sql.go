@@ -104,10 +104,16 @@ SET fingerprint      = ?1,
     -- for happened whatever the new holder does. The CASE reads the row's
     -- columns as they were before this UPDATE.
     committed_at     = CASE
-        WHEN expires_at <= ?4 AND (state = 'completed' OR lease_expires_at <= ?4)
-        THEN NULL ELSE committed_at END
+        WHEN expires_at <= ?4 AND (state <> 'in_flight' OR lease_expires_at <= ?4)
+        THEN NULL ELSE committed_at END,
+    -- The failed runs of the same operation count on; an expired record,
+    -- or another fingerprint, is another operation.
+    failures         = CASE
+        WHEN expires_at <= ?4 AND (state <> 'in_flight' OR lease_expires_at <= ?4) THEN 0
+        WHEN fingerprint = ?1 THEN failures
+        ELSE 0 END
 WHERE scope = ?6 AND key = ?7
-  AND ((
+  AND (state = 'released' OR (
         expires_at <= ?4
         AND (state = 'completed' OR lease_expires_at <= ?4)
     ) OR (
@@ -116,7 +122,7 @@ WHERE scope = ?6 AND key = ?7
         AND fingerprint = ?1
         AND (committed_at IS NULL OR CAST(?8 AS INTEGER))
     ))
-RETURNING fence, committed_at
+RETURNING fence, committed_at, failures
 `
 
 type ClaimTakeoverParams struct {
@@ -133,11 +139,13 @@ type ClaimTakeoverParams struct {
 type ClaimTakeoverRow struct {
 	Fence       int64
 	CommittedAt sql.NullInt64
+	Failures    int64
 }
 
-// Takes over the existing row when it has expired (anyone may) or when it
-// is in flight with a lease that ran out and the same fingerprint, and
-// returns its new fence. Returns no row when the existing row stands.
+// Takes over the existing row when it has expired or was released (anyone
+// may) or when it is in flight with a lease that ran out and the same
+// fingerprint, and returns its new fence and the operation's count of
+// failed runs. Returns no row when the existing row stands.
 func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (ClaimTakeoverRow, error) {
 	row := q.queryRow(ctx, q.claimTakeoverStmt, claimTakeover,
 		arg.Fingerprint,
@@ -150,7 +158,7 @@ func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (C
 		arg.Recover,
 	)
 	var i ClaimTakeoverRow
-	err := row.Scan(&i.Fence, &i.CommittedAt)
+	err := row.Scan(&i.Fence, &i.CommittedAt, &i.Failures)
 	return i, err
 }
 
@@ -234,9 +242,9 @@ func (q *Queries) Extend(ctx context.Context, arg ExtendParams) (int64, error) {
 
 const findKey = `-- name: FindKey :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
-WHERE key = ?1
+WHERE key = ?1 AND state <> 'released'
 ORDER BY scope
 LIMIT ?2
 `
@@ -248,7 +256,8 @@ type FindKeyParams struct {
 
 // Every record with the key, in whatever scope, for operators
 // (Ledger.Find). The primary key begins with the scope, so this reads the
-// whole table: it is not for a request's path.
+// whole table: it is not for a request's path. Released records are left
+// out: they hold no operation, only the key's fence.
 func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]IdempotencyLedger, error) {
 	rows, err := q.query(ctx, q.findKeyStmt, findKey, arg.Key, arg.MaxRows)
 	if err != nil {
@@ -274,6 +283,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 			&i.ExpiresAt,
 			&i.CommittedAt,
 			&i.Kind,
+			&i.Failures,
 		); err != nil {
 			return nil, err
 		}
@@ -290,7 +300,7 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 
 const get = `-- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE scope = ?1 AND key = ?2
 `
@@ -319,13 +329,14 @@ func (q *Queries) Get(ctx context.Context, arg GetParams) (IdempotencyLedger, er
 		&i.ExpiresAt,
 		&i.CommittedAt,
 		&i.Kind,
+		&i.Failures,
 	)
 	return i, err
 }
 
 const listInFlight = `-- name: ListInFlight :many
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
@@ -361,6 +372,7 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 			&i.ExpiresAt,
 			&i.CommittedAt,
 			&i.Kind,
+			&i.Failures,
 		); err != nil {
 			return nil, err
 		}
@@ -436,24 +448,35 @@ func (q *Queries) PurgeBatch(ctx context.Context, arg PurgeBatchParams) (int64, 
 }
 
 const release = `-- name: Release :execrows
-DELETE FROM idempotency_ledger
-WHERE scope = ?1 AND key = ?2
-  AND state = 'in_flight' AND lease_token = ?3 AND fence = ?4
+UPDATE idempotency_ledger
+SET state       = 'released',
+    lease_token = NULL,
+    failures    = failures + 1,
+    expires_at  = max(expires_at, lease_expires_at + ?1)
+WHERE scope = ?2 AND key = ?3
+  AND state = 'in_flight' AND lease_token = ?4 AND fence = ?5
   AND committed_at IS NULL
 `
 
 type ReleaseParams struct {
-	Scope      string
-	Key        string
-	LeaseToken sql.NullString
-	Fence      int64
+	LeaseMillis sql.NullInt64
+	Scope       string
+	Key         string
+	LeaseToken  sql.NullString
+	Fence       int64
 }
 
-// Drops an in-flight claim held by the caller; never a completed row, nor
-// one that passed its commit point: its effect happened, and a retry must
-// not run it again as if it had not.
+// Ends an in-flight claim held by the caller, never a completed row, nor
+// one that passed its commit point (its effect happened, and a retry must
+// not run it again as if it had not), and counts the failed run. The row
+// stays, released: any claim may take it over at once, and it keeps its
+// fence, so that the next holder's fence is greater than every earlier
+// one. It expires no earlier than @lease_millis after the lease it ends
+// would have, so that Purge, which would let the fence start again at 1,
+// leaves it while a holder whose lease ran out may still be at work.
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.releaseStmt, release,
+		arg.LeaseMillis,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,
@@ -473,6 +496,8 @@ SELECT
         WHERE f.state = 'in_flight' AND f.lease_expires_at <= ?1) AS lease_expired,
     (SELECT count(*) FROM idempotency_ledger AS f
         WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
+    -- Through the partial index of released rows (migration 7).
+    (SELECT count(*) FROM idempotency_ledger AS r WHERE r.state = 'released') AS released,
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= ?1 LIMIT 100001)) AS expires_passed,
     -- The unary + keeps SQLite from reading this through the expiry index
@@ -495,6 +520,7 @@ type StatsRow struct {
 	InFlight            int64
 	LeaseExpired        int64
 	Committed           int64
+	Released            int64
 	ExpiresPassed       int64
 	ExpiresPassedLeased int64
 	FirstRowid          int64
@@ -530,6 +556,7 @@ func (q *Queries) Stats(ctx context.Context, now sql.NullInt64) (StatsRow, error
 		&i.InFlight,
 		&i.LeaseExpired,
 		&i.Committed,
+		&i.Released,
 		&i.ExpiresPassed,
 		&i.ExpiresPassedLeased,
 		&i.FirstRowid,

@@ -25,7 +25,7 @@ SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS
 -- snapshot taken no later (in a caller's transaction, possibly much
 -- earlier), so a row unexpired at that clock was unexpired in the snapshot.
 SELECT c.now, l.scope, l.`key`, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
-       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind
+       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind, l.failures
 FROM (SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now) AS c
 LEFT JOIN idempotency_ledger AS l ON l.scope = sqlc.arg(scope) AND l.`key` = sqlc.arg(idempotency_key);
 
@@ -37,7 +37,7 @@ LEFT JOIN idempotency_ledger AS l ON l.scope = sqlc.arg(scope) AND l.`key` = sql
 -- another never deadlocks them; most such rows stand (a replay), and only
 -- a takeover goes on to GetForUpdate.
 SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
 LOCK IN SHARE MODE;
@@ -47,7 +47,7 @@ LOCK IN SHARE MODE;
 -- claim decides a takeover on. It waits for a transaction that holds the
 -- row (a duplicate in flight inside another caller's transaction).
 SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
 FOR UPDATE;
@@ -69,8 +69,9 @@ WHERE CAST(sqlc.narg(valid_until) AS SIGNED) IS NULL
 
 -- name: ClaimTakeover :execrows
 -- Takes over the row read and locked by GetForUpdate, whose fence it
--- names: the new fence and commit mark were decided from that read. Like
--- ClaimInsert, it changes nothing when received after valid_until.
+-- names: the new fence, commit mark and count of failed runs were decided
+-- from that read. Like ClaimInsert, it changes nothing when received after
+-- valid_until.
 UPDATE idempotency_ledger
 SET fingerprint      = sqlc.arg(fingerprint),
     state            = 'in_flight',
@@ -84,7 +85,8 @@ SET fingerprint      = sqlc.arg(fingerprint),
     created_at       = sqlc.arg(created_at),
     completed_at     = NULL,
     expires_at       = sqlc.arg(expires_at),
-    committed_at     = sqlc.narg(committed_at)
+    committed_at     = sqlc.narg(committed_at),
+    failures         = sqlc.arg(failures)
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key) AND fence = sqlc.arg(fence)
   AND (CAST(sqlc.narg(valid_until) AS SIGNED) IS NULL
        OR CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) <= sqlc.narg(valid_until));
@@ -107,9 +109,15 @@ WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
   AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
 
 -- name: Release :execrows
--- Drops an in-flight claim held by the caller, unless it passed its commit
--- point.
-DELETE FROM idempotency_ledger
+-- Ends an in-flight claim held by the caller, unless it passed its commit
+-- point, and counts the failed run; the row stays, released, with its
+-- fence, and expires no earlier than lease_millis after the lease it ends
+-- would have (as on the other engines: queries/postgres).
+UPDATE idempotency_ledger
+SET state       = 'released',
+    lease_token = NULL,
+    failures    = failures + 1,
+    expires_at  = GREATEST(expires_at, lease_expires_at + CAST(sqlc.arg(lease_millis) AS SIGNED))
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
   AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence)
   AND committed_at IS NULL;
@@ -167,6 +175,7 @@ LIMIT ?;
 SELECT
     CAST(COALESCE(SUM(state = 'in_flight'), 0) AS SIGNED) AS in_flight,
     CAST(COALESCE(SUM(state = 'completed'), 0) AS SIGNED) AS completed,
+    CAST(COALESCE(SUM(state = 'released'), 0) AS SIGNED) AS released,
     CAST(COALESCE(SUM(expires_at <= CAST(sqlc.arg(now) AS SIGNED)
         AND (state = 'completed' OR lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED))), 0) AS SIGNED) AS expired,
     CAST(COALESCE(SUM(state = 'in_flight' AND lease_expires_at <= CAST(sqlc.arg(now) AS SIGNED)), 0) AS SIGNED) AS lease_expired,
@@ -179,16 +188,18 @@ SELECT
 FROM idempotency_ledger;
 
 -- name: FindKey :many
+-- Released records are left out: they hold no operation, only the key's
+-- fence.
 SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
-WHERE `key` = sqlc.arg(idempotency_key)
+WHERE `key` = sqlc.arg(idempotency_key) AND state <> 'released'
 ORDER BY scope
 LIMIT ?;
 
 -- name: ListInFlight :many
 SELECT scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, `key`

@@ -27,13 +27,13 @@ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now;
 -- name: Claim :one
 -- One statement that reads the key's row first (r) and writes only when
 -- that row does not stand: then it calls idemledger_claim_write (schema/
--- postgres/000005_claim_write.up.sql), which inserts a new in-flight row, or
--- takes over the existing one when it has expired (anyone may) or when it
--- is in flight with a lease that ran out and the same fingerprint. It
--- always returns one row, the clock (now) by which r was judged and one of
--- three things, told by state: 'won', with the won lease in fence,
--- lease_expires_at and committed_at; the row as r read it (its own state);
--- or '' when nothing was won and the key had no row.
+-- postgres/000007_released.up.sql), which inserts a new in-flight row, or
+-- takes over the existing one when it has expired or was released (anyone
+-- may) or when it is in flight with a lease that ran out and the same
+-- fingerprint. It always returns one row, the clock (now) by which r was
+-- judged and one of three things, told by state: 'won', with the won lease
+-- in fence, lease_expires_at, committed_at and failures; the row as r read
+-- it (its own state); or '' when nothing was won and the key had no row.
 --
 -- @valid_until (nullable) is the latest clock at which the claim may still
 -- write: a statement that reaches the server later (it was held up on the
@@ -86,6 +86,8 @@ SELECT clock.now::bigint AS now,
              ELSE COALESCE(r.lease_expires_at, 0) END)::bigint AS lease_expires_at,
        (CASE WHEN w.won_fence IS NOT NULL THEN COALESCE(w.won_committed_at, 0)
              ELSE COALESCE(r.committed_at, 0) END)::bigint AS committed_at,
+       (CASE WHEN w.won_fence IS NOT NULL THEN w.won_failures
+             ELSE COALESCE(r.failures, 0) END)::bigint AS failures,
        COALESCE(r.fingerprint, ''::bytea)::bytea AS fingerprint,
        COALESCE(r.lease_token, '')::text AS lease_token,
        COALESCE(r.status, 0)::bigint AS status,
@@ -110,7 +112,8 @@ LEFT JOIN LATERAL (
     -- body stay nullable bytea.
     SELECT c.scope, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
            c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
-           COALESCE((
+           c.failures,
+           COALESCE(c.state = 'released' OR (
                 c.expires_at <= clock.now
                 AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
            ) OR (
@@ -124,7 +127,7 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) AS r ON true
 LEFT JOIN LATERAL (
-    SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at
+    SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at, f.won_failures
     FROM idemledger_claim_write(@scope::text, @key::text, @fingerprint::bytea, @lease_token::text,
                                 clock.now, @lease_millis::bigint, @ttl_millis::bigint, @recover::boolean) AS f
     WHERE r.open IS NOT FALSE
@@ -165,11 +168,20 @@ WHERE l.scope = @scope AND l.key = @key
   AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
 
 -- name: Release :execrows
--- Drops an in-flight claim held by the caller; never a completed row, nor
--- one that passed its commit point: its effect happened, and a retry must
--- not run it again as if it had not.
-DELETE FROM idempotency_ledger AS l
-USING (
+-- Ends an in-flight claim held by the caller, never a completed row, nor
+-- one that passed its commit point (its effect happened, and a retry must
+-- not run it again as if it had not), and counts the failed run. The row
+-- stays, released: any claim may take it over at once, and it keeps its
+-- fence, so that the next holder's fence is greater than every earlier
+-- one. It expires no earlier than @lease_millis after the lease it ends
+-- would have, so that Purge, which would let the fence start again at 1,
+-- leaves it while a holder whose lease ran out may still be at work.
+UPDATE idempotency_ledger AS l
+SET state       = 'released',
+    lease_token = NULL,
+    failures    = l.failures + 1,
+    expires_at  = GREATEST(l.expires_at, l.lease_expires_at + @lease_millis::bigint)
+FROM (
     SELECT CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
                 ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
     OFFSET 0
@@ -287,6 +299,7 @@ FROM purged AS p;
 --     of them took 0.6 s); past that the drivers ask the planner for its
 --     estimate instead (issue 25); less the in-flight rows there whose
 --     lease still holds;
+--   released: exact, the entries of the partial index of released rows;
 --   oldest_expires_at: the first expired row in expiry order;
 --   oldest and newest created_at: exact, the ends of the created_at index.
 WITH f AS (
@@ -306,6 +319,8 @@ SELECT
     f.in_flight,
     f.lease_expired,
     f.committed,
+    -- Through the partial index of released rows (migration 7).
+    (SELECT count(*) FROM idempotency_ledger AS r WHERE r.state = 'released') AS released,
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= @now::bigint LIMIT 100001) AS capped) AS expires_passed,
     f.expires_passed_leased,
@@ -319,11 +334,12 @@ FROM f;
 -- name: FindKey :many
 -- Every record with the key, in whatever scope, for operators
 -- (Ledger.Find). The primary key begins with the scope, so this reads the
--- whole table: it is not for a request's path.
+-- whole table: it is not for a request's path. Released records are left
+-- out: they hold no operation, only the key's fence.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
-WHERE key = @key
+WHERE key = @key AND state <> 'released'
 ORDER BY scope
 LIMIT @max_rows::bigint;
 
@@ -333,7 +349,7 @@ LIMIT @max_rows::bigint;
 -- in-flight rows (idemledger_ledger_in_flight_key, schema migration 6),
 -- never the completed ones, and sorts the few it finds by claim time.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key

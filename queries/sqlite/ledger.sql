@@ -20,9 +20,10 @@ INSERT INTO idempotency_ledger (
 ON CONFLICT (scope, key) DO NOTHING;
 
 -- name: ClaimTakeover :one
--- Takes over the existing row when it has expired (anyone may) or when it
--- is in flight with a lease that ran out and the same fingerprint, and
--- returns its new fence. Returns no row when the existing row stands.
+-- Takes over the existing row when it has expired or was released (anyone
+-- may) or when it is in flight with a lease that ran out and the same
+-- fingerprint, and returns its new fence and the operation's count of
+-- failed runs. Returns no row when the existing row stands.
 UPDATE idempotency_ledger
 SET fingerprint      = @fingerprint,
     state            = 'in_flight',
@@ -41,10 +42,16 @@ SET fingerprint      = @fingerprint,
     -- for happened whatever the new holder does. The CASE reads the row's
     -- columns as they were before this UPDATE.
     committed_at     = CASE
-        WHEN expires_at <= @now AND (state = 'completed' OR lease_expires_at <= @now)
-        THEN NULL ELSE committed_at END
+        WHEN expires_at <= @now AND (state <> 'in_flight' OR lease_expires_at <= @now)
+        THEN NULL ELSE committed_at END,
+    -- The failed runs of the same operation count on; an expired record,
+    -- or another fingerprint, is another operation.
+    failures         = CASE
+        WHEN expires_at <= @now AND (state <> 'in_flight' OR lease_expires_at <= @now) THEN 0
+        WHEN fingerprint = @fingerprint THEN failures
+        ELSE 0 END
 WHERE scope = @scope AND key = @key
-  AND ((
+  AND (state = 'released' OR (
         expires_at <= @now
         AND (state = 'completed' OR lease_expires_at <= @now)
     ) OR (
@@ -53,11 +60,11 @@ WHERE scope = @scope AND key = @key
         AND fingerprint = @fingerprint
         AND (committed_at IS NULL OR CAST(@recover AS INTEGER))
     ))
-RETURNING fence, committed_at;
+RETURNING fence, committed_at, failures;
 
 -- name: Get :one
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE scope = @scope AND key = @key;
 
@@ -78,10 +85,19 @@ WHERE scope = @scope AND key = @key
   AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
 
 -- name: Release :execrows
--- Drops an in-flight claim held by the caller; never a completed row, nor
--- one that passed its commit point: its effect happened, and a retry must
--- not run it again as if it had not.
-DELETE FROM idempotency_ledger
+-- Ends an in-flight claim held by the caller, never a completed row, nor
+-- one that passed its commit point (its effect happened, and a retry must
+-- not run it again as if it had not), and counts the failed run. The row
+-- stays, released: any claim may take it over at once, and it keeps its
+-- fence, so that the next holder's fence is greater than every earlier
+-- one. It expires no earlier than @lease_millis after the lease it ends
+-- would have, so that Purge, which would let the fence start again at 1,
+-- leaves it while a holder whose lease ran out may still be at work.
+UPDATE idempotency_ledger
+SET state       = 'released',
+    lease_token = NULL,
+    failures    = failures + 1,
+    expires_at  = max(expires_at, lease_expires_at + @lease_millis)
 WHERE scope = @scope AND key = @key
   AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence
   AND committed_at IS NULL;
@@ -152,6 +168,8 @@ SELECT
         WHERE f.state = 'in_flight' AND f.lease_expires_at <= @now) AS lease_expired,
     (SELECT count(*) FROM idempotency_ledger AS f
         WHERE f.state = 'in_flight' AND f.committed_at IS NOT NULL) AS committed,
+    -- Through the partial index of released rows (migration 7).
+    (SELECT count(*) FROM idempotency_ledger AS r WHERE r.state = 'released') AS released,
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= @now LIMIT 100001)) AS expires_passed,
     -- The unary + keeps SQLite from reading this through the expiry index
@@ -171,11 +189,12 @@ SELECT
 -- name: FindKey :many
 -- Every record with the key, in whatever scope, for operators
 -- (Ledger.Find). The primary key begins with the scope, so this reads the
--- whole table: it is not for a request's path.
+-- whole table: it is not for a request's path. Released records are left
+-- out: they hold no operation, only the key's fence.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
-WHERE key = @key
+WHERE key = @key AND state <> 'released'
 ORDER BY scope
 LIMIT @max_rows;
 
@@ -185,7 +204,7 @@ LIMIT @max_rows;
 -- in-flight rows in its order (idemledger_ledger_in_flight), never the
 -- completed ones.
 SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
-       status, headers, body, created_at, completed_at, expires_at, committed_at, kind
+       status, headers, body, created_at, completed_at, expires_at, committed_at, kind, failures
 FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
