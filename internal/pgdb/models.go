@@ -25,3 +25,13 @@ type IdempotencyLedger struct {
 	CommittedAt    sql.NullInt64
 	Kind           sql.NullString
 }
+
+type IdempotencyStep struct {
+	Scope       string
+	Key         string
+	Name        string
+	Fingerprint []byte
+	Fence       int64
+	Result      []byte
+	CreatedAt   int64
+}

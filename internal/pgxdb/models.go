@@ -25,3 +25,13 @@ type IdempotencyLedger struct {
 	CommittedAt    pgtype.Int8
 	Kind           pgtype.Text
 }
+
+type IdempotencyStep struct {
+	Scope       string
+	Key         string
+	Name        string
+	Fingerprint []byte
+	Fence       int64
+	Result      []byte
+	CreatedAt   int64
+}
