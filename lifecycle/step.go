@@ -58,7 +58,15 @@ type steps struct {
 // Steps of a run are meant to be called in sequence from its handler;
 // names are up to [ledger.MaxStepNameLength] bytes, unique within the
 // operation.
+//
+// On a nil *Run (a request that no claim protects: it carried no key, or
+// the store failed open) Step calls fn with an empty key and records
+// nothing: there is no operation to resume. The integrations' Step
+// functions rely on it.
 func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context, key string) ([]byte, error)) ([]byte, error) {
+	if r == nil {
+		return fn(ctx, "")
+	}
 	sl, ok := r.l.(StepLedger)
 	if !ok {
 		return nil, ErrNoSteps
@@ -90,7 +98,11 @@ func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context
 // commit tx after an error, fn's writes stand without a record, so roll
 // it back. The result counts as recorded for r from the moment StepTx
 // returns: a caller that rolls tx back afterwards must not go on with r.
+// A nil r calls fn and records nothing, like [Run.Step].
 func StepTx[TTx any](ctx context.Context, r *Run, l *ledger.Ledger[TTx], tx TTx, name string, fn func(ctx context.Context, tx TTx) ([]byte, error)) ([]byte, error) {
+	if r == nil {
+		return fn(ctx, tx)
+	}
 	if got, done, err := r.recorded(ctx, l, name); done || err != nil {
 		return got, err
 	}
