@@ -610,23 +610,24 @@ func testAdmin(t *testing.T, e string) {
 
 	// A database that a newer release migrated: version says so, up and
 	// down refuse it and change nothing.
-	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = 7"); err != nil {
+	newer := schema.Latest + 1
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET version = %d", schema.MigrationsTable, newer)); err != nil {
 		t.Fatal(err)
 	}
-	if v := idemledger(t, "", "migrate", "-db", path, "version"); v.stdout != fmt.Sprintf("version 7 (newer than this idemledger, which knows versions up to %d)\n", schema.Latest) {
+	if v := idemledger(t, "", "migrate", "-db", path, "version"); v.stdout != fmt.Sprintf("version %d (newer than this idemledger, which knows versions up to %d)\n", newer, schema.Latest) {
 		t.Errorf("migrate version of a newer schema = %q, %q", v.stdout, v.stderr)
 	}
 	for _, action := range []string{"up", "down"} {
 		r := idemledger(t, "", "migrate", "-db", path, "-force", action)
 		r.want(t, 1)
-		if !strings.Contains(r.stderr, fmt.Sprintf("database schema is newer than this idemledger: the database is at version 7, this idemledger knows versions up to %d", schema.Latest)) {
+		if !strings.Contains(r.stderr, fmt.Sprintf("database schema is newer than this idemledger: the database is at version %d, this idemledger knows versions up to %d", newer, schema.Latest)) {
 			t.Errorf("migrate %s of a newer schema: %q", action, r.stderr)
 		}
 	}
 	for _, args := range [][]string{{"stats"}, {"purge"}, {"inspect", "-key", "k"}} {
 		r := idemledger(t, "", append(append([]string(nil), args...), "-db", path)...)
 		r.want(t, 1)
-		if !strings.Contains(r.stderr, fmt.Sprintf("is at schema version 7, newer than this idemledger knows (%d): use the idemledger release that migrated it", schema.Latest)) {
+		if !strings.Contains(r.stderr, fmt.Sprintf("is at schema version %d, newer than this idemledger knows (%d): use the idemledger release that migrated it", newer, schema.Latest)) {
 			t.Errorf("%s on a newer schema: %q", args[0], r.stderr)
 		}
 	}

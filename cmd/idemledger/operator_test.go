@@ -99,7 +99,7 @@ func TestOperatorOutput(t *testing.T) {
 				want string
 			}{
 				{[]string{"stats"}, "in flight 1\n lease ran out 0\n passed commit point 0\ncompleted 1\nexpired, awaiting purge 0\npurge backlog 0s\n" +
-					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\n"},
+					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\nrecorded steps 0\n"},
 				{[]string{"stats", "-json"}, `{
   "in_flight": 1,
   "completed": 1,
@@ -110,7 +110,8 @@ func TestOperatorOutput(t *testing.T) {
   "expired_estimated": false,
   "purge_backlog_ms": 0,
   "oldest_created": "2023-11-14T22:13:20.000Z",
-  "newest_created": "2023-11-14T22:13:20.000Z"
+  "newest_created": "2023-11-14T22:13:20.000Z",
+  "steps": 0
 }
 `},
 				{[]string{"inspect", "-scope", "tenant-1", "-key", "order-17"}, `scope "tenant-1"
