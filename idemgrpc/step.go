@@ -14,7 +14,9 @@ import (
 // before Step returns. A retry of a call whose run passed its commit point
 // and recorded steps resumes it instead of getting DATA_LOSS. See
 // [lifecycle.Run.Step] for the contract; in a call without a key, fn runs
-// with an empty key and nothing is recorded.
+// with an empty key and nothing is recorded. The interceptor's Ledger must
+// keep steps too ([lifecycle.StepLedger]; a *ledger.Ledger does), or Step
+// returns [lifecycle.ErrNoSteps].
 func Step(ctx context.Context, name string, fn func(ctx context.Context, key string) ([]byte, error)) ([]byte, error) {
 	r, _ := lifecycle.FromContext(ctx)
 	return r.Step(ctx, name, fn)
