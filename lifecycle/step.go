@@ -96,7 +96,12 @@ func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context
 //
 // The record is guarded by r's lease like [Run.Step]'s; should the caller
 // commit tx after an error, fn's writes stand without a record, so roll
-// it back. The result counts as recorded for r from the moment StepTx
+// it back. On engines that lock rows (PostgreSQL, MySQL) the guard holds
+// the key's record locked for share until tx ends, so that a takeover
+// cannot slip between the guard and the commit: commit tx promptly, and
+// call [Run.Commit] (or anything else that writes the record on the pool)
+// after tx ends, never between StepTx and the commit, where it would wait
+// for tx, which waits for it. The run's heartbeat waits for tx meanwhile. The result counts as recorded for r from the moment StepTx
 // returns: a caller that rolls tx back afterwards must not go on with r.
 // A nil r calls fn and records nothing, like [Run.Step].
 func StepTx[TTx any](ctx context.Context, r *Run, l *ledger.Ledger[TTx], tx TTx, name string, fn func(ctx context.Context, tx TTx) ([]byte, error)) ([]byte, error) {
