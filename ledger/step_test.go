@@ -216,3 +216,45 @@ func testStepTx[TTx any](t *testing.T, b *bundle[TTx]) {
 		t.Errorf("RecordStepTx under a stale fence: %v; want ErrLeaseLost", err)
 	}
 }
+
+// TestStepTxTakeover: a takeover that comes while a database step's
+// transaction is open waits for it, so the new holder, which reads the
+// steps after winning, finds the step recorded there: its writes are never
+// made twice. (Were the guard a plain read, the takeover would win at once
+// and read no step, and the step's transaction would then commit under a
+// stale fence.)
+func TestStepTxTakeover(t *testing.T) {
+	eachDriver(t, testStepTxTakeover[*sql.Tx], testStepTxTakeover[pgx.Tx])
+}
+
+func testStepTxTakeover[TTx any](t *testing.T, b *bundle[TTx]) {
+	ctx, l := b.ctx, b.l
+	first := b.claim(t, req("k", "p"))
+	tx := b.begin(t)
+	if err := l.RecordStepTx(ctx, tx, first, "ride", []byte("r1")); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(2 * time.Minute) // the first holder's lease has run out
+	type seen struct {
+		fence int64
+		steps []string
+		err   error
+	}
+	done := make(chan seen, 1)
+	go func() {
+		c, err := l.Claim(ctx, req("k", "p"))
+		if err != nil {
+			done <- seen{err: err}
+			return
+		}
+		got, err := l.Steps(ctx, c)
+		done <- seen{fence: c.Fence, steps: names(got), err: err}
+	}()
+	// Give the takeover time to get as far as it can while tx is open.
+	time.Sleep(300 * time.Millisecond)
+	b.commit(t, tx)
+	got := <-done
+	if got.err != nil || got.fence != 2 || !slices.Equal(got.steps, []string{"ride"}) {
+		t.Errorf("takeover during the step's transaction: fence %d, steps %v, %v; want fence 2 and the step", got.fence, got.steps, got.err)
+	}
+}
