@@ -169,6 +169,8 @@ type Executor interface {
 	Savepoint(ctx context.Context, name string) error
 	RollbackToSavepoint(ctx context.Context, name string) error
 	ReleaseSavepoint(ctx context.Context, name string) error
+	// Stepper keeps the recorded steps of operations.
+	Stepper
 }
 
 // Batcher is implemented by the Executors of drivers (Driver.TxExecutor's)

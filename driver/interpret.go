@@ -120,3 +120,37 @@ func (i *interpreted) ColumnExists(ctx context.Context, table, column string) (b
 	ok, err := i.ex.ColumnExists(ctx, table, column)
 	return ok, i.f(err)
 }
+func (i *interpreted) Steps(ctx context.Context, p StepsParams) ([]Step, error) {
+	s, err := i.ex.Steps(ctx, p)
+	return s, i.f(err)
+}
+
+func (i *interpreted) HasSteps(ctx context.Context, p StepsParams) (bool, error) {
+	ok, err := i.ex.HasSteps(ctx, p)
+	return ok, i.f(err)
+}
+
+func (i *interpreted) RecordStep(ctx context.Context, p RecordStepParams) (bool, error) {
+	ok, err := i.ex.RecordStep(ctx, p)
+	return ok, i.f(err)
+}
+
+func (i *interpreted) DeleteSteps(ctx context.Context, p StepsParams) (int64, error) {
+	n, err := i.ex.DeleteSteps(ctx, p)
+	return n, i.f(err)
+}
+
+func (i *interpreted) PurgeSteps(ctx context.Context, p PurgeStepsParams) (int64, error) {
+	n, err := i.ex.PurgeSteps(ctx, p)
+	return n, i.f(err)
+}
+
+func (i *interpreted) CountSteps(ctx context.Context) (int64, error) {
+	n, err := i.ex.CountSteps(ctx)
+	return n, i.f(err)
+}
+
+func (i *interpreted) FindSteps(ctx context.Context, key string, limit int) ([]StepRow, error) {
+	rows, err := i.ex.FindSteps(ctx, key, limit)
+	return rows, i.f(err)
+}

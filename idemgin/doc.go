@@ -25,7 +25,10 @@
 // the request whose body the middleware read (the same bytes), and write
 // through a gin.ResponseWriter that the middleware records. When the
 // middleware answers by itself (a refusal or a replay), the rest of the
-// chain is aborted. Context gives the Options.Scope function the
+// chain is aborted. Those handlers reach the request's claim through
+// c.Request.Context(), as net/http handlers do through r.Context():
+// idemhttp.Commit marks the commit point, idemhttp.Step runs a recorded
+// step (see idemhttp). Context gives the Options.Scope function the
 // *gin.Context, so the scope can come from what an earlier middleware put
 // there with c.Set.
 //

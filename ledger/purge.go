@@ -200,6 +200,12 @@ func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, erro
 			}
 		}
 	}
+	// The steps of operations that ended (their records completed, or
+	// gone, above or before), once older than the TTL: a record released
+	// by a driver that deletes it keeps its steps that long for its retry.
+	if _, err := l.purgeSteps(ctx, now-l.ttl.Milliseconds(), min(most, DefaultPurgeRowLockBatchSize)); err != nil {
+		return total, wrapOp("purge", err)
+	}
 	if total > 0 && !opts.NoReclaim {
 		if _, err := l.reclaim(ctx, false); err != nil {
 			return total, wrapOp("purge", err)

@@ -56,6 +56,9 @@ type Stats struct {
 	// table grows by the records it has not deleted, and each purge has
 	// more to do. Run it more often, or longer.
 	PurgeBacklog time.Duration
+	// Steps counts the recorded steps of operations (Ledger.RecordStep),
+	// those of operations that ended and Purge has not deleted included.
+	Steps int64
 }
 
 // Stats counts the records, on the driver's pool. It reads indexes, not
@@ -83,6 +86,9 @@ func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	}
 	if row.Oldest != 0 || row.Newest != 0 || row.InFlight > 0 || (!row.CompletedEstimated && row.Completed > 0) {
 		s.Oldest, s.Newest = fromMillis(row.Oldest), fromMillis(row.Newest)
+	}
+	if s.Steps, err = l.db.CountSteps(ctx); err != nil {
+		return Stats{}, wrapOp("stats", classify(err))
 	}
 	if row.OldestExpired != 0 && row.OldestExpired < now {
 		s.PurgeBacklog = time.Duration(now-row.OldestExpired) * time.Millisecond

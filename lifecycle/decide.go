@@ -52,8 +52,9 @@ const (
 	KeyReused
 	// NotStored: the operation completed but its answer was not kept (an
 	// answer too large to store, or a run that passed its commit point and
-	// vanished); final: every later request with the key gets the same
-	// until the record expires.
+	// vanished without recording a step: one that recorded steps is
+	// resumed instead, see [Run.Step]); final: every later request with
+	// the key gets the same until the record expires.
 	NotStored
 	// Invalid: the ledger refused the request's key or scope
 	// ([ledger.ErrInvalidRequest]); nothing was stored.
@@ -158,6 +159,11 @@ type Config struct {
 // longer store another answer after a retry was told the answer is gone.
 // Should that takeover not settle (the store fails, or the first run
 // completes first), the answer is whatever the record then says.
+//
+// A run that recorded steps ([Run.Step], [StepTx]) is never answered
+// NotStored: the request that takes its record over is Claimed instead,
+// with [Run.Recovered] set, and its handler resumes, the recorded steps
+// returning their results without running again.
 func Decide(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decision {
 	var waitUntil time.Time
 	for attempt := 1; ; attempt++ {
@@ -230,6 +236,15 @@ func settle(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decis
 		return Refuse(ctx, err, cfg)
 	}
 	if c.Replayed() || c.CommittedAt.IsZero() {
+		return decided(ctx, l, c, cfg)
+	}
+	// The run recorded steps: the operation can be finished, not just
+	// declared gone. This request runs it, resuming after them.
+	if resume, err := resumable(ctx, l, req); err != nil {
+		// The claim stays in flight until its lease runs out; a later
+		// request settles it. Not "gone" on a guess.
+		return Refuse(ctx, err, cfg)
+	} else if resume {
 		return decided(ctx, l, c, cfg)
 	}
 	if err := l.Complete(context.WithoutCancel(ctx), c, ledger.Outcome{Kind: KindNotStored}); err != nil {

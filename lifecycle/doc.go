@@ -44,6 +44,15 @@
 // An answer given by a handler after its run learned that the lease is
 // lost is not stored ([Run.Complete]).
 //
+// # Steps
+//
+// A handler whose work has several effects records each as a step
+// ([Run.Step] for an effect outside the database, with a key derived for
+// the provider; [StepTx] for writes in the caller's transaction). A retry
+// after a crash, a lost lease or a release resumes the operation: the
+// recorded steps return their results without running, and the handler
+// goes on from the first step not recorded. See docs/steps.md.
+//
 // # Waiting duplicates
 //
 // With [Config].Wait set, a duplicate that finds the key in flight polls

@@ -39,6 +39,8 @@ type Run struct {
 	cause   error
 	// markHeld reports whether Commit wrote the mark into the record.
 	markHeld bool
+
+	steps steps
 }
 
 // Start begins the run of c, a claim that won (not a replay): it reports
@@ -230,6 +232,7 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "complete", Err: err}, status))
 		return
 	}
+	r.forgetSteps(ctx)
 	r.emit(withStatus(ledger.Event{Kind: ledger.EventStored, Reason: why, Err: cause}, status))
 }
 

@@ -28,9 +28,11 @@ func TestVersionDownUp(t *testing.T) {
 		"index idemledger_ledger_expires_at",
 		"index idemledger_ledger_in_flight",
 		"index idemledger_ledger_released",
+		"index idemledger_steps_created_at",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
+		"table idempotency_steps",
 	}
 	bare := []string{"index version_unique", "table idemledger_schema_migrations"}
 

@@ -71,9 +71,11 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 		"index idemledger_ledger_expires_at",
 		"index idemledger_ledger_in_flight",
 		"index idemledger_ledger_released",
+		"index idemledger_steps_created_at",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
+		"table idempotency_steps",
 	}
 	if got := objects(t, db); !slices.Equal(got, want) {
 		t.Errorf("objects = %q, want %q", got, want)
@@ -124,9 +126,11 @@ func TestMigrateBesideApplication(t *testing.T) {
 		"index idemledger_ledger_expires_at",
 		"index idemledger_ledger_in_flight",
 		"index idemledger_ledger_released",
+		"index idemledger_steps_created_at",
 		"index version_unique",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
+		"table idempotency_steps",
 		"table orders",
 		"table schema_migrations",
 	}
@@ -190,25 +194,33 @@ func TestFS(t *testing.T) {
 		"000005_claim_write.down.sql", "000005_claim_write.up.sql",
 		"000006_in_flight_key.down.sql", "000006_in_flight_key.up.sql",
 		"000007_released.down.sql", "000007_released.up.sql",
+		"000008_steps.down.sql", "000008_steps.up.sql",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)
 	}
 }
 
-// TestDownMigration checks that the exported down migration undoes the up
-// one completely, for users of other tools that run it.
+// TestDownMigration checks that the exported down migrations, run newest
+// first, undo the up ones completely, for users of other tools that run
+// them.
 func TestDownMigration(t *testing.T) {
 	db := open(t)
 	if err := schema.Migrate(context.Background(), sqlite.New(db)); err != nil {
 		t.Fatal(err)
 	}
-	down, err := fs.ReadFile(schema.FS, "sqlite/000001_idempotency_ledger.down.sql")
+	downs, err := fs.Glob(schema.FS, "sqlite/*.down.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(string(down)); err != nil {
-		t.Fatal(err)
+	for _, name := range slices.Backward(downs) {
+		down, err := fs.ReadFile(schema.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(down)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 	want := []string{"index version_unique", "table idemledger_schema_migrations"}
 	if got := objects(t, db); !slices.Equal(got, want) {

@@ -65,9 +65,12 @@ func TestPostgresVersionDownUp(t *testing.T) {
 		"index idemledger_ledger_pkey",
 		"index idemledger_ledger_released",
 		"index idemledger_schema_migrations_pkey",
+		"index idemledger_steps_created_at",
+		"index idemledger_steps_pkey",
 		"table app_orders",
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
+		"table idempotency_steps",
 	}
 	bare := []string{
 		"index app_orders_pkey",

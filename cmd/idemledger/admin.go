@@ -213,6 +213,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 			InFlight: s.InFlight, Completed: s.Completed, Expired: s.Expired, LeaseExpired: s.LeaseExpired,
 			Committed: s.Committed, CompletedEstimated: s.Estimated, ExpiredEstimated: s.ExpiredEstimated,
 			PurgeBacklog: s.PurgeBacklog.Milliseconds(), Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
+			Steps: s.Steps,
 		})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
@@ -227,6 +228,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(tw, "purge backlog\t%v\n", s.PurgeBacklog)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))
 	fmt.Fprintf(tw, "newest created\t%s\n", formatTime(s.Newest))
+	fmt.Fprintf(tw, "recorded steps\t%d\n", s.Steps)
 	return tw.Flush()
 }
 
@@ -311,7 +313,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 		}
-		return nil
+		return printSteps(ctx, e, l, *key, nil)
 	}
 	r, err := l.Get(ctx, *scope, *key)
 	if err != nil {
@@ -320,7 +322,34 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, newRecordJSON(r))
 	}
-	return printRecord(e, r)
+	if err := printRecord(e, r); err != nil {
+		return err
+	}
+	return printSteps(ctx, e, l, *key, scope)
+}
+
+// printSteps shows the recorded steps of key (in scope, when not nil),
+// after its records, when there are any: a half-done operation's progress.
+func printSteps(ctx context.Context, e *env, l interface {
+	FindSteps(context.Context, string, int) ([]ledger.StepRecord, error)
+}, key string, scope *string) error {
+	steps, err := l.FindSteps(ctx, key, 1000)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	header := false
+	for _, s := range steps {
+		if scope != nil && s.Scope != *scope {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw, "\nsteps\nscope\tname\tfence\trecorded\tresult bytes")
+			header = true
+		}
+		fmt.Fprintf(tw, "%q\t%q\t%d\t%s\t%d\n", s.Scope, s.Name, s.Fence, formatTime(s.CreatedAt), len(s.Result))
+	}
+	return tw.Flush()
 }
 
 // printRecord shows one record as inspect prints it.

@@ -33,6 +33,8 @@ type statsJSON struct {
 	PurgeBacklog int64   `json:"purge_backlog_ms"`
 	Oldest       *string `json:"oldest_created"`
 	Newest       *string `json:"newest_created"`
+	// Steps counts the recorded steps of operations (ledger.Stats.Steps).
+	Steps int64 `json:"steps"`
 }
 
 type recordJSON struct {

@@ -611,7 +611,7 @@ func testAdmin(t *testing.T, e string) {
 	// A database that a newer release migrated: version says so, up and
 	// down refuse it and change nothing.
 	newer := schema.Latest + 1
-	if _, err := db.ExecContext(ctx, "UPDATE "+schema.MigrationsTable+" SET version = "+strconv.Itoa(int(newer))); err != nil {
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET version = %d", schema.MigrationsTable, newer)); err != nil {
 		t.Fatal(err)
 	}
 	if v := idemledger(t, "", "migrate", "-db", path, "version"); v.stdout != fmt.Sprintf("version %d (newer than this idemledger, which knows versions up to %d)\n", newer, schema.Latest) {

@@ -52,6 +52,10 @@ func insertOperatorRows(t *testing.T, e string, db *sql.DB) {
 		{`INSERT INTO idempotency_ledger (scope, "key", fingerprint, state, fence, lease_token, lease_expires_at, created_at, expires_at)
 			VALUES ('tenant-1', 'order-18', ?, 'in_flight', 1, 'tok', ?, ?, ?)`,
 			[]any{[]byte(fp), far, created, far + 100}},
+		// A step order-18's run recorded.
+		{`INSERT INTO idempotency_steps (scope, "key", name, fingerprint, fence, result, created_at)
+			VALUES ('tenant-1', 'order-18', 'charge', ?, 1, ?, ?)`,
+			[]any{[]byte(fp), []byte("ch_1"), created}},
 	}
 	for _, r := range rows {
 		if _, err := db.Exec(testdb.Rebind(e, r.q), r.args...); err != nil {
@@ -74,7 +78,7 @@ func TestOperatorOutput(t *testing.T) {
 				want string
 			}{
 				{[]string{"stats"}, "in flight 1\n lease ran out 0\n passed commit point 0\ncompleted 1\nexpired, awaiting purge 0\npurge backlog 0s\n" +
-					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\n"},
+					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\nrecorded steps 1\n"},
 				{[]string{"stats", "-json"}, `{
   "in_flight": 1,
   "completed": 1,
@@ -85,7 +89,8 @@ func TestOperatorOutput(t *testing.T) {
   "expired_estimated": false,
   "purge_backlog_ms": 0,
   "oldest_created": "2023-11-14T22:13:20.000Z",
-  "newest_created": "2023-11-14T22:13:20.000Z"
+  "newest_created": "2023-11-14T22:13:20.000Z",
+  "steps": 1
 }
 `},
 				{[]string{"inspect", "-scope", "tenant-1", "-key", "order-17"}, `scope "tenant-1"
@@ -110,6 +115,10 @@ fence 1
 created 2023-11-14T22:13:20.000Z
 lease expires 2100-01-01T00:00:00.000Z
 expires 2100-01-01T00:00:00.100Z
+
+steps
+scope name fence recorded result bytes
+"tenant-1" "charge" 1 2023-11-14T22:13:20.000Z 4
 `},
 				{[]string{"inspect", "-json", "-scope", "tenant-1", "-key", "order-17"}, `{
   "scope": "tenant-1",

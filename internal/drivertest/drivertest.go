@@ -40,6 +40,7 @@ func Exercise[TTx any](t *testing.T, fresh func(t *testing.T) *testdb.DB[TTx], h
 	t.Run("PurgeAndStats", func(t *testing.T) { purgeAndStats(t, fresh(t)) })
 	t.Run("PurgeKeyset", func(t *testing.T) { purgeKeyset(t, fresh(t)) })
 	t.Run("Clock", func(t *testing.T) { clock(t, fresh(t)) })
+	t.Run("Steps", func(t *testing.T) { steps(t, fresh(t)) })
 	t.Run("TxDone", func(t *testing.T) { txDone(t, fresh(t)) })
 	t.Run("BatchedEqualsUnbatched", func(t *testing.T) { batched(t, fresh(t)) })
 	t.Run("ErrNotMigrated", func(t *testing.T) { notMigrated(t, fresh(t)) })

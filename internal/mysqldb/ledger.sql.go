@@ -277,6 +277,51 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 	return items, nil
 }
 
+const FindSteps = `-- name: FindSteps :many
+SELECT scope, ` + "`" + `key` + "`" + `, name, fingerprint, fence, result, created_at
+FROM idempotency_steps
+WHERE ` + "`" + `key` + "`" + ` = ?
+ORDER BY scope, created_at, name
+LIMIT ?
+`
+
+type FindStepsParams struct {
+	IdempotencyKey []byte
+	Limit          int32
+}
+
+// The steps recorded under the key in any scope, for operators.
+func (q *Queries) FindSteps(ctx context.Context, arg FindStepsParams) ([]IdempotencyStep, error) {
+	rows, err := q.db.QueryContext(ctx, FindSteps, arg.IdempotencyKey, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IdempotencyStep
+	for rows.Next() {
+		var i IdempotencyStep
+		if err := rows.Scan(
+			&i.Scope,
+			&i.Key,
+			&i.Name,
+			&i.Fingerprint,
+			&i.Fence,
+			&i.Result,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const Get = `-- name: Get :one
 SELECT c.now, l.scope, l.` + "`" + `key` + "`" + `, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
        l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind, l.failures
@@ -678,4 +723,181 @@ func (q *Queries) Stats(ctx context.Context, arg StatsParams) (StatsRow, error) 
 		&i.NewestCreatedAt,
 	)
 	return i, err
+}
+
+const StepRecord = `-- name: StepRecord :execrows
+INSERT INTO idempotency_steps (scope, ` + "`" + `key` + "`" + `, name, fingerprint, fence, result, created_at)
+SELECT l.scope, l.` + "`" + `key` + "`" + `, ?, l.fingerprint, l.fence, ?, ?
+FROM idempotency_ledger AS l
+WHERE l.scope = ? AND l.` + "`" + `key` + "`" + ` = ?
+  AND l.state = 'in_flight' AND l.lease_token = ? AND l.fence = ?
+LOCK IN SHARE MODE
+ON DUPLICATE KEY UPDATE
+    fingerprint = VALUES(fingerprint),
+    fence       = VALUES(fence),
+    result      = VALUES(result),
+    created_at  = VALUES(created_at)
+`
+
+type StepRecordParams struct {
+	Name           []byte
+	Result         []byte
+	CreatedAt      int64
+	Scope          []byte
+	IdempotencyKey []byte
+	LeaseToken     []byte
+	Fence          int64
+}
+
+// Records a step only while the caller holds the key's lease (token and
+// fence on the in-flight record), with the record's fingerprint and fence;
+// a step of the same name already there (from an operation that ended) is
+// replaced. Affects no row when the lease does not hold. The source row is
+// read locked (INSERT ... SELECT takes a shared lock on it, and LOCK IN
+// SHARE MODE says so), so the guard sees its latest version, and a
+// takeover waits until the step commits.
+func (q *Queries) StepRecord(ctx context.Context, arg StepRecordParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, StepRecord,
+		arg.Name,
+		arg.Result,
+		arg.CreatedAt,
+		arg.Scope,
+		arg.IdempotencyKey,
+		arg.LeaseToken,
+		arg.Fence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const StepsCount = `-- name: StepsCount :one
+SELECT CAST(count(*) AS SIGNED) AS steps FROM idempotency_steps
+`
+
+func (q *Queries) StepsCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, StepsCount)
+	var steps int64
+	err := row.Scan(&steps)
+	return steps, err
+}
+
+const StepsDelete = `-- name: StepsDelete :execrows
+DELETE FROM idempotency_steps
+WHERE idempotency_steps.scope = ? AND idempotency_steps.` + "`" + `key` + "`" + ` = ?
+  AND idempotency_steps.fingerprint = ?
+  AND NOT EXISTS (
+    SELECT 1 FROM idempotency_ledger AS l
+    WHERE l.scope = idempotency_steps.scope AND l.` + "`" + `key` + "`" + ` = idempotency_steps.` + "`" + `key` + "`" + ` AND l.state = 'in_flight'
+  )
+`
+
+type StepsDeleteParams struct {
+	Scope          []byte
+	IdempotencyKey []byte
+	Fingerprint    []byte
+}
+
+// Deletes the steps of the operation of the fingerprint once its record
+// is no longer in flight (its outcome stored).
+func (q *Queries) StepsDelete(ctx context.Context, arg StepsDeleteParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, StepsDelete, arg.Scope, arg.IdempotencyKey, arg.Fingerprint)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const StepsExist = `-- name: StepsExist :one
+SELECT CAST(EXISTS (
+    SELECT 1 FROM idempotency_steps AS s
+    WHERE s.scope = ? AND s.` + "`" + `key` + "`" + ` = ? AND s.fingerprint = ?
+) AS SIGNED) AS found
+`
+
+type StepsExistParams struct {
+	Scope          []byte
+	IdempotencyKey []byte
+	Fingerprint    []byte
+}
+
+// Whether the operation of the fingerprint recorded any step under the key.
+func (q *Queries) StepsExist(ctx context.Context, arg StepsExistParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, StepsExist, arg.Scope, arg.IdempotencyKey, arg.Fingerprint)
+	var found int64
+	err := row.Scan(&found)
+	return found, err
+}
+
+const StepsGet = `-- name: StepsGet :many
+
+SELECT name, result
+FROM idempotency_steps
+WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ? AND fingerprint = ?
+`
+
+type StepsGetParams struct {
+	Scope          []byte
+	IdempotencyKey []byte
+	Fingerprint    []byte
+}
+
+type StepsGetRow struct {
+	Name   []byte
+	Result []byte
+}
+
+// The recorded steps of an operation (schema migration 8, issue 36).
+// The steps recorded for the key by the operation of the fingerprint.
+func (q *Queries) StepsGet(ctx context.Context, arg StepsGetParams) ([]StepsGetRow, error) {
+	rows, err := q.db.QueryContext(ctx, StepsGet, arg.Scope, arg.IdempotencyKey, arg.Fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StepsGetRow
+	for rows.Next() {
+		var i StepsGetRow
+		if err := rows.Scan(&i.Name, &i.Result); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const StepsPurgeBatch = `-- name: StepsPurgeBatch :execrows
+DELETE FROM idempotency_steps
+WHERE idempotency_steps.created_at <= ?
+  AND NOT EXISTS (
+    SELECT 1 FROM idempotency_ledger AS l
+    WHERE l.scope = idempotency_steps.scope AND l.` + "`" + `key` + "`" + ` = idempotency_steps.` + "`" + `key` + "`" + `
+      AND l.state = 'in_flight' AND l.fingerprint = idempotency_steps.fingerprint
+  )
+ORDER BY idempotency_steps.created_at
+LIMIT ?
+`
+
+type StepsPurgeBatchParams struct {
+	Before int64
+	Limit  int32
+}
+
+// Deletes up to the limit steps recorded at the cutoff or earlier whose
+// operation ended: no record in flight with their key and fingerprint
+// (the record completed, was purged, released, or taken over by another
+// payload), oldest first.
+func (q *Queries) StepsPurgeBatch(ctx context.Context, arg StepsPurgeBatchParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, StepsPurgeBatch, arg.Before, arg.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

@@ -26,3 +26,13 @@ type IdempotencyLedger struct {
 	Kind           sql.NullString
 	Failures       int64
 }
+
+type IdempotencyStep struct {
+	Scope       []byte
+	Key         []byte
+	Name        []byte
+	Fingerprint []byte
+	Fence       int64
+	Result      []byte
+	CreatedAt   int64
+}

@@ -385,6 +385,51 @@ func (q *Queries) FindKey(ctx context.Context, arg FindKeyParams) ([]Idempotency
 	return items, nil
 }
 
+const findSteps = `-- name: FindSteps :many
+SELECT scope, key, name, fingerprint, fence, result, created_at
+FROM idempotency_steps
+WHERE key = $1
+ORDER BY scope, created_at, name
+LIMIT $2
+`
+
+type FindStepsParams struct {
+	Key     string
+	MaxRows int32
+}
+
+// The steps recorded under the key in any scope, for operators.
+func (q *Queries) FindSteps(ctx context.Context, arg FindStepsParams) ([]IdempotencyStep, error) {
+	rows, err := q.db.QueryContext(ctx, findSteps, arg.Key, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IdempotencyStep
+	for rows.Next() {
+		var i IdempotencyStep
+		if err := rows.Scan(
+			&i.Scope,
+			&i.Key,
+			&i.Name,
+			&i.Fingerprint,
+			&i.Fence,
+			&i.Result,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const get = `-- name: Get :one
 SELECT idempotency_ledger.scope, idempotency_ledger.key, idempotency_ledger.fingerprint, idempotency_ledger.state, idempotency_ledger.lease_token, idempotency_ledger.lease_expires_at, idempotency_ledger.fence, idempotency_ledger.status, idempotency_ledger.headers, idempotency_ledger.body, idempotency_ledger.created_at, idempotency_ledger.completed_at, idempotency_ledger.expires_at, idempotency_ledger.committed_at, idempotency_ledger.kind, idempotency_ledger.failures,
        COALESCE($1::bigint,
@@ -751,4 +796,187 @@ func (q *Queries) Stats(ctx context.Context, now int64) (StatsRow, error) {
 		&i.NewestCreatedAt,
 	)
 	return i, err
+}
+
+const stepRecord = `-- name: StepRecord :execrows
+INSERT INTO idempotency_steps (scope, key, name, fingerprint, fence, result, created_at)
+SELECT l.scope, l.key, $1::text, l.fingerprint, l.fence, $2::bytea, $3::bigint
+FROM idempotency_ledger AS l
+WHERE l.scope = $4 AND l.key = $5
+  AND l.state = 'in_flight' AND l.lease_token = $6 AND l.fence = $7
+FOR SHARE
+ON CONFLICT (scope, key, name) DO UPDATE
+SET fingerprint = EXCLUDED.fingerprint,
+    fence       = EXCLUDED.fence,
+    result      = EXCLUDED.result,
+    created_at  = EXCLUDED.created_at
+`
+
+type StepRecordParams struct {
+	Name       string
+	Result     []byte
+	Now        int64
+	Scope      string
+	Key        string
+	LeaseToken sql.NullString
+	Fence      int64
+}
+
+// Records a step only while the caller holds the key's lease (token and
+// fence on the in-flight record), with the record's fingerprint and fence;
+// a step of the same name already there (from an operation that ended) is
+// replaced. Affects no row when the lease does not hold. FOR SHARE makes
+// the guard read the record's latest version and hold it until the step
+// commits: a takeover committed meanwhile fails the guard (its new fence),
+// and one that comes after waits, so that it reads the step.
+func (q *Queries) StepRecord(ctx context.Context, arg StepRecordParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, stepRecord,
+		arg.Name,
+		arg.Result,
+		arg.Now,
+		arg.Scope,
+		arg.Key,
+		arg.LeaseToken,
+		arg.Fence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const stepsCount = `-- name: StepsCount :one
+SELECT count(*)::bigint AS steps FROM idempotency_steps
+`
+
+func (q *Queries) StepsCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, stepsCount)
+	var steps int64
+	err := row.Scan(&steps)
+	return steps, err
+}
+
+const stepsDelete = `-- name: StepsDelete :execrows
+DELETE FROM idempotency_steps
+WHERE idempotency_steps.scope = $1 AND idempotency_steps.key = $2
+  AND idempotency_steps.fingerprint = $3
+  AND NOT EXISTS (
+    SELECT 1 FROM idempotency_ledger AS l
+    WHERE l.scope = idempotency_steps.scope AND l.key = idempotency_steps.key AND l.state = 'in_flight'
+  )
+`
+
+type StepsDeleteParams struct {
+	Scope       string
+	Key         string
+	Fingerprint []byte
+}
+
+// Deletes the steps of the operation of @fingerprint once its record is
+// no longer in flight (its outcome stored).
+func (q *Queries) StepsDelete(ctx context.Context, arg StepsDeleteParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, stepsDelete, arg.Scope, arg.Key, arg.Fingerprint)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const stepsExist = `-- name: StepsExist :one
+SELECT EXISTS (
+    SELECT 1 FROM idempotency_steps AS s
+    WHERE s.scope = $1 AND s.key = $2 AND s.fingerprint = $3
+) AS found
+`
+
+type StepsExistParams struct {
+	Scope       string
+	Key         string
+	Fingerprint []byte
+}
+
+// Whether the operation of @fingerprint recorded any step under the key.
+func (q *Queries) StepsExist(ctx context.Context, arg StepsExistParams) (bool, error) {
+	row := q.db.QueryRowContext(ctx, stepsExist, arg.Scope, arg.Key, arg.Fingerprint)
+	var found bool
+	err := row.Scan(&found)
+	return found, err
+}
+
+const stepsGet = `-- name: StepsGet :many
+
+SELECT name, result
+FROM idempotency_steps
+WHERE scope = $1 AND key = $2 AND fingerprint = $3
+`
+
+type StepsGetParams struct {
+	Scope       string
+	Key         string
+	Fingerprint []byte
+}
+
+type StepsGetRow struct {
+	Name   string
+	Result []byte
+}
+
+// The recorded steps of an operation (schema migration 8, issue 36).
+// The steps recorded for the key by the operation of @fingerprint.
+func (q *Queries) StepsGet(ctx context.Context, arg StepsGetParams) ([]StepsGetRow, error) {
+	rows, err := q.db.QueryContext(ctx, stepsGet, arg.Scope, arg.Key, arg.Fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StepsGetRow
+	for rows.Next() {
+		var i StepsGetRow
+		if err := rows.Scan(&i.Name, &i.Result); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stepsPurgeBatch = `-- name: StepsPurgeBatch :execrows
+DELETE FROM idempotency_steps AS d
+WHERE d.ctid = ANY (ARRAY(
+    SELECT s.ctid
+    FROM idempotency_steps AS s
+    WHERE s.created_at <= $1
+      AND NOT EXISTS (
+        SELECT 1 FROM idempotency_ledger AS l
+        WHERE l.scope = s.scope AND l.key = s.key
+          AND l.state = 'in_flight' AND l.fingerprint = s.fingerprint
+      )
+    ORDER BY s.created_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+))
+`
+
+type StepsPurgeBatchParams struct {
+	Before    int64
+	BatchSize int32
+}
+
+// Deletes up to @batch_size steps recorded at @before or earlier whose
+// operation ended: no record in flight with their key and fingerprint
+// (the record completed, was purged, released, or taken over by another
+// payload), oldest first; steps another transaction holds wait for the
+// next purge.
+func (q *Queries) StepsPurgeBatch(ctx context.Context, arg StepsPurgeBatchParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, stepsPurgeBatch, arg.Before, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

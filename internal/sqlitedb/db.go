@@ -42,6 +42,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.findKeyStmt, err = db.PrepareContext(ctx, findKey); err != nil {
 		return nil, fmt.Errorf("error preparing query FindKey: %w", err)
 	}
+	if q.findStepsStmt, err = db.PrepareContext(ctx, findSteps); err != nil {
+		return nil, fmt.Errorf("error preparing query FindSteps: %w", err)
+	}
 	if q.getStmt, err = db.PrepareContext(ctx, get); err != nil {
 		return nil, fmt.Errorf("error preparing query Get: %w", err)
 	}
@@ -59,6 +62,24 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.statsStmt, err = db.PrepareContext(ctx, stats); err != nil {
 		return nil, fmt.Errorf("error preparing query Stats: %w", err)
+	}
+	if q.stepRecordStmt, err = db.PrepareContext(ctx, stepRecord); err != nil {
+		return nil, fmt.Errorf("error preparing query StepRecord: %w", err)
+	}
+	if q.stepsCountStmt, err = db.PrepareContext(ctx, stepsCount); err != nil {
+		return nil, fmt.Errorf("error preparing query StepsCount: %w", err)
+	}
+	if q.stepsDeleteStmt, err = db.PrepareContext(ctx, stepsDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query StepsDelete: %w", err)
+	}
+	if q.stepsExistStmt, err = db.PrepareContext(ctx, stepsExist); err != nil {
+		return nil, fmt.Errorf("error preparing query StepsExist: %w", err)
+	}
+	if q.stepsGetStmt, err = db.PrepareContext(ctx, stepsGet); err != nil {
+		return nil, fmt.Errorf("error preparing query StepsGet: %w", err)
+	}
+	if q.stepsPurgeBatchStmt, err = db.PrepareContext(ctx, stepsPurgeBatch); err != nil {
+		return nil, fmt.Errorf("error preparing query StepsPurgeBatch: %w", err)
 	}
 	return &q, nil
 }
@@ -95,6 +116,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing findKeyStmt: %w", cerr)
 		}
 	}
+	if q.findStepsStmt != nil {
+		if cerr := q.findStepsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing findStepsStmt: %w", cerr)
+		}
+	}
 	if q.getStmt != nil {
 		if cerr := q.getStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getStmt: %w", cerr)
@@ -123,6 +149,36 @@ func (q *Queries) Close() error {
 	if q.statsStmt != nil {
 		if cerr := q.statsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing statsStmt: %w", cerr)
+		}
+	}
+	if q.stepRecordStmt != nil {
+		if cerr := q.stepRecordStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepRecordStmt: %w", cerr)
+		}
+	}
+	if q.stepsCountStmt != nil {
+		if cerr := q.stepsCountStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepsCountStmt: %w", cerr)
+		}
+	}
+	if q.stepsDeleteStmt != nil {
+		if cerr := q.stepsDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepsDeleteStmt: %w", cerr)
+		}
+	}
+	if q.stepsExistStmt != nil {
+		if cerr := q.stepsExistStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepsExistStmt: %w", cerr)
+		}
+	}
+	if q.stepsGetStmt != nil {
+		if cerr := q.stepsGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepsGetStmt: %w", cerr)
+		}
+	}
+	if q.stepsPurgeBatchStmt != nil {
+		if cerr := q.stepsPurgeBatchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepsPurgeBatchStmt: %w", cerr)
 		}
 	}
 	return err
@@ -162,37 +218,51 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 }
 
 type Queries struct {
-	db                DBTX
-	tx                *sql.Tx
-	abandonStmt       *sql.Stmt
-	claimInsertStmt   *sql.Stmt
-	claimTakeoverStmt *sql.Stmt
-	completeStmt      *sql.Stmt
-	extendStmt        *sql.Stmt
-	findKeyStmt       *sql.Stmt
-	getStmt           *sql.Stmt
-	listInFlightStmt  *sql.Stmt
-	markCommittedStmt *sql.Stmt
-	purgeBatchStmt    *sql.Stmt
-	releaseStmt       *sql.Stmt
-	statsStmt         *sql.Stmt
+	db                  DBTX
+	tx                  *sql.Tx
+	abandonStmt         *sql.Stmt
+	claimInsertStmt     *sql.Stmt
+	claimTakeoverStmt   *sql.Stmt
+	completeStmt        *sql.Stmt
+	extendStmt          *sql.Stmt
+	findKeyStmt         *sql.Stmt
+	findStepsStmt       *sql.Stmt
+	getStmt             *sql.Stmt
+	listInFlightStmt    *sql.Stmt
+	markCommittedStmt   *sql.Stmt
+	purgeBatchStmt      *sql.Stmt
+	releaseStmt         *sql.Stmt
+	statsStmt           *sql.Stmt
+	stepRecordStmt      *sql.Stmt
+	stepsCountStmt      *sql.Stmt
+	stepsDeleteStmt     *sql.Stmt
+	stepsExistStmt      *sql.Stmt
+	stepsGetStmt        *sql.Stmt
+	stepsPurgeBatchStmt *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db:                tx,
-		tx:                tx,
-		abandonStmt:       q.abandonStmt,
-		claimInsertStmt:   q.claimInsertStmt,
-		claimTakeoverStmt: q.claimTakeoverStmt,
-		completeStmt:      q.completeStmt,
-		extendStmt:        q.extendStmt,
-		findKeyStmt:       q.findKeyStmt,
-		getStmt:           q.getStmt,
-		listInFlightStmt:  q.listInFlightStmt,
-		markCommittedStmt: q.markCommittedStmt,
-		purgeBatchStmt:    q.purgeBatchStmt,
-		releaseStmt:       q.releaseStmt,
-		statsStmt:         q.statsStmt,
+		db:                  tx,
+		tx:                  tx,
+		abandonStmt:         q.abandonStmt,
+		claimInsertStmt:     q.claimInsertStmt,
+		claimTakeoverStmt:   q.claimTakeoverStmt,
+		completeStmt:        q.completeStmt,
+		extendStmt:          q.extendStmt,
+		findKeyStmt:         q.findKeyStmt,
+		findStepsStmt:       q.findStepsStmt,
+		getStmt:             q.getStmt,
+		listInFlightStmt:    q.listInFlightStmt,
+		markCommittedStmt:   q.markCommittedStmt,
+		purgeBatchStmt:      q.purgeBatchStmt,
+		releaseStmt:         q.releaseStmt,
+		statsStmt:           q.statsStmt,
+		stepRecordStmt:      q.stepRecordStmt,
+		stepsCountStmt:      q.stepsCountStmt,
+		stepsDeleteStmt:     q.stepsDeleteStmt,
+		stepsExistStmt:      q.stepsExistStmt,
+		stepsGetStmt:        q.stepsGetStmt,
+		stepsPurgeBatchStmt: q.stepsPurgeBatchStmt,
 	}
 }

@@ -204,3 +204,75 @@ FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, `key`
 LIMIT ?;
+
+-- The recorded steps of an operation (schema migration 8, issue 36).
+
+-- name: StepsGet :many
+-- The steps recorded for the key by the operation of the fingerprint.
+SELECT name, result
+FROM idempotency_steps
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key) AND fingerprint = sqlc.arg(fingerprint);
+
+-- name: StepsExist :one
+-- Whether the operation of the fingerprint recorded any step under the key.
+SELECT CAST(EXISTS (
+    SELECT 1 FROM idempotency_steps AS s
+    WHERE s.scope = sqlc.arg(scope) AND s.`key` = sqlc.arg(idempotency_key) AND s.fingerprint = sqlc.arg(fingerprint)
+) AS SIGNED) AS found;
+
+-- name: StepRecord :execrows
+-- Records a step only while the caller holds the key's lease (token and
+-- fence on the in-flight record), with the record's fingerprint and fence;
+-- a step of the same name already there (from an operation that ended) is
+-- replaced. Affects no row when the lease does not hold. The source row is
+-- read locked (INSERT ... SELECT takes a shared lock on it, and LOCK IN
+-- SHARE MODE says so), so the guard sees its latest version, and a
+-- takeover waits until the step commits.
+INSERT INTO idempotency_steps (scope, `key`, name, fingerprint, fence, result, created_at)
+SELECT l.scope, l.`key`, sqlc.arg(name), l.fingerprint, l.fence, sqlc.arg(result), sqlc.arg(created_at)
+FROM idempotency_ledger AS l
+WHERE l.scope = sqlc.arg(scope) AND l.`key` = sqlc.arg(idempotency_key)
+  AND l.state = 'in_flight' AND l.lease_token = sqlc.arg(lease_token) AND l.fence = sqlc.arg(fence)
+LOCK IN SHARE MODE
+ON DUPLICATE KEY UPDATE
+    fingerprint = VALUES(fingerprint),
+    fence       = VALUES(fence),
+    result      = VALUES(result),
+    created_at  = VALUES(created_at);
+
+-- name: StepsDelete :execrows
+-- Deletes the steps of the operation of the fingerprint once its record
+-- is no longer in flight (its outcome stored).
+DELETE FROM idempotency_steps
+WHERE idempotency_steps.scope = sqlc.arg(scope) AND idempotency_steps.`key` = sqlc.arg(idempotency_key)
+  AND idempotency_steps.fingerprint = sqlc.arg(fingerprint)
+  AND NOT EXISTS (
+    SELECT 1 FROM idempotency_ledger AS l
+    WHERE l.scope = idempotency_steps.scope AND l.`key` = idempotency_steps.`key` AND l.state = 'in_flight'
+  );
+
+-- name: StepsPurgeBatch :execrows
+-- Deletes up to the limit steps recorded at the cutoff or earlier whose
+-- operation ended: no record in flight with their key and fingerprint
+-- (the record completed, was purged, released, or taken over by another
+-- payload), oldest first.
+DELETE FROM idempotency_steps
+WHERE idempotency_steps.created_at <= sqlc.arg(before)
+  AND NOT EXISTS (
+    SELECT 1 FROM idempotency_ledger AS l
+    WHERE l.scope = idempotency_steps.scope AND l.`key` = idempotency_steps.`key`
+      AND l.state = 'in_flight' AND l.fingerprint = idempotency_steps.fingerprint
+  )
+ORDER BY idempotency_steps.created_at
+LIMIT ?;
+
+-- name: StepsCount :one
+SELECT CAST(count(*) AS SIGNED) AS steps FROM idempotency_steps;
+
+-- name: FindSteps :many
+-- The steps recorded under the key in any scope, for operators.
+SELECT scope, `key`, name, fingerprint, fence, result, created_at
+FROM idempotency_steps
+WHERE `key` = sqlc.arg(idempotency_key)
+ORDER BY scope, created_at, name
+LIMIT ?;

@@ -354,3 +354,81 @@ FROM idempotency_ledger
 WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
 LIMIT @max_rows::bigint;
+
+-- The recorded steps of an operation (schema migration 8, issue 36).
+
+-- name: StepsGet :many
+-- The steps recorded for the key by the operation of @fingerprint.
+SELECT name, result
+FROM idempotency_steps
+WHERE scope = @scope AND key = @key AND fingerprint = @fingerprint;
+
+-- name: StepsExist :one
+-- Whether the operation of @fingerprint recorded any step under the key.
+SELECT EXISTS (
+    SELECT 1 FROM idempotency_steps AS s
+    WHERE s.scope = @scope AND s.key = @key AND s.fingerprint = @fingerprint
+) AS found;
+
+-- name: StepRecord :execrows
+-- Records a step only while the caller holds the key's lease (token and
+-- fence on the in-flight record), with the record's fingerprint and fence;
+-- a step of the same name already there (from an operation that ended) is
+-- replaced. Affects no row when the lease does not hold. FOR SHARE makes
+-- the guard read the record's latest version and hold it until the step
+-- commits: a takeover committed meanwhile fails the guard (its new fence),
+-- and one that comes after waits, so that it reads the step.
+INSERT INTO idempotency_steps (scope, key, name, fingerprint, fence, result, created_at)
+SELECT l.scope, l.key, @name::text, l.fingerprint, l.fence, @result::bytea, @now::bigint
+FROM idempotency_ledger AS l
+WHERE l.scope = @scope AND l.key = @key
+  AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence
+FOR SHARE
+ON CONFLICT (scope, key, name) DO UPDATE
+SET fingerprint = EXCLUDED.fingerprint,
+    fence       = EXCLUDED.fence,
+    result      = EXCLUDED.result,
+    created_at  = EXCLUDED.created_at;
+
+-- name: StepsDelete :execrows
+-- Deletes the steps of the operation of @fingerprint once its record is
+-- no longer in flight (its outcome stored).
+DELETE FROM idempotency_steps
+WHERE idempotency_steps.scope = @scope AND idempotency_steps.key = @key
+  AND idempotency_steps.fingerprint = @fingerprint
+  AND NOT EXISTS (
+    SELECT 1 FROM idempotency_ledger AS l
+    WHERE l.scope = idempotency_steps.scope AND l.key = idempotency_steps.key AND l.state = 'in_flight'
+  );
+
+-- name: StepsPurgeBatch :execrows
+-- Deletes up to @batch_size steps recorded at @before or earlier whose
+-- operation ended: no record in flight with their key and fingerprint
+-- (the record completed, was purged, released, or taken over by another
+-- payload), oldest first; steps another transaction holds wait for the
+-- next purge.
+DELETE FROM idempotency_steps AS d
+WHERE d.ctid = ANY (ARRAY(
+    SELECT s.ctid
+    FROM idempotency_steps AS s
+    WHERE s.created_at <= @before
+      AND NOT EXISTS (
+        SELECT 1 FROM idempotency_ledger AS l
+        WHERE l.scope = s.scope AND l.key = s.key
+          AND l.state = 'in_flight' AND l.fingerprint = s.fingerprint
+      )
+    ORDER BY s.created_at
+    LIMIT @batch_size
+    FOR UPDATE SKIP LOCKED
+));
+
+-- name: StepsCount :one
+SELECT count(*)::bigint AS steps FROM idempotency_steps;
+
+-- name: FindSteps :many
+-- The steps recorded under the key in any scope, for operators.
+SELECT scope, key, name, fingerprint, fence, result, created_at
+FROM idempotency_steps
+WHERE key = @key
+ORDER BY scope, created_at, name
+LIMIT @max_rows;

@@ -1,0 +1,71 @@
+package driver
+
+import "context"
+
+// Stepper is the part of an Executor that keeps the recorded steps of
+// operations (schema migration 8): what a handler finished under a key,
+// so that a retry returns it instead of running it again. A step belongs
+// to the operation of its record's fingerprint.
+type Stepper interface {
+	// Steps returns the steps recorded under p's key by the operation of
+	// p's fingerprint, in no order.
+	Steps(ctx context.Context, p StepsParams) ([]Step, error)
+	// HasSteps reports whether the operation of p's fingerprint recorded
+	// any step under p's key.
+	HasSteps(ctx context.Context, p StepsParams) (bool, error)
+	// RecordStep records a step with the fingerprint and fence of the
+	// key's record, replacing a step of the same name, only while p's
+	// lease holds (the record in flight with p's token and fence), and
+	// reports whether it did. The guard reads the record's latest
+	// version, and a takeover after it waits until the step commits (or,
+	// on an engine with one writer, cannot come between).
+	RecordStep(ctx context.Context, p RecordStepParams) (bool, error)
+	// DeleteSteps deletes the steps of p's fingerprint under p's key,
+	// only when the key's record is not in flight, and says how many.
+	DeleteSteps(ctx context.Context, p StepsParams) (int64, error)
+	// PurgeSteps deletes up to p.Limit steps recorded at p.Before or
+	// earlier whose operation ended (no record in flight has their key
+	// and fingerprint), oldest first, and says how many.
+	PurgeSteps(ctx context.Context, p PurgeStepsParams) (int64, error)
+	// CountSteps counts every recorded step.
+	CountSteps(ctx context.Context) (int64, error)
+	// FindSteps returns up to limit steps recorded under key in any
+	// scope, ordered by scope and time: for operators.
+	FindSteps(ctx context.Context, key string, limit int) ([]StepRow, error)
+}
+
+// StepsParams names the steps of one operation: its key and fingerprint.
+type StepsParams struct {
+	Scope, Key  string
+	Fingerprint []byte
+}
+
+// Step is a recorded step's name and result.
+type Step struct {
+	Name   string
+	Result []byte
+}
+
+// RecordStepParams records a step under a held lease. Now is the time it
+// is recorded (never 0: the ledger passes its clock).
+type RecordStepParams struct {
+	LeaseParams
+	Name   string
+	Result []byte
+	Now    int64
+}
+
+// PurgeStepsParams deletes up to Limit steps recorded at Before or earlier.
+type PurgeStepsParams struct {
+	Before int64
+	Limit  int
+}
+
+// StepRow is a recorded step as stored.
+type StepRow struct {
+	Scope, Key, Name string
+	Fingerprint      []byte
+	Fence            int64
+	Result           []byte
+	CreatedAt        int64
+}

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS idemledger_steps_created_at;
+DROP TABLE IF EXISTS idempotency_steps;
