@@ -45,6 +45,11 @@ const unprepared = pgx.QueryExecModeSimpleProtocol
 // exclude each other. The version table has golang-migrate's layout, so
 // databases migrated by either read the same.
 //
+// A run is therefore all or nothing on PostgreSQL: a migration that fails
+// rolls back the whole run, dirty mark included, and the database stays at
+// the version it had, clean. A run stopped between migrations (ctx
+// cancelled) commits the migrations it applied.
+//
 // Every statement goes as a simple query (unprepared), whatever query mode
 // the caller's connection string names: a named prepared statement, as
 // pgx's default mode makes, lives on one server connection, and behind a
@@ -53,11 +58,6 @@ const unprepared = pgx.QueryExecModeSimpleProtocol
 // (42P05); describe_exec's unnamed statement, prepared in one exchange and
 // bound in the next, can even be another client's. Migrations are few and
 // rare: a round trip more or less per statement costs nothing there.
-//
-// A run is therefore all or nothing on PostgreSQL: a migration that fails
-// rolls back the whole run, dirty mark included, and the database stays at
-// the version it had, clean. A run stopped between migrations (ctx
-// cancelled) commits the migrations it applied.
 type txDriver struct {
 	// ctx bounds the wait for the lock; the statements that follow it
 	// run to the end (see Lock).
