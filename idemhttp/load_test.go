@@ -27,8 +27,9 @@ import (
 	"github.com/idemledger/idemledger/sqlite"
 )
 
-// The load test's size. CI runs the default; the full run of RELIABILITY.md
-// is
+// The load test's size. CI runs the default (loadRaceRequests under -race,
+// with testdb.LongEnv set; without it, -race runs loadShortRequests); the
+// full run of RELIABILITY.md is
 //
 //	IDEMLEDGER_LOAD_REQUESTS=100000 go test -run '^TestLoad$' -v -timeout 30m ./idemhttp/
 const (
@@ -81,6 +82,10 @@ func TestLoad(t *testing.T) {
 	n := loadDefaultRequests
 	if raceEnabled {
 		n = loadRaceRequests
+		if !testdb.LongRun() {
+			n = loadShortRequests
+			t.Logf("%d requests under -race, not %d: set %s=1 for the long run", loadShortRequests, loadRaceRequests, testdb.LongEnv)
+		}
 	}
 	if testing.Short() {
 		n = loadShortRequests

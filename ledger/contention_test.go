@@ -154,6 +154,7 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	if os.Getenv(workerEnv) != "" {
 		t.Skip("inside a worker process")
 	}
+	testdb.Long(t)
 	for _, name := range testdb.Drivers() {
 		t.Run(name, func(t *testing.T) { acrossProcesses(t, name) })
 	}

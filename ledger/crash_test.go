@@ -33,11 +33,16 @@ import (
 const (
 	crashModeEnv  = "IDEMLEDGER_CRASH_WORKER" // "mutate", "lease" or "commit": run as a worker
 	crashDBEnv    = "IDEMLEDGER_CRASH_DB"     // the database file
-	crashKillsEnv = "IDEMLEDGER_CRASH_KILLS"  // kills per mode (default crashKillsCI)
+	crashKillsEnv = "IDEMLEDGER_CRASH_KILLS"  // kills per mode (default crashKillsCI, or crashKillsQuick)
 	crashSeedEnv  = "IDEMLEDGER_CRASH_SEED"   // seed of the kill delays (default: random, logged)
 
 	crashKillsCI = 200
-	crashScope   = "crash"
+	// crashKillsQuick is the kills per mode of a run without
+	// testdb.LongEnv: enough for every kind of kill to land (before the
+	// first key, mid-statement, between claim and effect) most runs,
+	// while the full matrix runs in CI.
+	crashKillsQuick = 20
+	crashScope      = "crash"
 	// crashLease is short so that the next worker takes over a dead
 	// worker's lease within milliseconds; a live worker never loses its
 	// lease to it, since only one worker runs at a time and a lease that
@@ -82,13 +87,19 @@ func envInt(name string, def int) int {
 
 // TestCrashSafety SIGKILLs a worker doing Mutate (transactional mode) and,
 // separately, one doing Claim, side effect, Complete (lease mode), at
-// random moments, crashKillsCI times each (IDEMLEDGER_CRASH_KILLS to
-// change; a quarter of it with -short). See RELIABILITY.md.
+// random moments, crashKillsCI times each with testdb.LongEnv set (as CI
+// runs it), crashKillsQuick times each without (IDEMLEDGER_CRASH_KILLS to
+// change either; a quarter of it with -short). See RELIABILITY.md.
 func TestCrashSafety(t *testing.T) {
 	if os.Getenv(crashModeEnv) != "" {
 		t.Skip("inside a crash worker")
 	}
-	kills := envInt(crashKillsEnv, crashKillsCI)
+	def := crashKillsCI
+	if !testdb.LongRun() {
+		def = crashKillsQuick
+		t.Logf("%d kills per mode, not %d: set %s=1 for the full matrix", crashKillsQuick, crashKillsCI, testdb.LongEnv)
+	}
+	kills := envInt(crashKillsEnv, def)
 	if testing.Short() && os.Getenv(crashKillsEnv) == "" {
 		kills /= 4
 	}

@@ -28,20 +28,22 @@ import (
 // written from the documentation, not from the SQL.
 const (
 	modelSeedEnv  = "IDEMLEDGER_MODEL_SEED"  // run only this seed
-	modelStepsEnv = "IDEMLEDGER_MODEL_STEPS" // steps per seed (default modelStepsCI)
+	modelStepsEnv = "IDEMLEDGER_MODEL_STEPS" // steps per seed (default modelStepsCI, or modelStepsQuick)
 
-	modelStepsCI  = 3000
-	modelSeqSteps = 250 // steps of one sequence, from an empty ledger
-	modelFixed    = 20261129
-	modelKeys     = 8 // over 2 scopes
-	modelFPs      = 3
+	modelStepsCI    = 3000
+	modelStepsQuick = 1000 // without testdb.LongEnv
+	modelSeqSteps   = 250  // steps of one sequence, from an empty ledger
+	modelFixed      = 20261129
+	modelKeys       = 8 // over 2 scopes
+	modelFPs        = 3
 )
 
 var modelScopes = [...]string{"", "tenant-b"}
 
 // TestModel runs modelStepsCI steps for a fixed seed and as many for a
-// random one (both logged), 6,000 steps in all by default; IDEMLEDGER_MODEL_SEED runs one seed and
-// IDEMLEDGER_MODEL_STEPS sets the steps. A divergence fails with the seed
+// random one (both logged), 6,000 steps in all, with testdb.LongEnv set
+// (as CI runs it), modelStepsQuick per seed without; IDEMLEDGER_MODEL_SEED
+// runs one seed and IDEMLEDGER_MODEL_STEPS sets the steps. A divergence fails with the seed
 // and the shortest failing sequence found by shrinking.
 func TestModel(t *testing.T) {
 	testdb.Each(t,
@@ -51,7 +53,12 @@ func TestModel(t *testing.T) {
 
 // testModel is TestModel on one driver's database.
 func testModel[TTx any](t *testing.T, d *testdb.DB[TTx]) {
-	steps := envInt(modelStepsEnv, modelStepsCI)
+	def := modelStepsCI
+	if !testdb.LongRun() {
+		def = modelStepsQuick
+		t.Logf("%d steps per seed, not %d: set %s=1 for the long run", modelStepsQuick, modelStepsCI, testdb.LongEnv)
+	}
+	steps := envInt(modelStepsEnv, def)
 	seeds := []uint64{modelFixed, rand.Uint64() % 1e9}
 	if s := os.Getenv(modelSeedEnv); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)

@@ -23,8 +23,9 @@ type Stats struct {
 	// Expired (see ExpiredEstimated) is exact on every engine.
 	Estimated bool
 	// Expired counts records that Claim already ignores and Purge would
-	// delete now (see Record.Expired). It is an estimate when
-	// ExpiredEstimated is set.
+	// delete now (see Record.Expired), of either state: each is counted in
+	// InFlight or Completed too. It is an estimate when ExpiredEstimated
+	// is set.
 	Expired int64
 	// ExpiredEstimated reports that Expired is an estimate. Past 100,000
 	// expired records, which would otherwise be counted one entry of the

@@ -75,6 +75,7 @@ func statsEqual(a, b ledger.Stats) bool {
 // counting 2.5M took 1.5 s); the estimate is flagged, and close when
 // records expire in the order they were written.
 func TestStatsEstimatesManyExpired(t *testing.T) {
+	testdb.Long(t) // 250,000 rows written through SQLite under -race
 	db, _ := testdb.SQLiteFile(t, sqlite.Options{Synchronous: sqlite.SynchronousNormal})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l, err := ledger.New(sqlite.New(db), ledger.Options{Now: func() time.Time { return now }})

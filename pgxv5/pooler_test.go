@@ -2,7 +2,9 @@ package pgxv5_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,4 +125,65 @@ func clientStep(ctx context.Context, pool *pgxpool.Pool, l *ledger.Ledger[pgx.Tx
 		return fmt.Errorf("replayed Claim: not the stored outcome")
 	}
 	return nil
+}
+
+// TestUnpooledModesNameTheFix: through a pooler in transaction mode, the
+// two query modes that cannot work there (see skipUnpooled) fail with an
+// error that names the query modes that do, for every operation, Mutate's
+// and lease mode's alike, and never with an outcome reported unknown: the
+// server refused the statement before running it (a prepared statement
+// missing or already there; describe_exec's Bind refused, SQLSTATE 08P01,
+// when it reached another client's unnamed statement).
+func TestUnpooledModesNameTheFix(t *testing.T) {
+	if testdb.Pooling() != "transaction" {
+		t.Skip("these modes work without a pooler in transaction mode (.ci/pgbouncer runs this test through one)")
+	}
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeDescribeExec} {
+		t.Run(mode.String(), func(t *testing.T) {
+			_, dsn := testdb.PostgresDSN(t)
+			ctx := context.Background()
+			cfg, err := pgxpool.ParseConfig(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MaxConns = 8
+			cfg.ConnConfig.DefaultQueryExecMode = mode
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			l, err := ledger.New(pgxv5.New(pool), ledger.Options{TTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			var (
+				mu     sync.Mutex
+				failed int
+			)
+			var wg sync.WaitGroup
+			for c := range 8 {
+				wg.Go(func() {
+					for i := range 25 {
+						err := clientStep(ctx, pool, l, fmt.Sprintf("c%d-%d", c, i))
+						if err == nil {
+							continue
+						}
+						mu.Lock()
+						failed++
+						mu.Unlock()
+						if errors.Is(err, ledger.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "default_query_exec_mode=cache_describe, exec or simple_protocol") {
+							t.Errorf("client %d, step %d: %v; want the error that names the query modes to use, and a known outcome", c, i, err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%d of %d steps failed", failed, 8*25)
+			if failed == 0 {
+				t.Error("no step failed: the pooler no longer swaps server connections between statements, and the test reaches nothing")
+			}
+		})
+	}
 }

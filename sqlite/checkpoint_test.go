@@ -23,6 +23,7 @@ import (
 // the gate taken out, the WAL held 35,341 frames (146 MB) and the test
 // failed.
 func TestWALBounded(t *testing.T) {
+	skipUnlessLong(t) // several times walBoundPages written through SQLite under -race
 	path := filepath.Join(t.TempDir(), "wal.db")
 	db := walTable(t, path, 8)
 	ctx := context.Background()
@@ -66,6 +67,16 @@ func TestWALBounded(t *testing.T) {
 	t.Logf("%d transactions of %d rows; the WAL holds at most %d frames (%d bytes); bound %d", writers*each, rows, frames, fi.Size(), most)
 	if frames > most {
 		t.Errorf("the WAL grew to %d frames (%d bytes), past %d: it did not start over", frames, fi.Size(), most)
+	}
+}
+
+// skipUnlessLong is testdb.Long for the tests inside package sqlite, which
+// cannot import testdb (it imports sqlite): it skips t unless
+// IDEMLEDGER_LONG (testdb.LongEnv) is set.
+func skipUnlessLong(t *testing.T) {
+	t.Helper()
+	if v := os.Getenv("IDEMLEDGER_LONG"); v == "" || v == "0" {
+		t.Skip("a long test: set IDEMLEDGER_LONG=1 to run it (.ci/run does)")
 	}
 }
 

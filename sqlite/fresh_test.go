@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemledger/idemledger/internal/rounds"
+	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -34,6 +35,7 @@ func TestFreshFileAcrossProcesses(t *testing.T) {
 	if rounds.InWorker() {
 		t.Skip("inside a worker process")
 	}
+	testdb.Long(t)
 	dir := t.TempDir()
 	workers := rounds.Start(t, freshProcesses, "TestFreshFileWorker", dir)
 	workers.Run(t, freshRoundsEnv, freshRounds, func(r int, msg string) string {

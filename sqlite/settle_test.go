@@ -82,6 +82,7 @@ func TestSettle(t *testing.T) {
 // records (issue 25). It asserts counts and the -wal file's size, not a
 // time.
 func TestSettleBoundsWALWithoutSlot(t *testing.T) {
+	skipUnlessLong(t) // about three times walBoundPages written through SQLite under -race
 	got := recordSpans(t)
 	path := filepath.Join(t.TempDir(), "settle.db")
 	db := walTable(t, path, 0)

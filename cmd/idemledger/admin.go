@@ -190,7 +190,11 @@ func runReclaim(ctx context.Context, e *env, args []string) error {
 }
 
 func runStats(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "stats", "-db DSN [-json]\n\nCounts records by state, with the oldest and newest, and those expired awaiting purge.")
+	fs := newFlagSet(e, "stats", "-db DSN [-json]\n\n"+
+		"Counts records by state (in flight, completed), expired ones included: an expired record stays\n"+
+		"in the table, and in its state's count, until purge deletes it, though retries no longer get\n"+
+		"its answer. Then those expired awaiting purge (of either state), how long the first of them\n"+
+		"has waited, and the oldest and newest record.")
 	dsn := dbFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object (times as RFC 3339 strings, null when the table is empty)")
 	if err := parseFlags(fs, args); err != nil {
@@ -223,7 +227,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	// too, their effect happened and their answer is lost (see inspect
 	// -in-flight, column "committed").
 	fmt.Fprintf(tw, "  passed commit point\t%d\n", s.Committed)
-	fmt.Fprintf(tw, "completed\t%d%s\n", s.Completed, estimate(s.Estimated))
+	fmt.Fprintf(tw, "completed, expired included\t%d%s\n", s.Completed, estimate(s.Estimated))
 	fmt.Fprintf(tw, "expired, awaiting purge\t%d%s\n", s.Expired, estimate(s.ExpiredEstimated))
 	fmt.Fprintf(tw, "purge backlog\t%v\n", s.PurgeBacklog)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))

@@ -15,6 +15,8 @@ import (
 // with milliseconds in UTC, or null where the text output shows "-".
 
 type statsJSON struct {
+	// InFlight and Completed count records by state, the expired ones
+	// too; Expired counts those, of either state, that purge would delete.
 	InFlight  int64 `json:"in_flight"`
 	Completed int64 `json:"completed"`
 	Expired   int64 `json:"expired"`

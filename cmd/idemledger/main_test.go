@@ -551,7 +551,7 @@ func testAdmin(t *testing.T, e string) {
 
 	s := idemledger(t, "", "stats", "-db", path)
 	s.want(t, 0)
-	for _, line := range []string{"in flight *1\n", "completed *8\n", "expired, awaiting purge *5\n", "oldest created *" + regexp.QuoteMeta(past.UTC().Format("2006-01-02T15:04:05.000Z")) + "\n"} {
+	for _, line := range []string{"in flight *1\n", "completed, expired included *8\n", "expired, awaiting purge *5\n", "oldest created *" + regexp.QuoteMeta(past.UTC().Format("2006-01-02T15:04:05.000Z")) + "\n"} {
 		if !regexp.MustCompile(line).MatchString(s.stdout) {
 			t.Errorf("stats lacks a line matching %q:\n%s", line, s.stdout)
 		}

@@ -32,11 +32,21 @@ const (
 	// pgx's statement cache meets behind a pooler in transaction mode.
 	invalidStatementName   = "26000" // class 26, Invalid SQL Statement Name
 	duplicatePreparedState = "42P05"
+	// A protocol violation: among others, the server refusing a Bind whose
+	// parameters do not fit the statement it names (what describe_exec's
+	// Bind meets on another client's unnamed statement behind a pooler).
+	protocolViolation = "08P01"
 )
+
+// bindRoutine is the server function that reports a refused Bind, as
+// PostgreSQL names it in the error's routine field, which is not
+// translated (the message is, per lc_messages). A pooler's own errors
+// carry no routine.
+const bindRoutine = "exec_bind_message"
 
 // pooledHint is added to the errors of prepared statements that the
 // session lost or already has.
-const pooledHint = "prepared statements do not persist on this connection: behind a pooler in transaction mode (PgBouncer before 1.21, or without max_prepared_statements) use pgx's default_query_exec_mode=cache_describe, exec or simple_protocol"
+const pooledHint = "prepared statements do not persist on this connection: behind a pooler in transaction mode use pgx's default_query_exec_mode=cache_describe, exec or simple_protocol (pgx's default mode needs PgBouncer 1.21 or later with max_prepared_statements; describe_exec works behind none)"
 
 // hinted is an error with a hint after its text; it unwraps to the error.
 type hinted struct {
@@ -61,8 +71,13 @@ func (h hinted) Unwrap() error { return h.err }
 // lease while its effect had happened (issue 23's double effect, met again
 // by a newcomer with a role at its CONNECTION LIMIT).
 // A prepared statement missing or already there (what a pooler in
-// transaction mode does to pgx's statement cache) gets a hint that says
-// which query mode to use.
+// transaction mode does to pgx's statement cache), and a Bind the server
+// refused (08P01 from exec_bind_message: describe_exec's Bind that reached
+// another client's unnamed statement there), get a hint that says which
+// query mode to use, and no mark: the server ran nothing. Any other
+// protocol violation (a pooler's own errors use the code too, for a
+// server connection lost mid-statement among others) is an unknown
+// outcome like the rest of class 08.
 // The SQLSTATE is read through pgconn.PgError's SQLState method.
 func Interpret(err error) error {
 	if err == nil {
@@ -79,6 +94,8 @@ func Interpret(err error) error {
 			return driver.Mark(err, driver.ErrBusy, driver.ErrRetryable)
 		case code == undefinedTable, code == undefinedFunction:
 			return driver.Mark(err, driver.ErrNotMigrated)
+		case code == protocolViolation && bindRefused(err):
+			return hinted{err, pooledHint}
 		case strings.HasPrefix(code, connectionClass), code == adminShutdown, code == crashShutdown, code == cannotConnectNow:
 			return driver.Mark(err, driver.ErrOutcomeUnknown)
 		case code == invalidStatementName, code == duplicatePreparedState:
@@ -90,6 +107,13 @@ func Interpret(err error) error {
 		return driver.Mark(err, driver.ErrOutcomeUnknown)
 	}
 	return err
+}
+
+// bindRefused reports whether err is the server's refusal of a Bind
+// message (see bindRoutine).
+func bindRefused(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Routine == bindRoutine
 }
 
 // connecting reports whether err was raised while a connection was being

@@ -31,6 +31,10 @@ func TestInterpret(t *testing.T) {
 		{"undefined table", pg("42P01"), []error{driver.ErrNotMigrated}},
 		{"undefined function (migration 5 missing)", pg("42883"), []error{driver.ErrNotMigrated}},
 		{"connection failure", pg("08006"), []error{driver.ErrOutcomeUnknown}},
+		// A protocol violation that is not the server refusing a Bind
+		// (PgBouncer sends its own errors with this code, "server conn
+		// crashed?" among them): the statement may have run.
+		{"protocol violation, not a refused Bind", pg("08P01"), []error{driver.ErrOutcomeUnknown}},
 		{"admin shutdown", pg("57P01"), []error{driver.ErrOutcomeUnknown}},
 		{"crash shutdown", pg("57P02"), []error{driver.ErrOutcomeUnknown}},
 		{"cannot connect now", pg("57P03"), []error{driver.ErrOutcomeUnknown}},
@@ -48,10 +52,16 @@ func TestInterpret(t *testing.T) {
 
 // TestInterpretPooledHint: the errors of pgx's statement cache behind a
 // pooler in transaction mode say what to do after their text, keep their
-// cause, and carry no mark.
+// cause, and carry no mark; so does the server's refusal of a Bind
+// (08P01, from exec_bind_message), what describe_exec meets there when
+// its Bind reaches another client's unnamed statement: the server ran
+// nothing, so the outcome is known.
 func TestInterpretPooledHint(t *testing.T) {
-	for _, code := range []string{"26000", "42P05"} {
-		cause := &pgconn.PgError{Severity: "ERROR", Code: code, Message: "m"}
+	for _, tt := range []struct{ code, routine string }{
+		{"26000", "exec_bind_message"}, {"42P05", "StorePreparedStatement"}, {"08P01", "exec_bind_message"},
+	} {
+		code := tt.code
+		cause := &pgconn.PgError{Severity: "ERROR", Code: code, Message: "m", Routine: tt.routine}
 		err := Interpret(fmt.Errorf("wrapped: %w", cause))
 		var pg *pgconn.PgError
 		if !errors.As(err, &pg) || pg != cause {

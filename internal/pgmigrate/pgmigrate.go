@@ -81,7 +81,7 @@ func With(ctx context.Context, db *sql.DB, table string, f func(database.Driver)
 func checkCurrentSchema(ctx context.Context, db *sql.DB) error {
 	var current sql.NullString
 	var path string
-	if err := db.QueryRowContext(ctx, "SELECT current_schema(), current_setting('search_path')").Scan(&current, &path); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT current_schema(), current_setting('search_path')", unprepared).Scan(&current, &path); err != nil {
 		return err
 	}
 	if !current.Valid {

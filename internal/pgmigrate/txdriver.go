@@ -10,8 +10,14 @@ import (
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4/database"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// unprepared, passed first among a statement's arguments, makes pgx send
+// it as a simple query whatever the connection's default query mode (see
+// txDriver).
+const unprepared = pgx.QueryExecModeSimpleProtocol
 
 // txDriver is golang-migrate's database.Driver for PostgreSQL that keeps
 // nothing in the session: Lock begins a transaction and takes a
@@ -43,6 +49,15 @@ import (
 // rolls back the whole run, dirty mark included, and the database stays at
 // the version it had, clean. A run stopped between migrations (ctx
 // cancelled) commits the migrations it applied.
+//
+// Every statement goes as a simple query (unprepared), whatever query mode
+// the caller's connection string names: a named prepared statement, as
+// pgx's default mode makes, lives on one server connection, and behind a
+// pooler in transaction mode the next transaction may run on another
+// (SQLSTATE 26000) or meet another client's statement of the same name
+// (42P05); describe_exec's unnamed statement, prepared in one exchange and
+// bound in the next, can even be another client's. Migrations are few and
+// rare: a round trip more or less per statement costs nothing there.
 type txDriver struct {
 	// ctx bounds the wait for the lock; the statements that follow it
 	// run to the end (see Lock).
@@ -61,7 +76,7 @@ var _ database.Driver = (*txDriver)(nil)
 // versions in table there.
 func newTxDriver(ctx context.Context, db *sql.DB, table string) (*txDriver, error) {
 	var dbName, schemaName string
-	if err := db.QueryRowContext(ctx, "SELECT current_database(), current_schema()").Scan(&dbName, &schemaName); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT current_database(), current_schema()", unprepared).Scan(&dbName, &schemaName); err != nil {
 		return nil, err
 	}
 	id, err := database.GenerateAdvisoryLockId(dbName, schemaName, table)
@@ -102,15 +117,15 @@ func (d *txDriver) Lock() error {
 		return err
 	}
 	// The wait for the lock is what ctx may cut short.
-	if _, err := tx.ExecContext(d.ctx, "SELECT pg_advisory_xact_lock("+strconv.FormatInt(d.lock, 10)+")"); err != nil {
+	if _, err := tx.ExecContext(d.ctx, "SELECT pg_advisory_xact_lock("+strconv.FormatInt(d.lock, 10)+")", unprepared); err != nil {
 		return errors.Join(fmt.Errorf("lock: %w", err), tx.Rollback())
 	}
 	var exists bool
-	if err := tx.QueryRowContext(d.ctx, "SELECT to_regclass('"+strings.ReplaceAll(d.table, "'", "''")+"') IS NOT NULL").Scan(&exists); err != nil {
+	if err := tx.QueryRowContext(d.ctx, "SELECT to_regclass('"+strings.ReplaceAll(d.table, "'", "''")+"') IS NOT NULL", unprepared).Scan(&exists); err != nil {
 		return errors.Join(fmt.Errorf("lock: %w", err), tx.Rollback())
 	}
 	if !exists {
-		if _, err := tx.ExecContext(d.ctx, "CREATE TABLE IF NOT EXISTS "+d.table+" (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)"); err != nil {
+		if _, err := tx.ExecContext(d.ctx, "CREATE TABLE IF NOT EXISTS "+d.table+" (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)", unprepared); err != nil {
 			return errors.Join(fmt.Errorf("lock: create %s: %w", d.table, err), tx.Rollback())
 		}
 	}
@@ -135,9 +150,8 @@ func (d *txDriver) Unlock() error {
 	return nil
 }
 
-// Run runs one migration's SQL in the run's transaction. Without
-// arguments pgx sends it as a simple query, so a file may hold several
-// statements.
+// Run runs one migration's SQL in the run's transaction, as a simple
+// query, so a file may hold several statements.
 func (d *txDriver) Run(migration io.Reader) error {
 	if d.tx == nil {
 		return database.ErrNotLocked
@@ -149,7 +163,7 @@ func (d *txDriver) Run(migration io.Reader) error {
 	if strings.TrimSpace(string(body)) == "" {
 		return nil
 	}
-	if _, err := d.tx.ExecContext(context.WithoutCancel(d.ctx), string(body)); err != nil {
+	if _, err := d.tx.ExecContext(context.WithoutCancel(d.ctx), string(body), unprepared); err != nil {
 		d.failed = true
 		return fmt.Errorf("migration failed: %w", err)
 	}
@@ -164,13 +178,13 @@ func (d *txDriver) SetVersion(version int, dirty bool) error {
 		return database.ErrNotLocked
 	}
 	ctx := context.WithoutCancel(d.ctx)
-	if _, err := d.tx.ExecContext(ctx, "DELETE FROM "+d.table); err != nil {
+	if _, err := d.tx.ExecContext(ctx, "DELETE FROM "+d.table, unprepared); err != nil {
 		d.failed = true
 		return err
 	}
 	if version >= 0 || (version == database.NilVersion && dirty) {
 		stmt := fmt.Sprintf("INSERT INTO %s (version, dirty) VALUES (%d, %t)", d.table, version, dirty)
-		if _, err := d.tx.ExecContext(ctx, stmt); err != nil {
+		if _, err := d.tx.ExecContext(ctx, stmt, unprepared); err != nil {
 			d.failed = true
 			return err
 		}
@@ -185,9 +199,9 @@ func (d *txDriver) Version() (version int, dirty bool, err error) {
 	q := "SELECT version, dirty FROM " + d.table + " LIMIT 1"
 	var row *sql.Row
 	if d.tx != nil {
-		row = d.tx.QueryRowContext(context.WithoutCancel(d.ctx), q)
+		row = d.tx.QueryRowContext(context.WithoutCancel(d.ctx), q, unprepared)
 	} else {
-		row = d.db.QueryRowContext(d.ctx, q)
+		row = d.db.QueryRowContext(d.ctx, q, unprepared)
 	}
 	var pg *pgconn.PgError
 	switch err := row.Scan(&version, &dirty); {
