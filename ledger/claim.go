@@ -102,18 +102,16 @@ func (l *Ledger[TTx]) Claim(ctx context.Context, req Request) (*Claim, error) {
 	if err := l.check(req); err != nil {
 		return nil, err
 	}
-	return l.claim(ctx, l.db, req)
+	return l.throughCache(ctx, req, "claim", func(st *stood) (*Claim, error) {
+		return l.claimWith(ctx, l.db, req, l.db.Claim, st)
+	})
 }
 
-// claim is Claim on ex (the pool, or a transaction for Mutate) after the
-// checks.
-func (l *Ledger[TTx]) claim(ctx context.Context, ex driver.Executor, req Request) (*Claim, error) {
-	return l.claimWith(ctx, ex, req, ex.Claim)
-}
-
-// claimWith is claim whose attempts run through attempt instead of
-// ex.Claim (Mutate's sets its savepoint with the first that needs one).
-func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Request, attempt func(context.Context, driver.ClaimParams) (driver.ClaimResult, error)) (*Claim, error) {
+// claimWith claims req on ex (the pool, or a transaction for Mutate) after
+// the checks, its attempts running through attempt (ex.Claim, or Mutate's,
+// which sets its savepoint with the first that needs one). When st is not
+// nil, the completed row that answered, if one did, is noted in it.
+func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Request, attempt func(context.Context, driver.ClaimParams) (driver.ClaimResult, error), st *stood) (*Claim, error) {
 	for range claimAttempts {
 		a := driver.ClaimParams{
 			Scope: req.Scope, Key: req.Key, Fingerprint: req.Fingerprint[:],
@@ -154,6 +152,7 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 		if err != nil && !isAnswer(err) {
 			return nil, wrapOp("claim", err)
 		}
+		st.note(row, now)
 		return c, err
 	}
 	// Each attempt lost a race to a write that changed the record (a

@@ -23,16 +23,21 @@ func (l *Ledger[TTx]) Lookup(ctx context.Context, req Request) (*Claim, error) {
 	if err := l.check(req); err != nil {
 		return nil, err
 	}
-	got, err := l.db.Get(ctx, driver.GetParams{Scope: req.Scope, Key: req.Key, Now: l.clock()})
-	if err != nil {
-		return nil, wrapOp("lookup", classify(err))
-	}
-	if got.Row == nil {
-		return nil, nil
-	}
-	c, err := standing(req, got.Row, got.Now)
-	if err != nil && !isAnswer(err) {
-		return nil, wrapOp("lookup", err)
-	}
-	return c, err
+	return l.throughCache(ctx, req, "lookup", func(st *stood) (*Claim, error) {
+		got, err := l.db.Get(ctx, driver.GetParams{Scope: req.Scope, Key: req.Key, Now: l.clock()})
+		if err != nil {
+			return nil, wrapOp("lookup", classify(err))
+		}
+		if got.Row == nil {
+			return nil, nil
+		}
+		c, err := standing(req, got.Row, got.Now)
+		if err != nil && !isAnswer(err) {
+			return nil, wrapOp("lookup", err)
+		}
+		if c != nil || err != nil {
+			st.note(got.Row, got.Now)
+		}
+		return c, err
+	})
 }
