@@ -34,7 +34,7 @@ const (
 // cacheEntryOverhead is what one entry costs beyond the bytes of its row
 // (the map's slot, the entry, the row's struct and its slices' headers,
 // the allocator's rounding), measured by TestCacheHeapBound.
-const cacheEntryOverhead = 400
+const cacheEntryOverhead = 512
 
 // cacheShardBytes is the least memory a shard is given: a small cache has
 // fewer shards, so that a shard can still hold a sizable record.
@@ -73,7 +73,7 @@ type cacheKey struct{ scope, key string }
 // so it may be read outside the shard's lock.
 type cacheEntry struct {
 	k    cacheKey
-	row  *driver.Row
+	row  driver.Row
 	size int64
 	// mono (nanoseconds since the cache's epoch, by the monotonic clock)
 	// and wall (Unix milliseconds) are the deadlines: the entry answers
@@ -126,31 +126,40 @@ func (c *outcomeCache) get(k cacheKey, mono, wall int64) *driver.Row {
 		s.unlink(e)
 		s.pushFront(e)
 	}
-	row := e.row
 	s.mu.Unlock()
-	return row
+	return &e.row
 }
 
-// put keeps row, a completed record as read (put copies what it keeps),
+// put keeps a copy of row, a completed record as read,
 // under k until the deadlines mono and wall; a record larger than a
 // quarter of a shard is not kept.
 func (c *outcomeCache) put(k cacheKey, row *driver.Row, mono, wall int64) {
-	// The map's key and the row share their strings: the request's, which
-	// name the same bytes as the row's (keys compare as bytes).
-	k = cacheKey{scope: strings.Clone(k.scope), key: strings.Clone(k.key)}
-	own := &driver.Row{
-		Scope: k.scope, Key: k.key,
-		Fingerprint: bytes.Clone(row.Fingerprint), State: "completed",
-		Fence: row.Fence, Status: row.Status,
-		Headers: bytes.Clone(row.Headers), Body: bytes.Clone(row.Body),
-		CreatedAt: row.CreatedAt, CompletedAt: row.CompletedAt, ExpiresAt: row.ExpiresAt,
-		CommittedAt: row.CommittedAt, Kind: strings.Clone(row.Kind),
-	}
-	size := int64(len(own.Scope)+len(own.Key)+len(own.Fingerprint)+len(own.Headers)+len(own.Body)+len(own.Kind)) + cacheEntryOverhead
+	data := len(k.scope) + len(k.key) + len(row.Fingerprint) + len(row.Headers) + len(row.Body) + len(row.Kind)
+	size := int64(data) + cacheEntryOverhead
 	if size > c.maxEntry {
 		return
 	}
-	e := &cacheEntry{k: k, row: own, size: size, mono: mono, wall: wall}
+	// Few allocations per entry, as the overhead counts them: the entry
+	// with its row, one string for the scope and the key (the map's key
+	// and the row share it), one buffer for the row's bytes. The
+	// request's scope and key name the same bytes as the row's (keys
+	// compare as bytes).
+	sk := k.scope + k.key
+	k = cacheKey{scope: sk[:len(k.scope)], key: sk[len(k.scope):]}
+	buf := make([]byte, 0, len(row.Fingerprint)+len(row.Headers)+len(row.Body))
+	part := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	e := &cacheEntry{k: k, size: size, mono: mono, wall: wall, row: driver.Row{
+		Scope: k.scope, Key: k.key, State: "completed",
+		Fingerprint: part(row.Fingerprint), Headers: part(row.Headers), Body: part(row.Body),
+		Fence: row.Fence, Status: row.Status, Kind: strings.Clone(row.Kind),
+		CreatedAt: row.CreatedAt, CompletedAt: row.CompletedAt, ExpiresAt: row.ExpiresAt, CommittedAt: row.CommittedAt,
+	}}
 	s := c.shard(k)
 	s.mu.Lock()
 	if old := s.m[k]; old != nil {

@@ -1,0 +1,106 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/idemledger/idemledger/driver"
+)
+
+func cacheRow(key string, body int) *driver.Row {
+	return &driver.Row{Scope: "tenant-1", Key: key, Fingerprint: make([]byte, 32), State: "completed",
+		Fence: 1, Status: 201, Headers: []byte("Content-Type\x00application/json"), Body: make([]byte, body),
+		Kind: "http", CreatedAt: 1, CompletedAt: 2, ExpiresAt: 3}
+}
+
+// TestCacheEvictsLeastRecentlyUsed: a shard over its bytes drops the entry
+// used least recently, a get counts as a use, an entry over a quarter of
+// a shard is not kept, and an entry past either deadline is dropped.
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := newOutcomeCache(cacheShardBytes) // one shard
+	if len(c.shards) != 1 || c.limit != cacheShardBytes || c.maxEntry != cacheShardBytes/4 {
+		t.Fatalf("%d shards of %d bytes, largest entry %d", len(c.shards), c.limit, c.maxEntry)
+	}
+	// Each entry is a quarter of the shard, less a little: four fit.
+	body := int(c.maxEntry) - cacheEntryOverhead - len("tenant-1") - 1 - 32 - len("Content-Type\x00application/json") - len("http")
+	k := func(s string) cacheKey { return cacheKey{"tenant-1", s} }
+	for _, s := range []string{"a", "b", "c", "d"} {
+		c.put(k(s), cacheRow(s, body), 10, 10)
+	}
+	if n, bytes := c.stats(); n != 4 || bytes != 4*c.maxEntry {
+		t.Fatalf("%d entries of %d bytes, want 4 of %d", n, bytes, 4*c.maxEntry)
+	}
+	if c.get(k("a"), 0, 0) == nil {
+		t.Fatal("a was not kept")
+	}
+	c.put(k("e"), cacheRow("e", body), 10, 10) // drops b, the least recently used
+	for s, want := range map[string]bool{"a": true, "b": false, "c": true, "d": true, "e": true} {
+		if got := c.get(k(s), 0, 0) != nil; got != want {
+			t.Errorf("%s kept %t, want %t", s, got, want)
+		}
+	}
+	c.put(k("big"), cacheRow("big", body+1), 10, 10)
+	if c.get(k("big"), 0, 0) != nil {
+		t.Error("an entry over a quarter of the shard was kept")
+	}
+	for _, tt := range []struct {
+		key        string
+		mono, wall int64
+	}{{"c", 10, 9}, {"d", 9, 10}} {
+		if c.get(k(tt.key), tt.mono, tt.wall) != nil {
+			t.Errorf("%s answered at clocks %d, %d, with deadlines 10, 10", tt.key, tt.mono, tt.wall)
+		}
+	}
+	if n, _ := c.stats(); n != 2 {
+		t.Errorf("%d entries left, want 2 (a and e)", n)
+	}
+}
+
+// TestCacheHeapBound: a million distinct records through a cache of the
+// default size hold no more heap than the bound says, the cache's own
+// accounting included (cacheEntryOverhead is checked here). Set
+// IDEMLEDGER_CACHE_KEYS for another count; skipped with -short.
+func TestCacheHeapBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million records: run without -short")
+	}
+	n := 1_000_000
+	if s := os.Getenv("IDEMLEDGER_CACHE_KEYS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, body := range []int{0, 200, 4000} {
+		t.Run(fmt.Sprintf("body=%d", body), func(t *testing.T) {
+			heap := func() uint64 {
+				runtime.GC()
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				return m.HeapAlloc
+			}
+			before := heap()
+			c := newOutcomeCache(DefaultCacheBytes)
+			for i := range n {
+				key := "key-" + strconv.Itoa(i)
+				c.put(cacheKey{"tenant-1", key}, cacheRow(key, body), 1<<62, 1<<62)
+			}
+			grew := int64(heap()) - int64(before)
+			entries, bytes := c.stats()
+			t.Logf("%d records of %d body bytes: %d kept, accounted %d bytes, heap grew %d bytes (%d per entry)",
+				n, body, entries, bytes, grew, grew/int64(max(entries, 1)))
+			if bytes > DefaultCacheBytes {
+				t.Errorf("accounted %d bytes, over the bound %d", bytes, DefaultCacheBytes)
+			}
+			// The shards' maps keep the buckets of their largest size:
+			// allow a tenth over the bound for them.
+			if limit := int64(DefaultCacheBytes) * 11 / 10; grew > limit {
+				t.Errorf("heap grew %d bytes, over %d", grew, limit)
+			}
+			runtime.KeepAlive(c)
+		})
+	}
+}
