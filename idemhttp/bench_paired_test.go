@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // BenchmarkPostgresPaired measures issue 22's ratios on PostgreSQL, through
@@ -189,6 +191,24 @@ func BenchmarkPostgresPaired(b *testing.B) {
 	})
 }
 
+// BenchmarkSQLitePaired is BenchmarkPostgresPaired's method on SQLite
+// (synchronous FULL, the default), with the kinds that need no PostgreSQL
+// statement: read (the same plain SELECT of the ledger row), replay,
+// first, bare-tx, tx-first and tx-replay, and each of the ledger's kinds
+// again through a ledger with its cache off ("-off").
+//
+//	go test -run '^$' -bench '^BenchmarkSQLitePaired$' -benchtime 2000x -count 6 ./idemhttp/
+func BenchmarkSQLitePaired(b *testing.B) {
+	e := sqliteClientsEnv(b, sqlite.SynchronousFull)
+	db := e.sqlDB
+	runPairedKinds(b, e, func(ctx context.Context, scope, key string) (int, []byte, error) {
+		var status int
+		var headers, body []byte
+		err := db.QueryRowContext(ctx, pairedReadSQL, scope, key).Scan(&status, &headers, &body)
+		return status, body, err
+	}, pairedFloors{}, sqlitePairedKinds, sqlitePairedRatios)
+}
+
 // pairedReadSQL reads what a replay answers from, as an application would
 // read a row of its own.
 const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHERE scope = $1 AND key = $2`
@@ -197,12 +217,21 @@ const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHER
 // ratios it reports: the first kind's time over the second's.
 var (
 	pairedKinds = []string{"read", "decide", "decide-fp", "replay", "first", "bare-tx", "tx-first", "tx-replay",
-		"tx-floor", "tx-floor-row", "tx-read"}
+		"tx-floor", "tx-floor-row", "tx-read", "replay-off", "first-off", "tx-first-off", "tx-replay-off"}
 	pairedRatios = [][2]string{{"read", "replay"}, {"decide", "replay"}, {"read", "decide"},
 		{"decide-fp", "replay"}, {"read", "decide-fp"},
 		{"bare-tx", "tx-first"}, {"replay", "tx-replay"},
 		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-floor-row", "tx-first"}, {"bare-tx", "tx-floor-row"},
-		{"tx-read", "tx-replay"}, {"replay", "tx-read"}}
+		{"tx-read", "tx-replay"}, {"replay", "tx-read"},
+		{"read", "replay-off"}, {"decide-fp", "replay-off"}, {"replay-off", "replay"}, {"first-off", "first"},
+		{"tx-first-off", "tx-first"}, {"tx-replay-off", "tx-replay"}, {"bare-tx", "first"}}
+	// sqlitePairedKinds and sqlitePairedRatios are BenchmarkSQLitePaired's:
+	// those of pairedKinds that need no PostgreSQL statement.
+	sqlitePairedKinds = []string{"read", "replay", "first", "bare-tx", "tx-first", "tx-replay",
+		"replay-off", "first-off", "tx-first-off", "tx-replay-off"}
+	sqlitePairedRatios = [][2]string{{"read", "replay"}, {"read", "replay-off"}, {"replay-off", "replay"},
+		{"first-off", "first"}, {"tx-first-off", "tx-first"}, {"tx-replay-off", "tx-replay"}, {"replay", "tx-replay"},
+		{"bare-tx", "first"}, {"bare-tx", "tx-first"}}
 )
 
 // pairedDecideSQL is the decide kind's statement: it reads the row a
@@ -332,10 +361,20 @@ WHERE scope = $1 AND key = $2`,
 )
 
 func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.Context, scope, key string) (int, []byte, error), fl pairedFloors) {
+	runPairedKinds(b, e, read, fl, pairedKinds, pairedRatios)
+}
+
+// runPairedKinds is runPaired with the kinds sent in each turn and the
+// ratios reported.
+func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.Context, scope, key string) (int, []byte, error), fl pairedFloors, kinds []string, ratios [][2]string) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			replayKey := fmt.Sprintf("paired-%d", benchKeys.Add(1))
 			txReplayKey := replayKey + "-tx"
+			// The cache-off kinds replay keys of their own, stored through
+			// the ledger without the cache: each ledger reads a record
+			// once before it may keep it.
+			offKey, txOffKey := replayKey+"-off", replayKey+"-tx-off"
 			// The fingerprint the replayed key's record holds: Middleware's
 			// of the requests send sends.
 			fpReq := httptest.NewRequest("POST", "/orders", nil)
@@ -376,11 +415,15 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 					}
 					answer(w, status, body, err)
 				}),
-				"replay":    Middleware(e.l, benchOptions())(e.handler()),
-				"first":     Middleware(e.l, benchOptions())(e.handler()),
-				"bare-tx":   e.bareTx(),
-				"tx-first":  e.txHandler(),
-				"tx-replay": e.txHandler(),
+				"replay":        Middleware(e.l, benchOptions())(e.handler()),
+				"first":         Middleware(e.l, benchOptions())(e.handler()),
+				"replay-off":    Middleware(e.off, benchOptions())(e.handler()),
+				"first-off":     Middleware(e.off, benchOptions())(e.handler()),
+				"bare-tx":       e.bareTx(),
+				"tx-first":      e.txHandler(),
+				"tx-replay":     e.txHandler(),
+				"tx-first-off":  e.txHandlerOn(e.off),
+				"tx-replay-off": e.txHandlerOn(e.off),
 				"tx-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					in, _ := io.ReadAll(r.Body)
 					id, err := fl.floor(r.Context(), pairedTwoColumns, fmt.Sprintf("floor-%d", benchKeys.Add(1)), string(in))
@@ -414,7 +457,11 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 					key = replayKey
 				case "tx-replay":
 					key = txReplayKey
-				case "first", "tx-first":
+				case "replay-off":
+					key = offKey
+				case "tx-replay-off":
+					key = txOffKey
+				case "first", "tx-first", "first-off", "tx-first-off":
 					key = fmt.Sprintf("paired-%d", benchKeys.Add(1))
 				}
 				req, _ := http.NewRequest("POST", urls[kind]+"/orders", strings.NewReader(benchBody))
@@ -432,34 +479,34 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 				switch {
 				case resp.StatusCode != http.StatusCreated:
 					return fmt.Errorf("%s: status %d", kind, resp.StatusCode)
-				case replayed != (kind == "replay" || kind == "tx-replay" || kind == "decide-fp"):
+				case replayed != (strings.Contains(kind, "replay") || kind == "decide-fp"):
 					return fmt.Errorf("%s: replayed %v", kind, replayed)
 				}
 				return nil
 			}
 			// The stored answers; their first runs are not replays.
-			for _, kind := range []string{"replay", "tx-replay"} {
+			for _, kind := range []string{"replay", "tx-replay", "replay-off", "tx-replay-off"} {
 				if err := sendAs(send, kind); err != nil {
 					b.Fatal(err)
 				}
 			}
 			// Warm every client's connections and the pools.
-			if err := turns(clients, 2*clients, send, nil); err != nil {
+			if err := turns(clients, 2*clients, kinds, send, nil); err != nil {
 				b.Fatal(err)
 			}
-			spent := make([]atomic.Int64, len(pairedKinds))
+			spent := make([]atomic.Int64, len(kinds))
 			b.ResetTimer()
-			err := turns(clients, b.N, send, spent)
+			err := turns(clients, b.N, kinds, send, spent)
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
 			}
 			index := make(map[string]int)
-			for i, k := range pairedKinds {
+			for i, k := range kinds {
 				index[k] = i
 				b.ReportMetric(float64(spent[i].Load())/float64(b.N)/1e3, k+"-us")
 			}
-			for _, r := range pairedRatios {
+			for _, r := range ratios {
 				b.ReportMetric(float64(spent[index[r[0]]].Load())/float64(spent[index[r[1]]].Load()), r[1]+"/"+r[0])
 			}
 		})
@@ -477,9 +524,9 @@ func sendAs(send func(string) error, kind string) error {
 }
 
 // turns runs n turns on clients goroutines; a turn sends one request of
-// every kind of pairedKinds, from a kind that rotates. spent, when not
-// nil, adds up each kind's wall time.
-func turns(clients, n int, send func(string) error, spent []atomic.Int64) error {
+// every kind of kinds, from a kind that rotates. spent, when not nil,
+// adds up each kind's wall time.
+func turns(clients, n int, kinds []string, send func(string) error, spent []atomic.Int64) error {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -493,10 +540,10 @@ func turns(clients, n int, send func(string) error, spent []atomic.Int64) error 
 				if i >= n {
 					return
 				}
-				for j := range pairedKinds {
-					k := (i + j) % len(pairedKinds)
+				for j := range kinds {
+					k := (i + j) % len(kinds)
 					start := time.Now()
-					if err := send(pairedKinds[k]); err != nil {
+					if err := send(kinds[k]); err != nil {
 						mu.Lock()
 						if firstErr == nil {
 							firstErr = err

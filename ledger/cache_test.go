@@ -102,6 +102,10 @@ func testCacheAnswersFromMemory[TTx any](t *testing.T, b *bundle[TTx]) {
 	complete(t, b.ctx, l, k, cacheOutcome)
 	ev.want(t) // a first claim is neither a hit nor a miss
 
+	if c, err := l.Recall(b.ctx, k); c != nil || err != nil {
+		t.Fatalf("Recall before any read: %+v, %v; want nil, nil", c, err)
+	}
+	ev.want(t) // Recall reads nothing: no miss
 	first := wantReplay(t, b.ctx, l, k, cacheOutcome)
 	ev.want(t, "cache_miss/claim")
 	hit := wantReplay(t, b.ctx, l, k, cacheOutcome)
@@ -117,6 +121,13 @@ func testCacheAnswersFromMemory[TTx any](t *testing.T, b *bundle[TTx]) {
 		t.Fatalf("lookup: %+v, %v", c, err)
 	}
 	ev.want(t, "cache_hit/lookup")
+	if c, err := l.Recall(b.ctx, k); err != nil || !c.Replayed() || !reflect.DeepEqual(c.Replay, first.Replay) {
+		t.Fatalf("Recall: %+v, %v", c, err)
+	}
+	if _, err := l.Recall(b.ctx, req("k", "other")); err != ledger.ErrKeyReused {
+		t.Fatalf("Recall, other fingerprint: %v, want ErrKeyReused", err)
+	}
+	ev.want(t, "cache_hit/recall", "cache_hit/recall")
 
 	// The caller's own: changing one answer changes no other.
 	hit.Replay.Outcome.Body[0] = 'X'
@@ -332,6 +343,9 @@ func testCacheOff[TTx any](t *testing.T, b *bundle[TTx]) {
 			wantReplay(t, b.ctx, l, k, cacheOutcome)
 			if _, err := b.db.Exec("DELETE FROM idempotency_ledger"); err != nil {
 				t.Fatal(err)
+			}
+			if c, err := l.Recall(b.ctx, k); c != nil || err != nil {
+				t.Fatalf("Recall: %+v, %v; want nil, nil", c, err)
 			}
 			if c, err := l.Claim(b.ctx, k); err != nil || c.Replayed() {
 				t.Fatalf("after the delete: %+v, %v; want a fresh claim", c, err)

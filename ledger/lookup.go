@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"time"
 
 	"github.com/idemledger/idemledger/driver"
 )
@@ -40,4 +41,33 @@ func (l *Ledger[TTx]) Lookup(ctx context.Context, req Request) (*Claim, error) {
 		}
 		return c, err
 	})
+}
+
+// Recall answers req from the ledger's cache of completed outcomes alone,
+// never the database: a Claim whose Replay is the completed record, or
+// ErrKeyReused, when the cache holds req's key (see the package doc, The
+// cache of completed outcomes); a nil Claim and no error when it does not,
+// and always when the cache is off (Options.CacheBytes). A hit is reported
+// to Options.Observer (Op "recall"); nothing is reported otherwise, as
+// nothing was read. It costs no round trip, so a layer may call it before
+// work that a hit makes needless: idemhttp's TxHandler calls it before
+// beginning its transaction. Bad input returns an error wrapping
+// ErrInvalidRequest.
+func (l *Ledger[TTx]) Recall(ctx context.Context, req Request) (*Claim, error) {
+	if err := l.checkCall(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.check(req); err != nil {
+		return nil, err
+	}
+	if l.cache == nil {
+		return nil, nil
+	}
+	start := time.Now()
+	mono, wall := l.cacheClock(start)
+	c, err, ok := l.recall(req, mono, wall)
+	if ok {
+		l.observe(ctx, EventCacheHit, "recall", start)
+	}
+	return c, err
 }

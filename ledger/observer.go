@@ -48,7 +48,7 @@ const (
 	// written into the record (Ledger.Commit).
 	EventCommitted
 	// EventCacheHit: the ledger answered a claim or a lookup (Op "claim",
-	// "lookup", "mutate") from its cache of completed outcomes, without
+	// "lookup", "mutate", "recall") from its cache of completed outcomes, without
 	// the database: a replay, or ErrKeyReused. Reported by the ledger to
 	// Options.Observer, not by the integrations.
 	EventCacheHit
