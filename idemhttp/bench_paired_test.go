@@ -53,17 +53,19 @@ import (
 //   - tx-floor, tx-floor-row, tx-read: their floors (pairedFloors), the
 //     same statements and round trips without the ledger's logic;
 //     tx-floor writes a two-column row, tx-floor-row a row of the ledger's
-//     own shape into a table of its columns and indexes.
+//     own shape into a table of its columns and indexes;
+//   - replay-off, first-off, tx-first-off, tx-replay-off: replay, first,
+//     tx-first and tx-replay through a ledger on the same database with
+//     its cache of completed outcomes off (ledger.CacheOff), the others
+//     having it on (the default): a replay that reads the database;
+//   - http-floor: no database at all, the replay's answer written as
+//     constants: the floor of the HTTP exchange itself.
 //
 // Metrics: "<kind>-us" is the mean wall time of one request of the kind
-// (one client's view); "replay/read" is read's time over replay's (the
-// replay's throughput relative to the floor: 1 is at the floor, above 1
-// faster), and likewise "replay/decide", "decide/read", "replay/decide-fp",
-// "decide-fp/read",
-// "tx-first/bare-tx", "tx-replay/replay", "tx-first/tx-floor",
-// "tx-floor/bare-tx", "tx-first/tx-floor-row", "tx-floor-row/bare-tx",
-// "tx-replay/tx-read" and "tx-read/replay". ns/op is the wall time of one
-// turn, all clients together.
+// (one client's view); "A/B" for each pair of pairedRatios is B's time
+// over A's, A's throughput relative to B's: "replay/read" is the
+// replay's relative to a plain read, 1 at the read's rate, above 1
+// faster. ns/op is the wall time of one turn, all clients together.
 //
 //	IDEMLEDGER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	go test -run '^$' -bench '^BenchmarkPostgresPaired$' -benchtime 2000x -count 6 ./idemhttp/
@@ -217,21 +219,22 @@ const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHER
 // ratios it reports: the first kind's time over the second's.
 var (
 	pairedKinds = []string{"read", "decide", "decide-fp", "replay", "first", "bare-tx", "tx-first", "tx-replay",
-		"tx-floor", "tx-floor-row", "tx-read", "replay-off", "first-off", "tx-first-off", "tx-replay-off"}
+		"tx-floor", "tx-floor-row", "tx-read", "replay-off", "first-off", "tx-first-off", "tx-replay-off", "http-floor"}
 	pairedRatios = [][2]string{{"read", "replay"}, {"decide", "replay"}, {"read", "decide"},
 		{"decide-fp", "replay"}, {"read", "decide-fp"},
 		{"bare-tx", "tx-first"}, {"replay", "tx-replay"},
 		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-floor-row", "tx-first"}, {"bare-tx", "tx-floor-row"},
 		{"tx-read", "tx-replay"}, {"replay", "tx-read"},
 		{"read", "replay-off"}, {"decide-fp", "replay-off"}, {"replay-off", "replay"}, {"first-off", "first"},
-		{"tx-first-off", "tx-first"}, {"tx-replay-off", "tx-replay"}, {"bare-tx", "first"}}
+		{"tx-first-off", "tx-first"}, {"tx-replay-off", "tx-replay"}, {"bare-tx", "first"},
+		{"http-floor", "replay"}, {"http-floor", "read"}}
 	// sqlitePairedKinds and sqlitePairedRatios are BenchmarkSQLitePaired's:
 	// those of pairedKinds that need no PostgreSQL statement.
 	sqlitePairedKinds = []string{"read", "replay", "first", "bare-tx", "tx-first", "tx-replay",
-		"replay-off", "first-off", "tx-first-off", "tx-replay-off"}
+		"replay-off", "first-off", "tx-first-off", "tx-replay-off", "http-floor"}
 	sqlitePairedRatios = [][2]string{{"read", "replay"}, {"read", "replay-off"}, {"replay-off", "replay"},
 		{"first-off", "first"}, {"tx-first-off", "tx-first"}, {"tx-replay-off", "tx-replay"}, {"replay", "tx-replay"},
-		{"bare-tx", "first"}, {"bare-tx", "tx-first"}}
+		{"bare-tx", "first"}, {"bare-tx", "tx-first"}, {"http-floor", "replay"}, {"http-floor", "read"}}
 )
 
 // pairedDecideSQL is the decide kind's statement: it reads the row a
@@ -415,6 +418,12 @@ func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx con
 					}
 					answer(w, status, body, err)
 				}),
+				"http-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Location", "/orders/1")
+					w.Header().Set(DefaultReplayHeader, "true")
+					answer(w, http.StatusCreated, []byte(`{"id":1,"status":"created"}`), nil)
+				}),
 				"replay":        Middleware(e.l, benchOptions())(e.handler()),
 				"first":         Middleware(e.l, benchOptions())(e.handler()),
 				"replay-off":    Middleware(e.off, benchOptions())(e.handler()),
@@ -479,7 +488,7 @@ func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx con
 				switch {
 				case resp.StatusCode != http.StatusCreated:
 					return fmt.Errorf("%s: status %d", kind, resp.StatusCode)
-				case replayed != (strings.Contains(kind, "replay") || kind == "decide-fp"):
+				case replayed != (strings.Contains(kind, "replay") || kind == "decide-fp" || kind == "http-floor"):
 					return fmt.Errorf("%s: replayed %v", kind, replayed)
 				}
 				return nil
