@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -25,7 +26,7 @@ import (
 // BenchmarkPostgresPaired measures issue 22's ratios on PostgreSQL, through
 // database/sql (postgres) and pgx (pgxv5), over loopback HTTP, in a way that
 // a machine shared with other jobs disturbs less than BenchmarkClients:
-// every client sends one request of each kind in turn (the order rotates),
+// every client sends one request of each kind in turn (in an order drawn for each turn),
 // so that all kinds meet the same load, and the ratios are of the time
 // spent in each kind within the same run. The kinds:
 //
@@ -533,8 +534,8 @@ func sendAs(send func(string) error, kind string) error {
 }
 
 // turns runs n turns on clients goroutines; a turn sends one request of
-// every kind of kinds, from a kind that rotates. spent, when not nil,
-// adds up each kind's wall time.
+// every kind of kinds, in an order drawn for the turn. spent, when not
+// nil, adds up each kind's wall time.
 func turns(clients, n int, kinds []string, send func(string) error, spent []atomic.Int64) error {
 	var (
 		next     atomic.Int64
@@ -549,8 +550,13 @@ func turns(clients, n int, kinds []string, send func(string) error, spent []atom
 				if i >= n {
 					return
 				}
-				for j := range kinds {
-					k := (i + j) % len(kinds)
+				// Each turn sends the kinds in an order of its own, so that
+				// no kind always follows the same one: a kind after a write
+				// meets its tail (the server's, the pool's, the garbage it
+				// left), and a fixed rotation put each kind after one
+				// neighbour only.
+				order := mrand.New(mrand.NewPCG(uint64(i), 37)).Perm(len(kinds))
+				for _, k := range order {
 					start := time.Now()
 					if err := send(kinds[k]); err != nil {
 						mu.Lock()
