@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"hash/maphash"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -264,7 +265,11 @@ func (l *Ledger[TTx]) remember(req Request, st *stood, mono, wall int64) {
 	if life <= 0 {
 		return
 	}
-	l.cache.put(cacheKey{req.Scope, req.Key}, st.row, mono+life*int64(time.Millisecond), wall+life)
+	monoUntil := int64(math.MaxInt64) // a TTL of centuries: the wall clock's deadline decides
+	if life < (math.MaxInt64-mono)/int64(time.Millisecond) {
+		monoUntil = mono + life*int64(time.Millisecond)
+	}
+	l.cache.put(cacheKey{req.Scope, req.Key}, st.row, monoUntil, wall+life)
 }
 
 // throughCache is the cache around ask, a claim or a lookup of req on the

@@ -2,10 +2,12 @@ package ledger
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/idemledger/idemledger/driver"
 )
@@ -102,5 +104,21 @@ func TestCacheHeapBound(t *testing.T) {
 			}
 			runtime.KeepAlive(c)
 		})
+	}
+}
+
+// TestCacheDeadlineSaturates: a remaining life past what the monotonic
+// clock counts ahead of a long-running process keeps the entry (its
+// monotonic deadline saturates) instead of wrapping to a deadline in the
+// past.
+func TestCacheDeadlineSaturates(t *testing.T) {
+	l := &Ledger[any]{cache: newOutcomeCache(DefaultCacheBytes)}
+	r := Request{Scope: "tenant-1", Key: "k"}
+	row := cacheRow("k", 10)
+	row.ExpiresAt = math.MaxInt64 / int64(time.Millisecond)
+	mono := int64(math.MaxInt64 / 2) // a process up for 146 years
+	l.remember(r, &stood{row: row, now: 0}, mono, 0)
+	if l.cache.get(cacheKey{"tenant-1", "k"}, mono+1, 1) == nil {
+		t.Fatal("the entry is not answered just after it was kept")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"sync"
@@ -353,4 +354,25 @@ func testCacheOff[TTx any](t *testing.T, b *bundle[TTx]) {
 			ev.want(t)
 		})
 	}
+}
+
+// TestCacheCenturiesTTL: the longest TTL (a time.Duration's 292 years)
+// keeps records too; the monotonic deadline saturates rather than wraps
+// once the process has run long enough for it to pass the clock's range.
+func TestCacheCenturiesTTL(t *testing.T) {
+	eachDriver(t, testCacheCenturiesTTL[*sql.Tx], testCacheCenturiesTTL[pgx.Tx])
+}
+
+func testCacheCenturiesTTL[TTx any](t *testing.T, b *bundle[TTx]) {
+	rec := &cacheEvents{}
+	l, err := ledger.New(b.d.Driver, ledger.Options{TTL: math.MaxInt64, Observer: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	k := req("k", "p")
+	complete(t, b.ctx, l, k, cacheOutcome)
+	wantReplay(t, b.ctx, l, k, cacheOutcome)
+	wantReplay(t, b.ctx, l, k, cacheOutcome)
+	rec.want(t, "cache_miss/claim", "cache_hit/claim")
 }
