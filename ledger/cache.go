@@ -18,7 +18,8 @@ import (
 const DefaultCacheBytes = 16 << 20
 
 // CacheOff, as Options.CacheBytes, turns the cache of completed outcomes
-// off: every Claim, Lookup and Mutate reads the database.
+// off: every Claim, Lookup and Mutate reads the database, and Recall
+// answers nothing.
 const CacheOff = -1
 
 // The cache's margin before a record's expiry: it stops answering a record
@@ -131,9 +132,9 @@ func (c *outcomeCache) get(k cacheKey, mono, wall int64) *driver.Row {
 	return &e.row
 }
 
-// put keeps a copy of row, a completed record as read,
-// under k until the deadlines mono and wall; a record larger than a
-// quarter of a shard is not kept.
+// put keeps a copy of row, a completed record as read, under k until the
+// deadlines mono and wall; a record larger than a quarter of a shard is
+// not kept.
 func (c *outcomeCache) put(k cacheKey, row *driver.Row, mono, wall int64) {
 	data := len(k.scope) + len(k.key) + len(row.Fingerprint) + len(row.Headers) + len(row.Body) + len(row.Kind)
 	size := int64(data) + cacheEntryOverhead

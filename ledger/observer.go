@@ -55,9 +55,10 @@ const (
 	// EventCacheMiss: the ledger answered a claim or a lookup from a
 	// completed record it read from the database because its cache did
 	// not hold it (another replica completed it, it was evicted, or this
-	// process had not read it yet); the record is kept from then on. A
-	// claim that finds no completed record is neither a hit nor a miss.
-	// Reported like EventCacheHit.
+	// process had not read it yet); the record is kept from then on,
+	// unless Mutate read it in the caller's transaction, which may have
+	// written it itself. A claim that finds no completed record is
+	// neither a hit nor a miss. Reported like EventCacheHit.
 	EventCacheMiss
 )
 

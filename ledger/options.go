@@ -57,12 +57,12 @@ type Options struct {
 
 	// CacheBytes bounds the memory of the cache of completed outcomes, in
 	// bytes: a replay of a record this process has read completed (or a
-	// claim of its key with another fingerprint, ErrKeyReused) is answered
-	// from memory by Claim, Lookup and Mutate, without the database, until
-	// a margin before the record expires. 0 means DefaultCacheBytes;
-	// CacheOff (or any negative value) turns the cache off. See the
-	// package doc, The cache of completed outcomes, for when its answers
-	// are the database's and when not.
+	// claim of its key with another fingerprint, ErrKeyReused) is
+	// answered from memory by Claim, Lookup, Mutate and Recall, without
+	// the database, until a margin before the record expires. 0 means
+	// DefaultCacheBytes; CacheOff (or any negative value) turns the cache
+	// off. See the package doc, The cache of completed outcomes, for when
+	// its answers are the database's and when not.
 	CacheBytes int64
 
 	// Observer receives the ledger's own events, EventCacheHit and
