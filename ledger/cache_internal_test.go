@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,4 +173,29 @@ func BenchmarkCache(b *testing.B) {
 			l.remember(Request{Scope: "tenant-1", Key: "kept-" + strconv.Itoa(i%50_000)}, &stood{row: row, now: 1}, mono, wall)
 		}
 	})
+}
+
+// TestCacheConcurrent: goroutines keeping and reading records of their own
+// keys through a small cache that evicts all the time get each key's own
+// row or none, never another's (run with -race).
+func TestCacheConcurrent(t *testing.T) {
+	c := newOutcomeCache(4 * cacheShardBytes) // four shards
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 3000 {
+				key := fmt.Sprintf("g%d-%d", g, i%700)
+				k := cacheKey{"tenant-1", key}
+				if row := c.get(k, 0, 0); row != nil && (row.Key != key || len(row.Body) != 100+i%700) {
+					t.Errorf("%s: got the row of %s with a body of %d bytes", key, row.Key, len(row.Body))
+					return
+				}
+				c.put(k, cacheRow(key, 100+i%700), 10, 10)
+			}
+		})
+	}
+	wg.Wait()
+	if _, bytes := c.stats(); bytes > 4*cacheShardBytes {
+		t.Errorf("%d bytes kept, over the bound", bytes)
+	}
 }
