@@ -115,11 +115,11 @@
 //
 // For the same reason a completed record, once read, can answer its key
 // from memory until it expires, for any fingerprint: a replay, or
-// ErrKeyReused. Claim, Lookup, Mutate and Recall answer from it; Claim,
-// Lookup and Mutate keep each completed record they read committed (on
-// the pool, or in MutateOutcomeCommit's own transaction; never one read in
-// a caller's transaction, which may have written it and may roll it back)
-// in a cache bounded by
+// ErrKeyReused. Claim, Lookup, Mutate and Recall answer from the cache;
+// Claim, Lookup and Mutate keep each completed record they read committed
+// (on the pool, or by a replay of MutateOutcomeCommit once its commit
+// succeeded; never one read in a caller's transaction, which may have
+// written it and may roll it back), in a cache bounded by
 // Options.CacheBytes (DefaultCacheBytes, on by default; CacheOff turns it
 // off), least recently used out first; a record over a quarter of one of
 // the cache's shards (each is at least 1 MiB) is not kept. Complete keeps

@@ -196,10 +196,13 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		saved bool
 	)
 	// The cache answers a completed record before any statement (see
-	// mutateCached); what a claim in tx reads is kept only when tx is the
-	// call's own (commit): a caller's transaction may have completed the
-	// record itself, and may still roll it back.
-	var st *stood
+	// mutateCached); a replay read in tx is kept only once tx, the call's
+	// own (commit), has committed: a caller's transaction may have
+	// completed the record itself, and may still roll it back.
+	var (
+		st   *stood
+		keep bool
+	)
 	if l.cache != nil {
 		start := time.Now()
 		mono, wall := l.cacheClock(start)
@@ -213,7 +216,7 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 				return
 			}
 			l.observe(ctx, EventCacheMiss, "mutate", start)
-			if commit != nil {
+			if keep {
 				l.remember(req, st, mono, wall)
 			}
 		}()
@@ -245,6 +248,7 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 			if err := commit(context.WithoutCancel(ctx)); err != nil {
 				return zero, commitError(err)
 			}
+			keep = true
 		} else if saved {
 			if err := release(); err != nil {
 				return zero, undo(err)

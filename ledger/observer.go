@@ -56,9 +56,9 @@ const (
 	// completed record it read from the database because its cache did
 	// not hold it (another replica completed it, it was evicted, or this
 	// process had not read it yet); the record is kept from then on,
-	// unless Mutate read it in the caller's transaction, which may have
-	// written it itself. A claim that finds no completed record is
-	// neither a hit nor a miss. Reported like EventCacheHit.
+	// unless Mutate read it in a transaction it did not commit itself
+	// (the caller's may have written it). A claim that finds no completed
+	// record is neither a hit nor a miss. Reported like EventCacheHit.
 	EventCacheMiss
 )
 
