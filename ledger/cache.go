@@ -236,23 +236,23 @@ func (st *stood) note(row *driver.Row, now int64) {
 // the clocks mono and wall, as standing would from the database: a replay
 // Claim, or ErrKeyReused for another fingerprint. ok is false when the
 // cache does not hold the key.
-func (l *Ledger[TTx]) recall(req Request, mono, wall int64) (c *Claim, err error, ok bool) {
+func (l *Ledger[TTx]) recall(req Request, mono, wall int64) (c *Claim, ok bool, err error) {
 	row := l.cache.get(cacheKey{req.Scope, req.Key}, mono, wall)
 	if row == nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	if string(row.Fingerprint) != string(req.Fingerprint[:]) {
-		return nil, ErrKeyReused, true
+		return nil, true, ErrKeyReused
 	}
 	r, err := record(row)
 	if err != nil {
 		// The row was decoded once already, when it was read; a row
 		// that no longer decodes is left to the database's path.
-		return nil, nil, false
+		return nil, false, nil
 	}
 	// The Record is the caller's own: its body must not be the cache's.
 	r.Outcome.Body = bytes.Clone(r.Outcome.Body)
-	return &Claim{Request: req, Fence: r.Fence, Replay: r}, nil, true
+	return &Claim{Request: req, Fence: r.Fence, Replay: r}, true, nil
 }
 
 // remember keeps st's row, read at the engine's time st.now by a call that
@@ -261,6 +261,9 @@ func (l *Ledger[TTx]) recall(req Request, mono, wall int64) (c *Claim, err error
 // the read, so never later than the engine's), less the margin. A row
 // whose remaining life is within the margin is not kept.
 func (l *Ledger[TTx]) remember(req Request, st *stood, mono, wall int64) {
+	if st.now <= 0 {
+		return // no engine time to count the remaining life from
+	}
 	rest := st.row.ExpiresAt - st.now
 	life := rest - cacheMarginMillis - rest/cacheMarginDivisor
 	if life <= 0 {
@@ -283,7 +286,7 @@ func (l *Ledger[TTx]) throughCache(ctx context.Context, req Request, op string, 
 	}
 	start := time.Now()
 	mono, wall := l.cacheClock(start)
-	if c, err, ok := l.recall(req, mono, wall); ok {
+	if c, ok, err := l.recall(req, mono, wall); ok {
 		l.observe(ctx, EventCacheHit, op, start)
 		return c, err
 	}

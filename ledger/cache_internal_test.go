@@ -125,7 +125,7 @@ func TestCacheDeadlineSaturates(t *testing.T) {
 	row := cacheRow("k", 10)
 	row.ExpiresAt = math.MaxInt64 / int64(time.Millisecond)
 	mono := int64(math.MaxInt64 / 2) // a process up for 146 years
-	l.remember(r, &stood{row: row, now: 0}, mono, 0)
+	l.remember(r, &stood{row: row, now: 1}, mono, 0)
 	if l.cache.get(cacheKey{"tenant-1", "k"}, mono+1, 1) == nil {
 		t.Fatal("the entry is not answered just after it was kept")
 	}
@@ -155,7 +155,7 @@ func BenchmarkCache(b *testing.B) {
 	b.Run("miss", func(b *testing.B) {
 		for b.Loop() {
 			mono, wall := l.cacheClock(time.Now())
-			if _, _, ok := l.recall(miss, mono, wall); ok {
+			if _, ok, _ := l.recall(miss, mono, wall); ok {
 				b.Fatal("hit")
 			}
 		}
@@ -163,7 +163,7 @@ func BenchmarkCache(b *testing.B) {
 	b.Run("hit", func(b *testing.B) {
 		for b.Loop() {
 			mono, wall := l.cacheClock(time.Now())
-			if c, _, ok := l.recall(hit, mono, wall); !ok || c.Replay == nil {
+			if c, ok, _ := l.recall(hit, mono, wall); !ok || c.Replay == nil {
 				b.Fatal("miss")
 			}
 		}
@@ -199,5 +199,17 @@ func TestCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	if _, bytes := c.stats(); bytes > 4*cacheShardBytes {
 		t.Errorf("%d bytes kept, over the bound", bytes)
+	}
+}
+
+// TestCacheNeedsTheEngineTime: a row whose read carried no engine time is
+// not kept, since its remaining life cannot be counted.
+func TestCacheNeedsTheEngineTime(t *testing.T) {
+	l := &Ledger[any]{cache: newOutcomeCache(DefaultCacheBytes)}
+	row := cacheRow("k", 10)
+	row.ExpiresAt = 1 << 40
+	l.remember(Request{Scope: "tenant-1", Key: "k"}, &stood{row: row, now: 0}, 0, 0)
+	if n, _ := l.cache.stats(); n != 0 {
+		t.Fatalf("%d records kept, want none", n)
 	}
 }

@@ -65,7 +65,7 @@ func (l *Ledger[TTx]) Recall(ctx context.Context, req Request) (*Claim, error) {
 	}
 	start := time.Now()
 	mono, wall := l.cacheClock(start)
-	c, err, ok := l.recall(req, mono, wall)
+	c, ok, err := l.recall(req, mono, wall)
 	if ok {
 		l.observe(ctx, EventCacheHit, "recall", start)
 	}

@@ -206,7 +206,7 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 	if l.cache != nil {
 		start := time.Now()
 		mono, wall := l.cacheClock(start)
-		if c, err, ok := l.recall(req, mono, wall); ok {
+		if c, ok, err := l.recall(req, mono, wall); ok {
 			l.observe(ctx, EventCacheHit, "mutate", start)
 			return mutateCached(ctx, c, err, cd, commit)
 		}
