@@ -81,6 +81,10 @@ const claimAttempts = 5
 //     flight under a live lease, with RetryAfter;
 //   - a Claim whose Replay is the completed record.
 //
+// A completed record that the ledger's cache holds answers the same way
+// (a replay, or ErrKeyReused) without the database (see the package doc,
+// The cache of completed outcomes).
+//
 // Claim runs on the driver's pool and commits at once: lease mode. Bad
 // input returns an error wrapping ErrInvalidRequest before the database is
 // used. If the row changes between the read and the write, the claim

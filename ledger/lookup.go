@@ -13,7 +13,9 @@ import (
 // an *InFlightError. It returns a nil Claim and no error when the key has
 // no record or one that a claim may take over: claim it then (Claim,
 // Mutate). It never writes and takes no lock; see the package doc,
-// Replays, for why its answer is safe to act on. idemhttp's TxHandler
+// Replays, for why its answer is safe to act on. A completed record the
+// ledger's cache holds is answered from it, without the read (see the
+// package doc, The cache of completed outcomes). idemhttp's TxHandler
 // calls it before beginning its transaction on SQLite, where BEGIN takes
 // the database's write lock. Bad input returns an error wrapping
 // ErrInvalidRequest before the database is used.
