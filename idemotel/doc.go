@@ -37,7 +37,7 @@
 //	key                         type    when                                  values
 //	idemledger.event.kind       string  always                                claimed, committed, replayed, in_flight, key_reused, stored, released, lease_lost, store_busy, store_unavailable, outcome_unknown, cache_hit, cache_miss (unknown for any other)
 //	idemledger.event.reason     string  Event.Reason is set                   panic, status, oversized, flush, error
-//	idemledger.event.operation  string  Event.Op is set                       claim, complete, release, extend; for cache_hit and cache_miss claim, lookup, mutate
+//	idemledger.event.operation  string  Event.Op is set                       claim, complete, release, extend; for cache_hit and cache_miss claim, lookup, mutate, recall
 //
 // From the HTTP semantic conventions, for an event whose Method is an
 // HTTP method:
