@@ -53,6 +53,15 @@ const maxCacheShards = 16
 // the database would, for any fingerprint, until then. Only rows read
 // committed and completed are put in it, and each is the cache's own copy:
 // a hit decodes a fresh Record from it.
+//
+// It is the module's own rather than a library's because none of the
+// caches that would fit keeps the main module lean and the bound exact:
+// hashicorp/golang-lru bounds entries, not bytes; ristretto admits by
+// sampling (a kept record may be dropped at once) and brings dependencies;
+// otter has a weigher and no dependencies, but is some 14,000 lines whose
+// weight leaves out its own per-entry cost and whose eviction runs behind
+// the writes, so the bound holds only between its maintenance runs. What
+// the ledger needs is a map, a recency list and a byte count per shard.
 type outcomeCache struct {
 	seed     maphash.Seed
 	epoch    time.Time // the origin of the monotonic deadlines
