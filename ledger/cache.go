@@ -58,7 +58,7 @@ const maxCacheShards = 16
 // caches that would fit keeps the main module lean and the bound exact:
 // hashicorp/golang-lru bounds entries, not bytes; ristretto admits by
 // sampling (a kept record may be dropped at once) and brings dependencies;
-// otter has a weigher and no dependencies, but is some 14,000 lines whose
+// otter has a weigher and no dependencies, but is some 13,000 lines whose
 // weight leaves out its own per-entry cost and whose eviction runs behind
 // the writes, so the bound holds only between its maintenance runs. What
 // the ledger needs is a map, a recency list and a byte count per shard.
