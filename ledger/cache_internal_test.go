@@ -70,10 +70,11 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 // TestCacheHeapBound: a million distinct records through a cache of the
 // default size hold no more heap than the bound says, the cache's own
 // accounting included (cacheEntryOverhead is checked here). Set
-// IDEMLEDGER_CACHE_KEYS for another count; skipped with -short.
+// IDEMLEDGER_CACHE_KEYS for another count; skipped with -short and under
+// the race detector (CI runs it in its suite without -race).
 func TestCacheHeapBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a million records: run without -short")
+	if testing.Short() || raceEnabled {
+		t.Skip("a million records: run without -short and without -race")
 	}
 	n := 1_000_000
 	if s := os.Getenv("IDEMLEDGER_CACHE_KEYS"); s != "" {
