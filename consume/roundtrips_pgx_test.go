@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemledger/idemledger/consume"
+	"github.com/idemledger/idemledger/internal/eventlog"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/pgxv5"
@@ -19,7 +20,7 @@ import (
 // (ledger.MutateOutcomeCommit), so that a first delivery whose handler
 // inserts one row takes the three round trips of a plain transaction
 // (BEGIN, INSERT, COMMIT), and a redelivery two (the claim, which answers
-// it, then COMMIT).
+// it, then COMMIT), and a second redelivery none (the ledger's cache).
 func TestHandleTxRoundTrips(t *testing.T) {
 	if testdb.Pooling() == "transaction" {
 		t.Skip("pgx's default mode prepares statements, which transaction pooling does not keep (see pgxv5's pooler tests)")
@@ -41,7 +42,8 @@ func TestHandleTxRoundTrips(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE effects (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, msg text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(pgxv5.New(pool), ledger.Options{})
+	var lev eventlog.Recorder
+	l, err := ledger.New(pgxv5.New(pool), ledger.Options{Observer: &lev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,5 +74,14 @@ func TestHandleTxRoundTrips(t *testing.T) {
 	}
 	if d, n := handle("m1"); d.Action != consume.Ack || !d.Replayed || runs != 1 || n != 2 {
 		t.Errorf("redelivery: %+v, ran %d times in all, %d round trips; want a replayed Ack, ran once, 2", d, runs, n)
+	}
+	// The record read is kept: the next redelivery is answered from the
+	// ledger's cache before any transaction (Recall), with no round trip.
+	lev.Reset()
+	if d, n := handle("m1"); d.Action != consume.Ack || !d.Replayed || runs != 1 || n != 0 {
+		t.Errorf("second redelivery: %+v, ran %d times in all, %d round trips; want a replayed Ack, ran once, 0", d, runs, n)
+	}
+	if ev := lev.All(); len(ev) != 1 || ev[0].Kind != ledger.EventCacheHit || ev[0].Op != "recall" {
+		t.Errorf("second redelivery: the ledger's events %+v, want one cache hit by recall", ev)
 	}
 }

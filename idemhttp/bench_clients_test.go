@@ -60,6 +60,10 @@ func BenchmarkClients(b *testing.B) {
 // ledger.
 type clientsEnv[TTx any] struct {
 	l *ledger.Ledger[TTx]
+	// off is a ledger on the same database with its cache off
+	// (ledger.CacheOff), for BenchmarkPostgresPaired's and
+	// BenchmarkSQLitePaired's "-off" kinds.
+	off *ledger.Ledger[TTx]
 	// insert adds an order in autocommit; insertTx in tx. Both return
 	// its id.
 	insert   func(ctx context.Context, body string) (int64, error)
@@ -71,8 +75,8 @@ type clientsEnv[TTx any] struct {
 	rollback func(ctx context.Context, tx TTx) error
 	// wal reads the server's WAL position in bytes; nil on SQLite.
 	wal func() int64
-	// sqlDB and pool are the PostgreSQL pools (database/sql, pgx), for
-	// BenchmarkPostgresPaired's read.
+	// sqlDB and pool are the database/sql and pgx pools, for the paired
+	// benchmarks' read (pool on PostgreSQL only).
 	sqlDB *sql.DB
 	pool  *pgxpool.Pool
 }
@@ -80,7 +84,11 @@ type clientsEnv[TTx any] struct {
 const clientsOrdersPostgres = `CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)`
 
 func newClientsLedger[TTx any](b *testing.B, d *testdb.DB[TTx]) *ledger.Ledger[TTx] {
-	l, err := ledger.New(d.Driver, ledger.Options{})
+	return newClientsLedgerWith(b, d, ledger.Options{})
+}
+
+func newClientsLedgerWith[TTx any](b *testing.B, d *testdb.DB[TTx], opts ledger.Options) *ledger.Ledger[TTx] {
+	l, err := ledger.New(d.Driver, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,7 +108,8 @@ func sqliteClientsEnv(b *testing.B, sync sqlite.Synchronous) *clientsEnv[*sql.Tx
 	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
-	e := &clientsEnv[*sql.Tx]{l: newClientsLedger(b, d)}
+	e := &clientsEnv[*sql.Tx]{l: newClientsLedger(b, d), sqlDB: db}
+	e.off = newClientsLedgerWith(b, d, ledger.Options{CacheBytes: ledger.CacheOff})
 	e.insert = func(ctx context.Context, body string) (int64, error) {
 		res, err := db.ExecContext(ctx, `INSERT INTO orders (body) VALUES (?)`, body)
 		if err != nil {
@@ -143,6 +152,7 @@ func postgresClientsEnv(b *testing.B) *clientsEnv[*sql.Tx] {
 		b.Fatal(err)
 	}
 	e := &clientsEnv[*sql.Tx]{l: newClientsLedger(b, d), wal: walPosition(b, db), sqlDB: db}
+	e.off = newClientsLedgerWith(b, d, ledger.Options{CacheBytes: ledger.CacheOff})
 	e.insert = func(ctx context.Context, body string) (id int64, err error) {
 		err = db.QueryRowContext(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id)
 		return id, err
@@ -176,6 +186,7 @@ func pgxClientsEnv(b *testing.B) *clientsEnv[pgx.Tx] {
 		b.Fatal(err)
 	}
 	e := &clientsEnv[pgx.Tx]{l: newClientsLedger(b, d), wal: walPosition(b, db), pool: pool}
+	e.off = newClientsLedgerWith(b, d, ledger.Options{CacheBytes: ledger.CacheOff})
 	e.insert = func(ctx context.Context, body string) (id int64, err error) {
 		err = pool.QueryRow(ctx, `INSERT INTO orders (body) VALUES ($1) RETURNING id`, body).Scan(&id)
 		return id, err
@@ -249,8 +260,11 @@ func (e *clientsEnv[TTx]) bareTx() http.Handler {
 	})
 }
 
-func (e *clientsEnv[TTx]) txHandler() http.Handler {
-	return TxHandler(e.l, benchOptions(), func(w http.ResponseWriter, r *http.Request, tx TTx) {
+func (e *clientsEnv[TTx]) txHandler() http.Handler { return e.txHandlerOn(e.l) }
+
+// txHandlerOn is txHandler on the ledger l.
+func (e *clientsEnv[TTx]) txHandlerOn(l *ledger.Ledger[TTx]) http.Handler {
+	return TxHandler(l, benchOptions(), func(w http.ResponseWriter, r *http.Request, tx TTx) {
 		in, _ := io.ReadAll(r.Body)
 		id, err := e.insertTx(r.Context(), tx, string(in))
 		answerOrder(w, id, err)

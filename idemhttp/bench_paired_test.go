@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -18,12 +19,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemledger/idemledger/sqlite"
 )
 
 // BenchmarkPostgresPaired measures issue 22's ratios on PostgreSQL, through
 // database/sql (postgres) and pgx (pgxv5), over loopback HTTP, in a way that
 // a machine shared with other jobs disturbs less than BenchmarkClients:
-// every client sends one request of each kind in turn (the order rotates),
+// every client sends one request of each kind in turn (in an order drawn for each turn),
 // so that all kinds meet the same load, and the ratios are of the time
 // spent in each kind within the same run. The kinds:
 //
@@ -51,17 +54,19 @@ import (
 //   - tx-floor, tx-floor-row, tx-read: their floors (pairedFloors), the
 //     same statements and round trips without the ledger's logic;
 //     tx-floor writes a two-column row, tx-floor-row a row of the ledger's
-//     own shape into a table of its columns and indexes.
+//     own shape into a table of its columns and indexes;
+//   - replay-off, first-off, tx-first-off, tx-replay-off: replay, first,
+//     tx-first and tx-replay through a ledger on the same database with
+//     its cache of completed outcomes off (ledger.CacheOff), the others
+//     having it on (the default): a replay that reads the database;
+//   - http-floor: no database at all, the replay's answer written as
+//     constants: the floor of the HTTP exchange itself.
 //
 // Metrics: "<kind>-us" is the mean wall time of one request of the kind
-// (one client's view); "replay/read" is read's time over replay's (the
-// replay's throughput relative to the floor: 1 is at the floor, above 1
-// faster), and likewise "replay/decide", "decide/read", "replay/decide-fp",
-// "decide-fp/read",
-// "tx-first/bare-tx", "tx-replay/replay", "tx-first/tx-floor",
-// "tx-floor/bare-tx", "tx-first/tx-floor-row", "tx-floor-row/bare-tx",
-// "tx-replay/tx-read" and "tx-read/replay". ns/op is the wall time of one
-// turn, all clients together.
+// (one client's view); "A/B" for each pair of pairedRatios is B's time
+// over A's, A's throughput relative to B's: "replay/read" is the
+// replay's relative to a plain read, 1 at the read's rate, above 1
+// faster. ns/op is the wall time of one turn, all clients together.
 //
 //	IDEMLEDGER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	go test -run '^$' -bench '^BenchmarkPostgresPaired$' -benchtime 2000x -count 6 ./idemhttp/
@@ -189,6 +194,24 @@ func BenchmarkPostgresPaired(b *testing.B) {
 	})
 }
 
+// BenchmarkSQLitePaired is BenchmarkPostgresPaired's method on SQLite
+// (synchronous FULL, the default), with the kinds that need no PostgreSQL
+// statement: read (the same plain SELECT of the ledger row), replay,
+// first, bare-tx, tx-first and tx-replay, and each of the ledger's kinds
+// again through a ledger with its cache off ("-off").
+//
+//	go test -run '^$' -bench '^BenchmarkSQLitePaired$' -benchtime 2000x -count 6 ./idemhttp/
+func BenchmarkSQLitePaired(b *testing.B) {
+	e := sqliteClientsEnv(b, sqlite.SynchronousFull)
+	db := e.sqlDB
+	runPairedKinds(b, e, func(ctx context.Context, scope, key string) (int, []byte, error) {
+		var status int
+		var headers, body []byte
+		err := db.QueryRowContext(ctx, pairedReadSQL, scope, key).Scan(&status, &headers, &body)
+		return status, body, err
+	}, pairedFloors{}, sqlitePairedKinds, sqlitePairedRatios)
+}
+
 // pairedReadSQL reads what a replay answers from, as an application would
 // read a row of its own.
 const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHERE scope = $1 AND key = $2`
@@ -197,12 +220,22 @@ const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHER
 // ratios it reports: the first kind's time over the second's.
 var (
 	pairedKinds = []string{"read", "decide", "decide-fp", "replay", "first", "bare-tx", "tx-first", "tx-replay",
-		"tx-floor", "tx-floor-row", "tx-read"}
+		"tx-floor", "tx-floor-row", "tx-read", "replay-off", "first-off", "tx-first-off", "tx-replay-off", "http-floor"}
 	pairedRatios = [][2]string{{"read", "replay"}, {"decide", "replay"}, {"read", "decide"},
 		{"decide-fp", "replay"}, {"read", "decide-fp"},
 		{"bare-tx", "tx-first"}, {"replay", "tx-replay"},
 		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-floor-row", "tx-first"}, {"bare-tx", "tx-floor-row"},
-		{"tx-read", "tx-replay"}, {"replay", "tx-read"}}
+		{"tx-read", "tx-replay"}, {"replay", "tx-read"},
+		{"read", "replay-off"}, {"decide-fp", "replay-off"}, {"replay-off", "replay"}, {"first-off", "first"},
+		{"tx-first-off", "tx-first"}, {"tx-replay-off", "tx-replay"}, {"bare-tx", "first"},
+		{"http-floor", "replay"}, {"http-floor", "read"}}
+	// sqlitePairedKinds and sqlitePairedRatios are BenchmarkSQLitePaired's:
+	// those of pairedKinds that need no PostgreSQL statement.
+	sqlitePairedKinds = []string{"read", "replay", "first", "bare-tx", "tx-first", "tx-replay",
+		"replay-off", "first-off", "tx-first-off", "tx-replay-off", "http-floor"}
+	sqlitePairedRatios = [][2]string{{"read", "replay"}, {"read", "replay-off"}, {"replay-off", "replay"},
+		{"first-off", "first"}, {"tx-first-off", "tx-first"}, {"tx-replay-off", "tx-replay"}, {"replay", "tx-replay"},
+		{"bare-tx", "first"}, {"bare-tx", "tx-first"}, {"http-floor", "replay"}, {"http-floor", "read"}}
 )
 
 // pairedDecideSQL is the decide kind's statement: it reads the row a
@@ -332,10 +365,20 @@ WHERE scope = $1 AND key = $2`,
 )
 
 func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.Context, scope, key string) (int, []byte, error), fl pairedFloors) {
+	runPairedKinds(b, e, read, fl, pairedKinds, pairedRatios)
+}
+
+// runPairedKinds is runPaired with the kinds sent in each turn and the
+// ratios reported.
+func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.Context, scope, key string) (int, []byte, error), fl pairedFloors, kinds []string, ratios [][2]string) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			replayKey := fmt.Sprintf("paired-%d", benchKeys.Add(1))
 			txReplayKey := replayKey + "-tx"
+			// The cache-off kinds replay keys of their own, stored through
+			// the ledger without the cache: each ledger reads a record
+			// once before it may keep it.
+			offKey, txOffKey := replayKey+"-off", replayKey+"-tx-off"
 			// The fingerprint the replayed key's record holds: Middleware's
 			// of the requests send sends.
 			fpReq := httptest.NewRequest("POST", "/orders", nil)
@@ -376,11 +419,21 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 					}
 					answer(w, status, body, err)
 				}),
-				"replay":    Middleware(e.l, benchOptions())(e.handler()),
-				"first":     Middleware(e.l, benchOptions())(e.handler()),
-				"bare-tx":   e.bareTx(),
-				"tx-first":  e.txHandler(),
-				"tx-replay": e.txHandler(),
+				"http-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Location", "/orders/1")
+					w.Header().Set(DefaultReplayHeader, "true")
+					answer(w, http.StatusCreated, []byte(`{"id":1,"status":"created"}`), nil)
+				}),
+				"replay":        Middleware(e.l, benchOptions())(e.handler()),
+				"first":         Middleware(e.l, benchOptions())(e.handler()),
+				"replay-off":    Middleware(e.off, benchOptions())(e.handler()),
+				"first-off":     Middleware(e.off, benchOptions())(e.handler()),
+				"bare-tx":       e.bareTx(),
+				"tx-first":      e.txHandler(),
+				"tx-replay":     e.txHandler(),
+				"tx-first-off":  e.txHandlerOn(e.off),
+				"tx-replay-off": e.txHandlerOn(e.off),
 				"tx-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					in, _ := io.ReadAll(r.Body)
 					id, err := fl.floor(r.Context(), pairedTwoColumns, fmt.Sprintf("floor-%d", benchKeys.Add(1)), string(in))
@@ -414,7 +467,11 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 					key = replayKey
 				case "tx-replay":
 					key = txReplayKey
-				case "first", "tx-first":
+				case "replay-off":
+					key = offKey
+				case "tx-replay-off":
+					key = txOffKey
+				case "first", "tx-first", "first-off", "tx-first-off":
 					key = fmt.Sprintf("paired-%d", benchKeys.Add(1))
 				}
 				req, _ := http.NewRequest("POST", urls[kind]+"/orders", strings.NewReader(benchBody))
@@ -432,34 +489,34 @@ func runPaired[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx context.
 				switch {
 				case resp.StatusCode != http.StatusCreated:
 					return fmt.Errorf("%s: status %d", kind, resp.StatusCode)
-				case replayed != (kind == "replay" || kind == "tx-replay" || kind == "decide-fp"):
+				case replayed != (strings.Contains(kind, "replay") || kind == "decide-fp" || kind == "http-floor"):
 					return fmt.Errorf("%s: replayed %v", kind, replayed)
 				}
 				return nil
 			}
 			// The stored answers; their first runs are not replays.
-			for _, kind := range []string{"replay", "tx-replay"} {
+			for _, kind := range []string{"replay", "tx-replay", "replay-off", "tx-replay-off"} {
 				if err := sendAs(send, kind); err != nil {
 					b.Fatal(err)
 				}
 			}
 			// Warm every client's connections and the pools.
-			if err := turns(clients, 2*clients, send, nil); err != nil {
+			if err := turns(clients, 2*clients, kinds, send, nil); err != nil {
 				b.Fatal(err)
 			}
-			spent := make([]atomic.Int64, len(pairedKinds))
+			spent := make([]atomic.Int64, len(kinds))
 			b.ResetTimer()
-			err := turns(clients, b.N, send, spent)
+			err := turns(clients, b.N, kinds, send, spent)
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
 			}
 			index := make(map[string]int)
-			for i, k := range pairedKinds {
+			for i, k := range kinds {
 				index[k] = i
 				b.ReportMetric(float64(spent[i].Load())/float64(b.N)/1e3, k+"-us")
 			}
-			for _, r := range pairedRatios {
+			for _, r := range ratios {
 				b.ReportMetric(float64(spent[index[r[0]]].Load())/float64(spent[index[r[1]]].Load()), r[1]+"/"+r[0])
 			}
 		})
@@ -477,9 +534,9 @@ func sendAs(send func(string) error, kind string) error {
 }
 
 // turns runs n turns on clients goroutines; a turn sends one request of
-// every kind of pairedKinds, from a kind that rotates. spent, when not
+// every kind of kinds, in an order drawn for the turn. spent, when not
 // nil, adds up each kind's wall time.
-func turns(clients, n int, send func(string) error, spent []atomic.Int64) error {
+func turns(clients, n int, kinds []string, send func(string) error, spent []atomic.Int64) error {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -493,10 +550,15 @@ func turns(clients, n int, send func(string) error, spent []atomic.Int64) error 
 				if i >= n {
 					return
 				}
-				for j := range pairedKinds {
-					k := (i + j) % len(pairedKinds)
+				// Each turn sends the kinds in an order of its own, so that
+				// no kind always follows the same one: a kind after a write
+				// meets its tail (the server's, the pool's, the garbage it
+				// left), and a fixed rotation put each kind after one
+				// neighbour only.
+				order := mrand.New(mrand.NewPCG(uint64(i), 37)).Perm(len(kinds))
+				for _, k := range order {
 					start := time.Now()
-					if err := send(pairedKinds[k]); err != nil {
+					if err := send(kinds[k]); err != nil {
 						mu.Lock()
 						if firstErr == nil {
 							firstErr = err

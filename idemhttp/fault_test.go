@@ -58,7 +58,9 @@ func faultSetup(t *testing.T, opts Options, h http.HandlerFunc, fn TxFunc[*sql.T
 	b := &bundle{db: db, obs: &recorder{}}
 	// The ledger runs on fdb, unprepared, so that faultdb sees (and
 	// counts) every statement.
-	l, err := ledger.New(sqlite.New(fdb), ledger.Options{Lease: time.Minute, Now: clk.Now})
+	// The faults are the database's: the ledger's cache would answer
+	// replays without it.
+	l, err := ledger.New(sqlite.New(fdb), ledger.Options{Lease: time.Minute, Now: clk.Now, CacheBytes: ledger.CacheOff})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,17 +160,19 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // claim (503). No record, or one that may be taken over, goes on to the
 // transaction, which decides as before. Where BEGIN locks nothing
 // (PostgreSQL) the claim in the transaction writes nothing for a record
-// that stands, and the extra round trip would slow first requests, so it
-// is skipped.
+// that stands, and the extra round trip would slow first requests, so
+// only the ledger's cache is asked (ledger.Ledger.Recall), which costs
+// none and spares a replay its transaction.
 func (h *txHandler[TTx]) lookup(w http.ResponseWriter, p *prepared, r *http.Request) bool {
+	look := h.l.Lookup
 	if !h.l.Driver().BeginLocks() {
-		return false
+		look = h.l.Recall
 	}
 	req := p.req
 	if underMiddleware(r, h.l, req) {
 		req.Key = nestedKey(req.Key) // as in ServeHTTP
 	}
-	c, err := h.l.Lookup(r.Context(), req)
+	c, err := look(r.Context(), req)
 	switch {
 	case err != nil:
 		h.cfg.answer(w, p, lifecycle.Refuse(r.Context(), err, lifecycle.Config{}), h.l.Lease())

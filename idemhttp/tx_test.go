@@ -247,3 +247,68 @@ func TestTxHandlerStoreUnavailable(t *testing.T) {
 		}
 	})
 }
+
+// TestTxHandlerReplaysFromTheCache: once the ledger has read a record
+// completed, TxHandler answers its replays from the ledger's cache before
+// beginning a transaction (ledger.Ledger.Recall; on SQLite, where BEGIN
+// locks, ledger.Ledger.Lookup, which the cache answers too): the ledger's
+// events say which call answered, and a replay still comes after the row
+// is deleted by hand, which no transaction could have read.
+func TestTxHandlerReplaysFromTheCache(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e string) {
+		b := &bundle{db: openSQL(t, e), obs: &recorder{}}
+		if _, err := b.db.Exec(ordersTable(e)); err != nil {
+			t.Fatal(err)
+		}
+		var lev recorder
+		l, err := ledger.New(sqlDriver(e, b.db), ledger.Options{Observer: &lev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.l = l
+		insert := testdb.Rebind(e, `INSERT INTO orders (amount) VALUES (?) RETURNING id`)
+		b.srv = httptest.NewServer(TxHandler(l, Options{Scope: func(*http.Request) (string, error) { return testScope, nil }},
+			func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+				b.calls.Add(1)
+				var id int64
+				if err := tx.QueryRowContext(r.Context(), insert, 1).Scan(&id); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				w.WriteHeader(http.StatusCreated)
+				io.WriteString(w, `{"id":`+strconv.FormatInt(id, 10)+`}`)
+			}))
+		t.Cleanup(b.srv.Close)
+		miss, hit := "mutate", "recall"
+		if e == testdb.SQLite {
+			miss, hit = "lookup", "lookup"
+		}
+		for i, want := range []struct {
+			replayed bool
+			events   []ledger.Event
+		}{
+			{false, nil},
+			{true, []ledger.Event{{Kind: ledger.EventCacheMiss, Op: miss}}},
+			{true, []ledger.Event{{Kind: ledger.EventCacheHit, Op: hit}}},
+			{true, []ledger.Event{{Kind: ledger.EventCacheHit, Op: hit}}}, // after the delete
+		} {
+			if i == 3 {
+				if _, err := b.db.Exec(`DELETE FROM idempotency_ledger`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := b.do(t, "POST", "/orders", `{"amount":1}`, "k")
+			if a.status != 201 || a.body != `{"id":1}` || (a.header.Get(DefaultReplayHeader) == "true") != want.replayed || b.calls.Load() != 1 {
+				t.Fatalf("request %d: %+v, %d runs", i, a, b.calls.Load())
+			}
+			var got []ledger.Event
+			for _, ev := range lev.All() {
+				got = append(got, ledger.Event{Kind: ev.Kind, Op: ev.Op})
+			}
+			lev.Reset()
+			if len(got) != len(want.events) || (len(got) > 0 && got[0] != want.events[0]) {
+				t.Fatalf("request %d: the ledger's events %+v, want %+v", i, got, want.events)
+			}
+		}
+	})
+}

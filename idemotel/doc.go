@@ -1,7 +1,9 @@
 // Package idemotel records the events of idempotency-protected requests
 // ([ledger.Event]) as OpenTelemetry metrics. [New] returns a
 // [ledger.Observer] for the layers' observer options (idemhttp, the gRPC
-// interceptor); combine it with a log observer through [ledger.Observers].
+// interceptor) and for ledger.Options.Observer, which receives the
+// ledger's own events (its cache's hits and misses); combine it with a log
+// observer through [ledger.Observers].
 // It is a Go module of its own, so that OpenTelemetry stays out of the
 // main module's dependencies.
 //
@@ -20,7 +22,8 @@
 // durations per kind: "claimed" measures the wait for the claim, "stored"
 // and "released" the whole protected work including the handler,
 // "replayed", "in_flight" and "key_reused" how quickly a retry was
-// answered, the store's failures how long the failing call took.
+// answered, the store's failures how long the failing call took,
+// "cache_hit" and "cache_miss" how long the ledger's call took.
 //
 // OpenTelemetry names a library's metrics after the library itself and
 // has no prefix option for them: to rename an instrument or change its
@@ -32,9 +35,9 @@
 // Both instruments carry the same attribute set. This package's own:
 //
 //	key                         type    when                                  values
-//	idemledger.event.kind       string  always                                claimed, committed, replayed, in_flight, key_reused, stored, released, lease_lost, store_busy, store_unavailable, outcome_unknown (unknown for any other)
+//	idemledger.event.kind       string  always                                claimed, committed, replayed, in_flight, key_reused, stored, released, lease_lost, store_busy, store_unavailable, outcome_unknown, cache_hit, cache_miss (unknown for any other)
 //	idemledger.event.reason     string  Event.Reason is set                   panic, status, oversized, flush, error
-//	idemledger.event.operation  string  Event.Op is set                       claim, complete, release, extend
+//	idemledger.event.operation  string  Event.Op is set                       claim, complete, release, extend; for cache_hit and cache_miss claim, lookup, mutate, recall
 //
 // From the HTTP semantic conventions, for an event whose Method is an
 // HTTP method:

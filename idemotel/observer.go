@@ -40,7 +40,7 @@ const (
 	// KindKey is the event's kind, ledger.EventKind.String(): "claimed",
 	// "committed", "replayed", "in_flight", "key_reused", "stored",
 	// "released", "lease_lost", "store_busy", "store_unavailable",
-	// "outcome_unknown".
+	// "outcome_unknown", "cache_hit", "cache_miss".
 	KindKey = attribute.Key("idemledger.event.kind")
 	// ReasonKey is the event's ledger.Reason, when it has one.
 	ReasonKey = attribute.Key("idemledger.event.reason")

@@ -298,6 +298,21 @@ func TestObserve(t *testing.T) {
 			{[]attribute.KeyValue{kind("claimed"), grpcSystem, rpcMethod("_OTHER")}, []time.Duration{0}},
 		},
 	}, {
+		name: "the ledger's cache: hits and misses by operation, with no request attributes",
+		events: []ledger.Event{
+			{Kind: ledger.EventCacheHit, Op: "claim", Duration: ms(0.01)},
+			{Kind: ledger.EventCacheHit, Op: "claim", Duration: ms(0.02)},
+			{Kind: ledger.EventCacheMiss, Op: "claim", Duration: ms(0.4)},
+			{Kind: ledger.EventCacheHit, Op: "mutate", Duration: ms(0.01)},
+			{Kind: ledger.EventCacheMiss, Op: "lookup", Duration: ms(0.3)},
+		},
+		want: []point{
+			{[]attribute.KeyValue{kind("cache_hit"), op("claim")}, []time.Duration{ms(0.01), ms(0.02)}},
+			{[]attribute.KeyValue{kind("cache_miss"), op("claim")}, []time.Duration{ms(0.4)}},
+			{[]attribute.KeyValue{kind("cache_hit"), op("mutate")}, []time.Duration{ms(0.01)}},
+			{[]attribute.KeyValue{kind("cache_miss"), op("lookup")}, []time.Duration{ms(0.3)}},
+		},
+	}, {
 		name: "an unknown kind is recorded as unknown",
 		events: []ledger.Event{
 			{Kind: ledger.EventKind(200), Method: "POST", Route: "/a"},

@@ -91,6 +91,10 @@ const claimAttempts = 5
 //     flight under a live lease, with RetryAfter;
 //   - a Claim whose Replay is the completed record.
 //
+// A completed record that the ledger's cache holds answers the same way
+// (a replay, or ErrKeyReused) without the database (see the package doc,
+// The cache of completed outcomes).
+//
 // Claim runs on the driver's pool and commits at once: lease mode. It
 // answers within Options.ClaimTimeout (at most a lease), or sooner when
 // ctx ends: a claim held up longer (a lock, a silent connection) fails,
@@ -121,18 +125,16 @@ func (l *Ledger[TTx]) Claim(ctx context.Context, req Request) (*Claim, error) {
 	if err := l.check(req); err != nil {
 		return nil, err
 	}
-	return l.claim(ctx, l.db, req)
+	return l.throughCache(ctx, req, "claim", func(st *stood) (*Claim, error) {
+		return l.claimWith(ctx, l.db, req, l.db.Claim, st)
+	})
 }
 
-// claim is Claim on ex (the pool, or a transaction for Mutate) after the
-// checks.
-func (l *Ledger[TTx]) claim(ctx context.Context, ex driver.Executor, req Request) (*Claim, error) {
-	return l.claimWith(ctx, ex, req, ex.Claim)
-}
-
-// claimWith is claim whose attempts run through attempt instead of
-// ex.Claim (Mutate's sets its savepoint with the first that needs one).
-func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Request, attempt func(context.Context, driver.ClaimParams) (driver.ClaimResult, error)) (*Claim, error) {
+// claimWith claims req on ex (the pool, or a transaction for Mutate) after
+// the checks, its attempts running through attempt (ex.Claim, or Mutate's,
+// which sets its savepoint with the first that needs one). When st is not
+// nil, the completed row that answered, if one did, is noted in it.
+func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Request, attempt func(context.Context, driver.ClaimParams) (driver.ClaimResult, error), st *stood) (*Claim, error) {
 	var (
 		deadline time.Time
 		// ahead is how far the store's clock was found to run ahead of
@@ -203,6 +205,7 @@ func (l *Ledger[TTx]) claimWith(ctx context.Context, ex driver.Executor, req Req
 		if err != nil && !isAnswer(err) {
 			return nil, wrapOp("claim", err)
 		}
+		st.note(row, now)
 		return c, err
 	}
 	// Each attempt lost a race to a write that changed the record (a

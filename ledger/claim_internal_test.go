@@ -43,7 +43,7 @@ func TestClaimGivesUpRetryable(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		ex := &churn{open: open}
 		l := &Ledger[any]{ttl: DefaultTTL, lease: DefaultLease, maxKey: DefaultMaxKeyLength}
-		c, err := l.claim(context.Background(), ex, Request{Scope: "s", Key: "k"})
+		c, err := l.claimWith(context.Background(), ex, Request{Scope: "s", Key: "k"}, ex.Claim, nil)
 		const want = "ledger: claim: retryable: the record kept changing during 5 attempts"
 		if c != nil || err == nil || err.Error() != want {
 			t.Fatalf("open=%t: claim = %v, %v; want nil, %q", open, c, err, want)

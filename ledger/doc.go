@@ -111,6 +111,42 @@
 // instant of the read, whatever happens after it. A record being taken
 // over or purged has expired, and is never answered from.
 //
+// # The cache of completed outcomes
+//
+// For the same reason a completed record, once read, can answer its key
+// from memory until it expires, for any fingerprint: a replay, or
+// ErrKeyReused. Claim, Lookup, Mutate and Recall answer from the cache;
+// Claim, Lookup and Mutate keep each completed record they read committed
+// (on the pool, or by a replay of MutateOutcomeCommit once its commit
+// succeeded; never one read in a caller's transaction, which may have
+// written it and may roll it back), in a cache bounded by
+// Options.CacheBytes (DefaultCacheBytes, on by default; CacheOff turns it
+// off), least recently used out first; a record over a quarter of one of
+// the cache's shards (each is at least 1 MiB) is not kept. Complete keeps
+// nothing (its statement does not return the record as stored), so each
+// process reads a record once before answering it from memory; a replica
+// that did not read it reads it from the database, as without the cache.
+// A hit or a miss (a completed record answered from the database) is
+// reported to Options.Observer.
+//
+// Expiry is the engine's, and the process's clocks may differ from it. A
+// kept record answers only while the record's remaining life, as the
+// engine's clock gave it at the read, has not passed on the process's
+// clocks counted from before the read, less a margin of 1 s and a
+// thousandth of that remaining life (for a step or a drift of either
+// clock): both the monotonic clock (which a step of the wall clock does
+// not move) and the wall clock (which keeps counting while a machine is
+// suspended) must be before that deadline. With Options.Now set, its
+// clock is used instead. So the cache never answers past the record's
+// expiry as the engine judges it, unless the engine's clock runs faster
+// than the process's by more than the margin; after expiry a takeover may
+// complete another outcome under the key, and the next claim reads it.
+//
+// One answer differs from the database's: a record deleted by hand before
+// its expiry (no operation of the ledger does) is still answered by the
+// processes that kept it, until its expiry. Restart them, or run them with
+// CacheOff, if records are deleted by hand.
+//
 // # Faults
 //
 // A statement whose connection breaks (reset, closed, the reply lost, the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemledger/idemledger/driver"
 )
@@ -194,6 +195,32 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		spErr error
 		saved bool
 	)
+	// The cache answers a completed record before any statement (see
+	// mutateCached); a replay read in tx is kept only once tx, the call's
+	// own (commit), has committed: a caller's transaction may have
+	// completed the record itself, and may still roll it back.
+	var (
+		st   *stood
+		keep bool
+	)
+	if l.cache != nil {
+		start := time.Now()
+		mono, wall := l.cacheClock(start)
+		if c, ok, err := l.recall(req, mono, wall); ok {
+			l.observe(ctx, EventCacheHit, "mutate", start)
+			return mutateCached(ctx, c, err, cd, commit)
+		}
+		st = &stood{}
+		defer func() {
+			if st.row == nil {
+				return
+			}
+			l.observe(ctx, EventCacheMiss, "mutate", start)
+			if keep {
+				l.remember(req, st, mono, wall)
+			}
+		}()
+	}
 	c, err := l.claimWith(ctx, tx, req, func(ctx context.Context, a driver.ClaimParams) (driver.ClaimResult, error) {
 		if saved {
 			return tx.Claim(ctx, a)
@@ -204,7 +231,7 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 			spErr = err
 		}
 		return res, err
-	})
+	}, st)
 	if spErr != nil {
 		return zero, wrapOp("mutate", classify(spErr))
 	}
@@ -221,6 +248,7 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 			if err := commit(context.WithoutCancel(ctx)); err != nil {
 				return zero, commitError(err)
 			}
+			keep = true
 		} else if saved {
 			if err := release(); err != nil {
 				return zero, undo(err)
@@ -297,6 +325,28 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		}
 	}
 	return Result[T]{Value: v, Fence: c.Fence}, nil
+}
+
+// mutateCached ends mutate with the cache's answer c or err (a replay, or
+// ErrKeyReused), before any statement ran in tx: nothing to undo or
+// release. commit, when not nil, still commits tx, as MutateOutcomeCommit
+// promises for a replay (on pgxv5 a transaction whose BEGIN was deferred
+// and never sent commits without a round trip).
+func mutateCached[T any](ctx context.Context, c *Claim, err error, cd codec[T], commit func(context.Context) error) (Result[T], error) {
+	var zero Result[T]
+	if err != nil {
+		return zero, err
+	}
+	if commit != nil {
+		if err := commit(context.WithoutCancel(ctx)); err != nil {
+			return zero, commitError(err)
+		}
+	}
+	v, err := cd.decode(c.Replay.Outcome)
+	if err != nil {
+		return zero, err
+	}
+	return Result[T]{Value: v, Replayed: true, Fence: c.Fence}, nil
 }
 
 // savepointClaim sets savepoint sp in tx and makes claim attempt a, in one

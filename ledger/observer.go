@@ -47,6 +47,19 @@ const (
 	// EventCommitted: the handler marked its commit point and the mark was
 	// written into the record (Ledger.Commit).
 	EventCommitted
+	// EventCacheHit: the ledger answered a claim or a lookup (Op "claim",
+	// "lookup", "mutate", "recall") from its cache of completed outcomes, without
+	// the database: a replay, or ErrKeyReused. Reported by the ledger to
+	// Options.Observer, not by the integrations.
+	EventCacheHit
+	// EventCacheMiss: the ledger answered a claim or a lookup from a
+	// completed record it read from the database because its cache did
+	// not hold it (another replica completed it, it was evicted, or this
+	// process had not read it yet); the record is kept from then on,
+	// unless Mutate read it in a transaction it did not commit itself
+	// (the caller's may have written it). A claim that finds no completed
+	// record is neither a hit nor a miss. Reported like EventCacheHit.
+	EventCacheMiss
 )
 
 var eventNames = [...]string{
@@ -54,6 +67,7 @@ var eventNames = [...]string{
 	EventKeyReused: "key_reused", EventStored: "stored", EventReleased: "released",
 	EventLeaseLost: "lease_lost", EventStoreBusy: "store_busy", EventStoreUnavailable: "store_unavailable",
 	EventOutcomeUnknown: "outcome_unknown", EventCommitted: "committed",
+	EventCacheHit: "cache_hit", EventCacheMiss: "cache_miss",
 }
 
 // String returns the kind in snake_case ("in_flight", "key_reused"), the
@@ -170,7 +184,7 @@ func Observers(obs ...Observer) Observer {
 // LogObserver returns an Observer that writes each event as one slog
 // record, "idempotency: <kind>", with the attributes method, route,
 // status, reason, op, duration and error where set. Levels: Debug for
-// claimed, committed and stored, Info for replayed and in flight, Warn for key
+// claimed, committed, stored, cache hit and cache miss, Info for replayed and in flight, Warn for key
 // reused, released and store busy, Error for lease lost and store
 // unavailable and outcome unknown. A nil logger means slog.Default().
 func LogObserver(l *slog.Logger) Observer {
@@ -204,7 +218,7 @@ func LogObserver(l *slog.Logger) Observer {
 
 func eventLevel(k EventKind) slog.Level {
 	switch k {
-	case EventClaimed, EventStored, EventCommitted:
+	case EventClaimed, EventStored, EventCommitted, EventCacheHit, EventCacheMiss:
 		return slog.LevelDebug
 	case EventReplayed, EventInFlight:
 		return slog.LevelInfo

@@ -78,6 +78,23 @@ type Options struct {
 	// 255; negative, or above MaxKeyLengthLimit (1024), is
 	// ErrInvalidOptions.
 	MaxKeyLength int
+
+	// CacheBytes bounds the memory of the cache of completed outcomes, in
+	// bytes: a replay of a record this process has read completed (or a
+	// claim of its key with another fingerprint, ErrKeyReused) is
+	// answered from memory by Claim, Lookup, Mutate and Recall, without
+	// the database, until a margin before the record expires. 0 means
+	// DefaultCacheBytes; CacheOff (or any negative value) turns the cache
+	// off. See the package doc, The cache of completed outcomes, for when
+	// its answers are the database's and when not.
+	CacheBytes int64
+
+	// Observer receives the ledger's own events, EventCacheHit and
+	// EventCacheMiss, synchronously on the goroutine of the call (see
+	// [Observer]); nil reports none. The integrations report the events of
+	// each request to an Observer of their own: pass the same one to both
+	// to see both.
+	Observer Observer
 }
 
 // Ledger records claims and outcomes by (scope, key) in the database of its
@@ -95,6 +112,8 @@ type Ledger[TTx any] struct {
 	now          func() time.Time // nil: the engine's clock
 	d            driver.Driver[TTx]
 	db           driver.Executor
+	cache        *outcomeCache // nil: off
+	obs          Observer
 }
 
 // New returns a Ledger on the database of d (the New of a driver package,
@@ -117,6 +136,7 @@ func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 		now:    opts.Now,
 		d:      d,
 		db:     d.DB(),
+		obs:    opts.Observer,
 	}
 	if l.ttl == 0 {
 		l.ttl = DefaultTTL
@@ -145,6 +165,12 @@ func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 	}
 	if l.maxKey > MaxKeyLengthLimit {
 		return nil, fmt.Errorf("%w: MaxKeyLength %d is above %d", ErrInvalidOptions, l.maxKey, MaxKeyLengthLimit)
+	}
+	switch cb := opts.CacheBytes; {
+	case cb == 0:
+		l.cache = newOutcomeCache(DefaultCacheBytes)
+	case cb > 0:
+		l.cache = newOutcomeCache(cb)
 	}
 	if p, ok := d.(driver.Preparer); ok {
 		// New takes no context: preparing on a local SQLite file only

@@ -1,0 +1,317 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"hash/maphash"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemledger/idemledger/driver"
+)
+
+// DefaultCacheBytes is the memory the cache of completed outcomes may hold
+// when Options.CacheBytes is 0: 16 MiB (see BENCHMARKS.md, "Completed
+// outcomes from memory", for what it holds and why it is on).
+const DefaultCacheBytes = 16 << 20
+
+// CacheOff, as Options.CacheBytes, turns the cache of completed outcomes
+// off: every Claim, Lookup and Mutate reads the database, and Recall
+// answers nothing.
+const CacheOff = -1
+
+// The cache's margin before a record's expiry: it stops answering a record
+// cacheMarginMillis plus 1/cacheMarginDivisor of the record's remaining life
+// (as the engine's clock measured it at the read) before the process's
+// clocks say that life is over. The fixed part covers a step of either
+// clock; the proportional part a rate difference between them (NTP slews
+// a clock by at most 500 ppm, half of this).
+const (
+	cacheMarginMillis  = 1000
+	cacheMarginDivisor = 1000
+)
+
+// cacheEntryOverhead is what one entry costs beyond the bytes of its row
+// (the map's slot, the entry, the row's struct and its slices' headers,
+// the allocator's rounding), measured by TestCacheHeapBound.
+const cacheEntryOverhead = 512
+
+// cacheShardBytes is the least memory a shard is given: a small cache has
+// fewer shards, so that a shard can still hold a sizable record.
+const cacheShardBytes = 1 << 20
+
+// maxCacheShards bounds the shards, each a mutex and its map, so that
+// concurrent requests rarely wait for each other.
+const maxCacheShards = 16
+
+// outcomeCache holds completed records by scope and key, each until a
+// deadline before its expiry, least recently used first out once its
+// shard's bytes are over the limit. A completed record never changes until
+// it expires (see standing), so a record in the cache answers exactly as
+// the database would, for any fingerprint, until then. Only rows read
+// committed and completed are put in it, and each is the cache's own copy:
+// a hit decodes a fresh Record from it.
+//
+// It is the module's own rather than a library's because none of the
+// caches that would fit keeps the main module lean and the bound exact:
+// hashicorp/golang-lru bounds entries, not bytes; ristretto admits by
+// sampling (a kept record may be dropped at once) and brings dependencies;
+// otter has a weigher and no dependencies, but is some 13,000 lines whose
+// weight leaves out its own per-entry cost and whose eviction runs behind
+// the writes, so the bound holds only between its maintenance runs. What
+// the ledger needs is a map, a recency list and a byte count per shard.
+type outcomeCache struct {
+	seed     maphash.Seed
+	epoch    time.Time // the origin of the monotonic deadlines
+	shards   []cacheShard
+	limit    int64 // bytes per shard
+	maxEntry int64 // the largest entry kept, in bytes
+}
+
+type cacheShard struct {
+	mu    sync.Mutex
+	m     map[cacheKey]*cacheEntry
+	root  cacheEntry // sentinel of the recency ring: root.next is the newest
+	bytes int64
+	_     [64]byte // keeps shards' mutexes on separate cache lines
+}
+
+type cacheKey struct{ scope, key string }
+
+// cacheEntry is one record. row is never changed once the entry is made,
+// so it may be read outside the shard's lock.
+type cacheEntry struct {
+	k    cacheKey
+	row  driver.Row
+	size int64
+	// mono (nanoseconds since the cache's epoch, by the monotonic clock)
+	// and wall (Unix milliseconds) are the deadlines: the entry answers
+	// only while both clocks are before them. With Options.Now set, mono is
+	// unused (the clock reads 0) and wall is in the ledger's own time.
+	mono, wall int64
+	prev, next *cacheEntry
+}
+
+func newOutcomeCache(bytes int64) *outcomeCache {
+	n := min(max(bytes/cacheShardBytes, 1), maxCacheShards)
+	c := &outcomeCache{
+		seed:   maphash.MakeSeed(),
+		epoch:  time.Now(),
+		shards: make([]cacheShard, n),
+		limit:  bytes / n,
+	}
+	c.maxEntry = c.limit / 4
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.m = make(map[cacheKey]*cacheEntry)
+		s.root.next, s.root.prev = &s.root, &s.root
+	}
+	return c
+}
+
+func (c *outcomeCache) shard(k cacheKey) *cacheShard {
+	if len(c.shards) == 1 {
+		return &c.shards[0]
+	}
+	return &c.shards[maphash.Comparable(c.seed, k)%uint64(len(c.shards))]
+}
+
+// get returns the row kept for k if its deadlines are after mono and wall,
+// and marks it recently used; an entry past a deadline is dropped.
+func (c *outcomeCache) get(k cacheKey, mono, wall int64) *driver.Row {
+	s := c.shard(k)
+	s.mu.Lock()
+	e := s.m[k]
+	if e == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	if mono >= e.mono || wall >= e.wall {
+		s.remove(e)
+		s.mu.Unlock()
+		return nil
+	}
+	if s.root.next != e {
+		s.unlink(e)
+		s.pushFront(e)
+	}
+	s.mu.Unlock()
+	return &e.row
+}
+
+// put keeps a copy of row, a completed record as read, under k until the
+// deadlines mono and wall; a record larger than a quarter of a shard is
+// not kept.
+func (c *outcomeCache) put(k cacheKey, row *driver.Row, mono, wall int64) {
+	data := len(k.scope) + len(k.key) + len(row.Fingerprint) + len(row.Headers) + len(row.Body) + len(row.Kind)
+	size := int64(data) + cacheEntryOverhead
+	if size > c.maxEntry {
+		return
+	}
+	// Few allocations per entry, as the overhead counts them: the entry
+	// with its row, one string for the scope and the key (the map's key
+	// and the row share it), one buffer for the row's bytes. The
+	// request's scope and key name the same bytes as the row's (keys
+	// compare as bytes).
+	sk := k.scope + k.key
+	k = cacheKey{scope: sk[:len(k.scope)], key: sk[len(k.scope):]}
+	buf := make([]byte, 0, len(row.Fingerprint)+len(row.Headers)+len(row.Body))
+	part := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	e := &cacheEntry{k: k, size: size, mono: mono, wall: wall, row: driver.Row{
+		Scope: k.scope, Key: k.key, State: "completed",
+		Fingerprint: part(row.Fingerprint), Headers: part(row.Headers), Body: part(row.Body),
+		Fence: row.Fence, Status: row.Status, Kind: strings.Clone(row.Kind),
+		CreatedAt: row.CreatedAt, CompletedAt: row.CompletedAt, ExpiresAt: row.ExpiresAt, CommittedAt: row.CommittedAt,
+	}}
+	s := c.shard(k)
+	s.mu.Lock()
+	if old := s.m[k]; old != nil {
+		s.remove(old)
+	}
+	s.m[k] = e
+	s.pushFront(e)
+	s.bytes += size
+	for s.bytes > c.limit {
+		s.remove(s.root.prev)
+	}
+	s.mu.Unlock()
+}
+
+// stats returns the entries and their bytes, for tests.
+func (c *outcomeCache) stats() (entries int, bytes int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		entries += len(s.m)
+		bytes += s.bytes
+		s.mu.Unlock()
+	}
+	return entries, bytes
+}
+
+func (s *cacheShard) pushFront(e *cacheEntry) {
+	e.prev, e.next = &s.root, s.root.next
+	s.root.next.prev = e
+	s.root.next = e
+}
+
+func (s *cacheShard) unlink(e *cacheEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (s *cacheShard) remove(e *cacheEntry) {
+	s.unlink(e)
+	delete(s.m, e.k)
+	s.bytes -= e.size
+}
+
+// cacheClock reads the clocks the cache's deadlines are kept in at t: the
+// monotonic nanoseconds since the cache's epoch and the wall clock's Unix
+// milliseconds, or 0 and Options.Now's milliseconds when that is set (the
+// ledger's time is then the test's, whatever the process's clocks say).
+func (l *Ledger[TTx]) cacheClock(t time.Time) (mono, wall int64) {
+	if l.now != nil {
+		return 0, l.now().UnixMilli()
+	}
+	return int64(t.Sub(l.cache.epoch)), t.UnixMilli()
+}
+
+// stood is the completed row that answered a claim or a lookup from the
+// database (a replay, or ErrKeyReused), with the engine's time at or after
+// its read: what the cache keeps.
+type stood struct {
+	row *driver.Row
+	now int64
+}
+
+// note records in st, when st is not nil, the row that answered if it is
+// completed: standing answered from it, so it was unexpired at now.
+func (st *stood) note(row *driver.Row, now int64) {
+	if st != nil && row.State == "completed" {
+		st.row, st.now = row, now
+	}
+}
+
+// recall answers req from the cache when it holds req's key unexpired at
+// the clocks mono and wall, as standing would from the database: a replay
+// Claim, or ErrKeyReused for another fingerprint. ok is false when the
+// cache does not hold the key.
+func (l *Ledger[TTx]) recall(req Request, mono, wall int64) (c *Claim, ok bool, err error) {
+	row := l.cache.get(cacheKey{req.Scope, req.Key}, mono, wall)
+	if row == nil {
+		return nil, false, nil
+	}
+	if string(row.Fingerprint) != string(req.Fingerprint[:]) {
+		return nil, true, ErrKeyReused
+	}
+	r, err := record(row)
+	if err != nil {
+		// The row was decoded once already, when it was read; a row
+		// that no longer decodes is left to the database's path.
+		return nil, false, nil
+	}
+	// The Record is the caller's own: its body must not be the cache's.
+	r.Outcome.Body = bytes.Clone(r.Outcome.Body)
+	return &Claim{Request: req, Fence: r.Fence, Replay: r}, true, nil
+}
+
+// remember keeps st's row, read at the engine's time st.now by a call that
+// began at the clocks mono and wall, until a margin before its expiry:
+// its remaining life at the read, counted from the call's start (before
+// the read, so never later than the engine's), less the margin. A row
+// whose remaining life is within the margin is not kept.
+func (l *Ledger[TTx]) remember(req Request, st *stood, mono, wall int64) {
+	if st.now <= 0 {
+		return // no engine time to count the remaining life from
+	}
+	rest := st.row.ExpiresAt - st.now
+	life := rest - cacheMarginMillis - rest/cacheMarginDivisor
+	if life <= 0 {
+		return
+	}
+	monoUntil := int64(math.MaxInt64) // a TTL of centuries: the wall clock's deadline decides
+	if life < (math.MaxInt64-mono)/int64(time.Millisecond) {
+		monoUntil = mono + life*int64(time.Millisecond)
+	}
+	l.cache.put(cacheKey{req.Scope, req.Key}, st.row, monoUntil, wall+life)
+}
+
+// throughCache is the cache around ask, a claim or a lookup of req on the
+// pool (which commits at once: what it reads is committed), reported as
+// op. A hit answers without ask; otherwise the completed row that ask
+// answered from, if any, is reported as a miss and kept.
+func (l *Ledger[TTx]) throughCache(ctx context.Context, req Request, op string, ask func(st *stood) (*Claim, error)) (*Claim, error) {
+	if l.cache == nil {
+		return ask(nil)
+	}
+	start := time.Now()
+	mono, wall := l.cacheClock(start)
+	if c, ok, err := l.recall(req, mono, wall); ok {
+		l.observe(ctx, EventCacheHit, op, start)
+		return c, err
+	}
+	var st stood
+	c, err := ask(&st)
+	if st.row != nil {
+		l.observe(ctx, EventCacheMiss, op, start)
+		l.remember(req, &st, mono, wall)
+	}
+	return c, err
+}
+
+// observe reports an event of the ledger's own to Options.Observer.
+func (l *Ledger[TTx]) observe(ctx context.Context, kind EventKind, op string, start time.Time) {
+	if l.obs == nil {
+		return
+	}
+	l.obs.Observe(ctx, Event{Kind: kind, Op: op, Duration: time.Since(start)})
+}
