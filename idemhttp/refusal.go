@@ -53,9 +53,18 @@ const (
 	// an outage. FailurePolicy does not apply.
 	CodeBusy Code = "busy"
 	// CodeOutcomeNotStored: the request with this key completed, but its
-	// answer could not be kept (longer than Options.MaxBodyBytes, or sent
-	// over a hijacked connection after the commit point), so the ledger
-	// keeps a marker instead and the handler never runs again for the key.
+	// answer is not kept, so the ledger keeps a marker instead and the
+	// handler never runs again for the key. It is answered in exactly
+	// three cases: the answer was longer than Options.MaxBodyBytes, or
+	// than the store can keep (ledger.ErrOutcomeTooLarge); it was sent
+	// over a hijacked connection after the commit point; or the run passed
+	// its commit point ([Commit]) and its lease ran out with no answer
+	// stored, and that run has been fenced out (its record taken over and
+	// the marker stored: see [lifecycle.Decide]), so it can no longer
+	// store an answer. While that run may still store one, a retry gets
+	// 409 instead. A handler that records steps is resumed instead (see
+	// docs/steps.md). The 410 is final: every later request with the key
+	// gets it until the record expires.
 	// 410 Gone: the answer is permanently unavailable, which is what the
 	// client must learn. Clients never retry a 410 (Transport neither), so
 	// it cannot loop, and it differs from 409 in flight (which asks for a
