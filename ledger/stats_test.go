@@ -112,6 +112,7 @@ func TestStatsEstimatesManyExpired(t *testing.T) {
 // 25: 2.5M took 0.6 s); the estimate is flagged, and close once the table
 // has been analyzed.
 func TestStatsEstimatesManyExpiredPostgres(t *testing.T) {
+	testdb.Long(t) // 150,000 rows
 	db, _ := testdb.PostgresDSN(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l, err := ledger.New(postgres.New(db), ledger.Options{Now: func() time.Time { return now }})
