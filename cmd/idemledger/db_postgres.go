@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -32,7 +33,7 @@ func init() {
 			return nil
 		},
 		open: func(ctx context.Context, dsn string, _ need) (*sql.DB, storeDriver, error) {
-			db, err := sql.Open("pgx", pgxURL(dsn))
+			db, err := sql.Open("pgx", execMode(pgxURL(dsn)))
 			if err == nil {
 				err = db.PingContext(ctx)
 			}
@@ -68,6 +69,25 @@ func mistypedPostgres(dsn string) bool {
 func pgxURL(dsn string) string {
 	scheme, rest, _ := strings.Cut(dsn, "://")
 	return strings.ToLower(scheme) + "://" + rest
+}
+
+// execMode returns the URL dsn with pgx's default_query_exec_mode set to
+// exec when it names none: the command sends a handful of statements, so
+// caching their plans gains nothing, while pgx's default mode (named
+// prepared statements) fails behind a transaction pooler such as
+// PgBouncer. A mode the URL names is kept.
+func execMode(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn // pgx reports the URL's fault
+	}
+	q := u.Query()
+	if q.Has("default_query_exec_mode") {
+		return dsn
+	}
+	q.Set("default_query_exec_mode", "exec")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // keyValueDSN matches the start of a key=value PostgreSQL connection
