@@ -388,7 +388,7 @@ type PurgeBatchParams struct {
 	// driver did not return), so a batch need not step again over the
 	// rows the batches before it deleted; on PostgreSQL their index
 	// entries stay until VACUUM, and walking them made every batch slower
-	// than the one before (issue 25). After is inclusive because records
+	// than the one before. After is inclusive because records
 	// share expiry instants: the batch before may have stopped in the
 	// middle of Last's.
 	After int64
@@ -447,7 +447,7 @@ type Reclaimer interface {
 // checkpoint of its WAL into the database file). Ledger.Purge calls
 // Settle after each batch: a purge is background work, and running its
 // next batch beside that work would take the processor and the disk from
-// the requests, so it waits for it instead (issue 25).
+// the requests, so it waits for it instead.
 type Settler interface {
 	// Settle returns when the work due after the writes so far is done,
 	// at once when none is, or when ctx ends (with ctx's error).

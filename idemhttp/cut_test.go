@@ -20,8 +20,8 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// TestCompleteCutAfterCommit is issue 19's double charge, on every driver:
-// the handler makes its effect and marks its commit point, then the
+// TestCompleteCutAfterCommit is the double charge of a lost Complete, on
+// every driver: the handler makes its effect and marks its commit point, then the
 // connection that carries Complete's UPDATE breaks after the server ran it
 // (PostgreSQL: the proxy drops the reply; SQLite: the statement reports
 // SQLITE_IOERR after it ran). The client gets its 201, the record is

@@ -20,11 +20,10 @@ const DefaultPurgeBatchSize = 10_000
 
 // DefaultPurgeBatchTime is how long a batch of Purge aims to take when
 // PurgeOptions.BatchTime is zero. A request that comes during a batch
-// waits for the rest of it: at 1M records on SQLite, with the purge
-// settling between batches, batches of 5 ms left the requests' p99 beside
-// the deletes at 4.9 times their p99 without a purge, and batches of 2 ms
-// at 3.2 times, with the same rows a second, since the checkpoints the
-// purge waits for set its pace (issue 25, BENCHMARKS.md).
+// waits for the rest of it, so shorter batches shorten the requests' wait
+// beside a purge; they cost the purge no rows a second on SQLite, where
+// the checkpoints the purge waits for between batches set its pace
+// (BENCHMARKS.md, "SQLite purge").
 const DefaultPurgeBatchTime = 2 * time.Millisecond
 
 // DefaultPurgeRowLockBatchSize is the size of every batch of Purge when
@@ -34,7 +33,7 @@ const DefaultPurgeBatchTime = 2 * time.Millisecond
 // short. (Batches sized by time once collapsed on PostgreSQL: the rows a
 // purge deleted stay in the expiry index as dead entries until VACUUM, and
 // each batch started from the head of the index and stepped over all of
-// them, 27 ms for 10 rows after 700,000 deletes, issue 25. Batches there
+// them, so that a time bound shrank batches to a row or two. Batches there
 // now start where the one before stopped; MySQL's still start at the head,
 // where InnoDB's own purge removes the entries.)
 const DefaultPurgeRowLockBatchSize = 1000
@@ -43,13 +42,11 @@ const DefaultPurgeRowLockBatchSize = 1000
 // PurgeOptions' BatchSize and BatchTime are zero on an engine that locks
 // rows (see DefaultPurgeRowLockBatchSize). It paces the purge for the
 // requests beside it, whose commits wait for the disk behind the purge's
-// WAL: at 5M records on PostgreSQL, batches of 1,000 rows take about 3 ms, and
-// without a pause the purge ran 349,614 rows a second and made requests
-// wait up to 521 ms (p99 407 ms); with this pause it runs about 29,000
-// rows a second and the requests' p99 beside it was 1.7× their p99
-// without it (6.2 against 3.6 ms), their longest wait 266 ms (issue 25,
-// BENCHMARKS.md). It bounds a purge to about 33,000 rows a second; a set
-// Pause, or a set BatchSize, overrides it.
+// WAL: a batch of 1,000 rows takes a few milliseconds, and without a pause
+// the purge writes WAL in a burst that every request's commit waits
+// behind (BENCHMARKS.md, "PostgreSQL purge", has both runs). It bounds a
+// purge to about 33,000 rows a second; a set Pause, or a set BatchSize,
+// overrides it.
 const DefaultPurgeRowLockPause = 30 * time.Millisecond
 
 // firstPurgeBatch is the size of a time-bounded purge's first batch, small

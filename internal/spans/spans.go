@@ -1,6 +1,6 @@
 // Package spans records what the SQLite pool and the purge did and when
 // (checkpoints, purge batches, reclaim steps), for the scale measurements
-// that put them on one clock with the requests beside them (issue 25). It
+// that put them on one clock with the requests beside them. It
 // records nothing unless a test set a recorder: a disabled Add costs one
 // atomic load.
 package spans
