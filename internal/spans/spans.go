@@ -32,7 +32,7 @@ const (
 	// WriterCheckpoint: the RESTART checkpoint of a writer that took the
 	// WAL past twice the bound, holding the slot after its COMMIT.
 	WriterCheckpoint = "restart checkpoint (writer)"
-	// PurgeBegin, PurgeDelete, PurgeCommit: the three parts of a purge
+	// PurgeBegin, [PurgeDelete], [PurgeCommit]: the three parts of a purge
 	// batch: its BEGIN (on SQLite, mostly the wait for the slot), its
 	// DELETE (N the rows), its COMMIT (with what the pool does before it
 	// gives the slot back).

@@ -152,7 +152,7 @@ func (f Fill) row(i int) fillRow {
 	}
 }
 
-// FillPostgres is FillSQLite for PostgreSQL (a pool of the "pgx" driver on
+// FillPostgres is [FillSQLite] for PostgreSQL (a pool of the "pgx" driver on
 // the ledger's schema).
 func FillPostgres(t testing.TB, db *sql.DB, f Fill) {
 	t.Helper()
