@@ -175,7 +175,7 @@ func testCommittedThenGone[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 // the mark holds in the process, so the handler's 503 is stored after all,
 // and the retry replays it instead of running the handler again. (What is
 // lost is only the protection against a crash before the answer is stored,
-// as README says.) SQLite, whose faults faultdb injects by statement.
+// as docs/guarantees.md says.) SQLite, whose faults faultdb injects by statement.
 func TestCommitMarkFails(t *testing.T) {
 	b, plan, _ := faultSetup(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
 		Commit(r.Context())

@@ -29,7 +29,7 @@
 // fails (the database stays clean at the version it had; earlier releases
 // left it dirty), and no lock is ever left on a pooler's server
 // connection, so Migrate is safe through PgBouncer in transaction pooling
-// (README.md, "Behind a pooler"). A run waits for the lock at most
+// (docs/engines.md, "Behind a pooler"). A run waits for the lock at most
 // golang-migrate's lock timeout (15 s), then fails with
 // migrate.ErrLockTimeout. schema.Version waits for a run in progress. The
 // pgxv5 driver migrates the same way.
