@@ -6,8 +6,8 @@ import (
 )
 
 // Sentinel errors. Transform, Append and Marshal return them wrapped in a
-// *SyntaxError that gives the byte offset in the input; test for them with
-// errors.Is.
+// *[SyntaxError] that gives the byte offset in the input; test for them with
+// [errors.Is].
 var (
 	// ErrEmpty is returned when the input holds no JSON value: it is empty
 	// or only whitespace.
@@ -41,7 +41,7 @@ var (
 	// that is not part of a high-then-low pair (RFC 7493 section 2.1).
 	ErrLoneSurrogate = errors.New("canonical: lone surrogate escape")
 
-	// ErrNoncharacter is returned, only when Options.RefuseNoncharacters
+	// ErrNoncharacter is returned, only when [Options.RefuseNoncharacters]
 	// is set, for a Unicode noncharacter in a string or a member name,
 	// written raw or as a \u escape (a surrogate pair such as \udbff\udfff
 	// counts as the one character it encodes). RFC 7493 section 2.1 rules
@@ -68,7 +68,7 @@ var (
 	ErrInvalidNumber = errors.New("canonical: invalid number")
 
 	// ErrNonFinite is returned for the tokens NaN, Infinity and -Infinity,
-	// which JSON lacks, and by FormatFloat for NaN and ±Inf, which RFC 8785
+	// which JSON lacks, and by [FormatFloat] for NaN and ±Inf, which RFC 8785
 	// section 3.2.2.3 refuses.
 	ErrNonFinite = errors.New("canonical: NaN or infinity")
 
@@ -76,7 +76,7 @@ var (
 	// beyond the largest binary64 (RFC 7493 section 2.2), such as 1e400.
 	ErrNumberOverflow = errors.New("canonical: number overflows binary64")
 
-	// ErrInexactNumber is returned, only when Options.ExactNumbers is set,
+	// ErrInexactNumber is returned, only when [Options.ExactNumbers] is set,
 	// for a number whose canonical form denotes another decimal number than
 	// the one written (9007199254740993, 0.10000000000000000555, 1e-400).
 	ErrInexactNumber = errors.New("canonical: number changes value in canonical form")
@@ -87,13 +87,13 @@ var (
 	ErrDuplicateName = errors.New("canonical: duplicate member name")
 
 	// ErrTooDeep is returned when arrays and objects nest deeper than
-	// Options.MaxDepth (DefaultMaxDepth by default).
+	// [Options.MaxDepth] ([DefaultMaxDepth] by default).
 	ErrTooDeep = errors.New("canonical: nesting too deep")
 )
 
 // SyntaxError reports why and where the input was refused. Every error that
 // Transform, Append and Marshal return for bad input is a *SyntaxError;
-// errors.Is(err, ErrDuplicateName) and the like see through it.
+// errors.Is(err, [ErrDuplicateName]) and the like see through it.
 type SyntaxError struct {
 	// Offset is the position in the input, in bytes from its start, of the
 	// token at fault (for Marshal: in the output of json.Marshal).

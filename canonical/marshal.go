@@ -7,8 +7,8 @@ import (
 
 // Marshal returns the canonical form of v: exactly Transform(json.Marshal(v)),
 // so struct tags, MarshalJSON methods and the rest of encoding/json's rules
-// apply. An error from json.Marshal is returned wrapped; so is a
-// *SyntaxError when Transform refuses its output (a json.RawMessage or a
+// apply. An error from [json.Marshal] is returned wrapped; so is a
+// *[SyntaxError] when Transform refuses its output (a [json.RawMessage] or a
 // MarshalJSON method can produce duplicate names), with Offset counted in
 // that output.
 func Marshal(v any) ([]byte, error) {

@@ -11,7 +11,7 @@ import (
 // number form of RFC 8785 section 3.2.2.3: the shortest digits that read back
 // as f, in plain notation for magnitudes from 1e-6 up to but excluding 1e21
 // and in exponent notation (1e+21, 1.5e-7) outside it; -0 prints as 0. It
-// returns ErrNonFinite for NaN and ±Inf, which JSON cannot carry.
+// returns [ErrNonFinite] for NaN and ±Inf, which JSON cannot carry.
 func FormatFloat(f float64) (string, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "", ErrNonFinite

@@ -2,7 +2,7 @@ package canonical
 
 import "slices"
 
-// DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero or
+// DefaultMaxDepth is the nesting limit used when [Options.MaxDepth] is zero or
 // negative: 10,000 levels of arrays and objects, so 10,000 nested '[' are
 // accepted and 10,001 refused, as encoding/json and jsontext do. It is far
 // beyond any sane payload and bounds the bookkeeping an attacker can make a
@@ -19,7 +19,7 @@ type Options struct {
 	// DefaultMaxDepth. Deeper input is refused with ErrTooDeep.
 	MaxDepth int
 
-	// ExactNumbers refuses, with ErrInexactNumber, any number whose canonical
+	// ExactNumbers refuses, with [ErrInexactNumber], any number whose canonical
 	// form denotes another decimal number than the one written: the test is
 	// equality of decimal values, so 0.1, 1.50, 1e2 and -0 pass while
 	// 9007199254740993 (prints 9007199254740992), 0.10000000000000000555
@@ -27,7 +27,7 @@ type Options struct {
 	// amounts must never share a canonical form.
 	ExactNumbers bool
 
-	// RefuseNoncharacters refuses, with ErrNoncharacter, the 66 Unicode
+	// RefuseNoncharacters refuses, with [ErrNoncharacter], the 66 Unicode
 	// noncharacters (U+FDD0 to U+FDEF and the last two code points of every
 	// plane, U+FFFE to U+10FFFF) in strings and member names, raw or
 	// escaped: strict I-JSON, whose RFC 7493 section 2.1 rules them out.
@@ -40,7 +40,7 @@ type Options struct {
 }
 
 // Transform returns the canonical form (RFC 8785) of the JSON text src, with
-// the limits of o. Errors are *SyntaxError values wrapping the sentinels of
+// the limits of o. Errors are *[SyntaxError] values wrapping the sentinels of
 // this package.
 func (o Options) Transform(src []byte) ([]byte, error) {
 	return o.Append(nil, src)
@@ -64,14 +64,14 @@ func (o Options) Append(dst, src []byte) ([]byte, error) {
 // Transform returns the canonical form (RFC 8785) of the JSON text src with
 // the default Options. Input that RFC 8785 cannot canonicalize (duplicate
 // names, lone surrogates, numbers beyond binary64: see the package doc) is
-// refused with a *SyntaxError wrapping one of the sentinel errors of this
+// refused with a *[SyntaxError] wrapping one of the sentinel errors of this
 // package; Unicode noncharacters are accepted.
 func Transform(src []byte) ([]byte, error) {
 	return Options{}.Transform(src)
 }
 
 // Append appends the canonical form of src to dst, with the default Options,
-// so that a caller can reuse one buffer across calls. See Options.Append.
+// so that a caller can reuse one buffer across calls. See [Options.Append].
 func Append(dst, src []byte) ([]byte, error) {
 	return Options{}.Append(dst, src)
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/idemledger/idemledger/lifecycle"
 )
 
-// DefaultNackDelay is Options.NackDelay when it is left 0.
+// DefaultNackDelay is [Options.NackDelay] when it is left 0.
 const DefaultNackDelay = time.Second
 
-// DefaultMaxAttempts is Options.MaxAttempts when it is left 0. A broker
+// DefaultMaxAttempts is [Options.MaxAttempts] when it is left 0. A broker
 // such as RabbitMQ puts a nacked message back at the head of its queue,
 // so every failed run of a message holds up the messages behind it for
 // about NackDelay: five runs bound that to seconds per poison message
@@ -32,12 +32,12 @@ type Options struct {
 	// Scope names the subscription (a queue, a durable consumer, a
 	// consumer group): the same message delivered to two subscriptions is
 	// two operations, one per scope. It must be acceptable to
-	// ledger.CheckScope; New refuses it otherwise.
+	// [ledger.CheckScope]; New refuses it otherwise.
 	Scope string
 	// Key returns the idempotency key of msg; nil means msg.ID. Derive
 	// one from a business identity with hash.DeriveKey when the same
 	// operation may come in several messages with different IDs. An error
-	// sends the message to the dead-letter path (ReasonInvalidKey), and so
+	// sends the message to the dead-letter path ([ReasonInvalidKey]), and so
 	// does a key the ledger refuses (empty, longer than its MaxKeyLength,
 	// 255 bytes by default, or not printable ASCII): a broker whose IDs
 	// may be any text (an AMQP message-id) needs a Key that maps them into
@@ -49,26 +49,26 @@ type Options struct {
 	// from one delivery to the next, and would make every redelivery a
 	// reused key.
 	Metadata []string
-	// NackDelay is the longest Decision.Delay asked for: the wait after a
+	// NackDelay is the longest [Decision.Delay] asked for: the wait after a
 	// handler error or a store failure, and the cap of the wait for a
 	// message in flight elsewhere (the rest of that run's lease, when
-	// shorter). Default DefaultNackDelay; negative is refused by New.
+	// shorter). Default [DefaultNackDelay]; negative is refused by New.
 	NackDelay time.Duration
 	// MaxAttempts is the retry budget: the most runs a message gets whose
 	// handler fails (returns an error, or panics in Handle) before its
 	// commit point. Each such failure is counted on the message's record
-	// (ledger.Ledger.Release, ledger.Claim.Failures); the run that fails
+	// ([ledger.Ledger.Release], [ledger.Claim.Failures]); the run that fails
 	// for the MaxAttempts-th time sends the message to the dead-letter
-	// path (ReasonMaxAttempts) instead of giving it back, and so does a
+	// path ([ReasonMaxAttempts]) instead of giving it back, and so does a
 	// delivery that finds the budget spent, without running the handler.
 	// Failures of the ledger's store, a lost lease and a shutdown are not
-	// the handler's and never count. Default DefaultMaxAttempts; negative
+	// the handler's and never count. Default [DefaultMaxAttempts]; negative
 	// is refused by New.
 	MaxAttempts int
 	// Recover lets a delivery run a message whose earlier run passed its
 	// commit point and vanished, once its lease ran out, knowing it
 	// (Recovered), instead of sending it to the dead-letter path with
-	// ReasonOutcomeNotStored (see ledger.Request.Recover). Handle only.
+	// [ReasonOutcomeNotStored] (see [ledger.Request.Recover]). Handle only.
 	Recover bool
 	// Name is the Route of every event (a topic or handler name); never
 	// put a message's ID here.
@@ -86,8 +86,8 @@ type Consumer[TTx any] struct {
 }
 
 // New returns a Consumer on l. It returns an error wrapping
-// ErrInvalidOptions when l is nil, when opts.Scope is refused by
-// ledger.CheckScope, or when opts.NackDelay or opts.MaxAttempts is
+// [ErrInvalidOptions] when l is nil, when opts.Scope is refused by
+// [ledger.CheckScope], or when opts.NackDelay or opts.MaxAttempts is
 // negative.
 func New[TTx any](l *ledger.Ledger[TTx], opts Options) (*Consumer[TTx], error) {
 	if l == nil {

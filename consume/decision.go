@@ -15,11 +15,11 @@ const (
 	// acknowledge it.
 	Ack Action = iota + 1
 	// Nack: the message is not done; negatively acknowledge it so that
-	// the broker redelivers it after Decision.Delay (or leave it to
+	// the broker redelivers it after [Decision.Delay] (or leave it to
 	// redeliver when the broker cannot delay).
 	Nack
 	// DeadLetter: the message must not run; send it to the broker's
-	// dead-letter or poison path with Decision.Err (a *DeadLetterError)
+	// dead-letter or poison path with [Decision.Err] (a *[DeadLetterError])
 	// as the reason, and acknowledge it there.
 	DeadLetter
 )
@@ -52,7 +52,7 @@ type Decision struct {
 	Replayed bool
 	// Err is why the message is not acknowledged: for Nack the handler's
 	// error (unchanged), an *ledger.InFlightError, the store's failure,
-	// or the error of the delivery's ended context; for DeadLetter a
+	// or the error of the delivery's ended context; for [DeadLetter] a
 	// *DeadLetterError. Nil for Ack. It may quote the message's content
 	// and key: log it as carefully as the message.
 	Err error
@@ -73,24 +73,24 @@ const (
 	// and its process vanished before storing the outcome; the effect was
 	// made, its Output is lost.
 	ReasonOutcomeNotStored Reason = "outcome_not_stored"
-	// ReasonInvalidKey: the message has no ID, Options.Key failed, or the
+	// ReasonInvalidKey: the message has no ID, [Options.Key] failed, or the
 	// ledger refuses the key (too long, not printable ASCII).
 	ReasonInvalidKey Reason = "invalid_key"
 	// ReasonStoredOutcome: the record under the key is not a message's
 	// (another kind of operation used the key) or cannot be read.
 	ReasonStoredOutcome Reason = "stored_outcome"
 	// ReasonMaxAttempts: the handler failed before its commit point on
-	// Options.MaxAttempts runs of the message (the retry budget); the
+	// [Options.MaxAttempts] runs of the message (the retry budget); the
 	// cause is an *AttemptsError.
 	ReasonMaxAttempts Reason = "max_attempts"
 )
 
-// ErrDeadLetter is matched (errors.Is) by every *DeadLetterError.
+// ErrDeadLetter is matched ([errors.Is]) by every *DeadLetterError.
 var ErrDeadLetter = errors.New("consume: dead letter")
 
-// DeadLetterError is Decision.Err for DeadLetter. errors.Is(err,
-// ErrDeadLetter) reports true for it; Err, when set, is reachable with
-// errors.Is and errors.As too.
+// DeadLetterError is [Decision.Err] for DeadLetter. errors.Is(err,
+// [ErrDeadLetter]) reports true for it; Err, when set, is reachable with
+// [errors.Is] and [errors.As] too.
 type DeadLetterError struct {
 	Reason Reason
 	// Err is the cause: ledger.ErrKeyReused, a *ledger.CommittedError,
@@ -118,9 +118,9 @@ func (e *DeadLetterError) Unwrap() error { return e.Err }
 // Options field cannot work: a scope the ledger refuses, a negative delay.
 var ErrInvalidOptions = errors.New("consume: invalid options")
 
-// AttemptsError is the cause inside the DeadLetterError of a message sent
+// AttemptsError is the cause inside the [DeadLetterError] of a message sent
 // to the dead-letter path because its handler kept failing
-// (ReasonMaxAttempts).
+// ([ReasonMaxAttempts]).
 type AttemptsError struct {
 	// Attempts is how many runs of the message failed.
 	Attempts int
@@ -141,7 +141,7 @@ func (e *AttemptsError) Error() string {
 // Unwrap returns the last run's error.
 func (e *AttemptsError) Unwrap() error { return e.Err }
 
-// FailedError is the cause inside the DeadLetterError of a message whose
+// FailedError is the cause inside the [DeadLetterError] of a message whose
 // handler failed after its commit point, on this delivery (Err is the
 // handler's error) or on an earlier one (Err is nil and Message the
 // stored text of that error).

@@ -16,7 +16,7 @@ type Handler func(ctx context.Context, msg Message) (Output, error)
 
 // Handle runs fn at most once per message key in lease mode and returns
 // the Decision for the delivery (see the package doc, Rules). It claims
-// the key (ledger.Ledger.Claim), extends the lease while fn runs, and then:
+// the key ([ledger.Ledger.Claim]), extends the lease while fn runs, and then:
 //
 //   - fn returned no error: its Output is stored, and the Decision is Ack
 //     with it. Should storing fail, the Decision is still Ack (the effect
@@ -33,7 +33,7 @@ type Handler func(ctx context.Context, msg Message) (Output, error)
 //     that recovers panics then nacks the message).
 //
 // A delivery whose key is held by a live run elsewhere gets Nack with the
-// rest of that run's lease (at most Options.NackDelay) as Delay: the
+// rest of that run's lease (at most [Options.NackDelay]) as Delay: the
 // message is never handled twice at once. A delivery of a completed key
 // gets the stored Output (Replayed) without running fn. ctx's values
 // reach fn; its cancellation stops the claim (Nack with no delay and the
@@ -112,9 +112,9 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 // (a Handler's context): its effect was made, so from now on a failure of
 // the handler is stored and the message is sent to the dead-letter path
 // instead of being run again, and a panic likewise. The mark is written
-// into the record before Commit returns (ledger.Ledger.Commit): should the
+// into the record before Commit returns ([ledger.Ledger.Commit]): should the
 // process die before the outcome is stored, a redelivery after the lease
-// gets DeadLetter (ReasonOutcomeNotStored), or with Options.Recover runs
+// gets [DeadLetter] ([ReasonOutcomeNotStored]), or with [Options.Recover] runs
 // again knowing it (Recovered). If the mark cannot be written, an event
 // with Op "commit" reports it and the mark holds in this process only.
 //
@@ -123,7 +123,7 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 // is safe to call from any goroutine.
 //
 // It returns false when the lease is lost: the handler's context is then
-// cancelled with a cause matching ledger.ErrLeaseLost, the answer will
+// cancelled with a cause matching [ledger.ErrLeaseLost], the answer will
 // not be stored, and a retry may run again.
 func Commit(ctx context.Context) bool {
 	r, ok := lifecycle.FromContext(ctx)
@@ -132,7 +132,7 @@ func Commit(ctx context.Context) bool {
 
 // Recovered reports, inside a Handler, when an earlier run of the same
 // message passed its commit point and vanished before storing its
-// outcome, and true, when this run recovers it (Options.Recover): the
+// outcome, and true, when this run recovers it ([Options.Recover]): the
 // effect was made, so look it up rather than make it again.
 func Recovered(ctx context.Context) (time.Time, bool) {
 	r, ok := lifecycle.FromContext(ctx)

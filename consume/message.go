@@ -18,12 +18,12 @@ type Message struct {
 	// ID is the message's identity, the same on every redelivery and on
 	// every copy that a publisher's retry made: Watermill's UUID,
 	// JetStream's Nats-Msg-Id, AMQP's message-id. It is the key unless
-	// Options.Key derives one.
+	// [Options.Key] derives one.
 	ID string
 	// Payload is the message's body, part of the fingerprint.
 	Payload []byte
 	// Metadata holds the message's headers; those named in
-	// Options.Metadata are part of the fingerprint, the others are only
+	// [Options.Metadata] are part of the fingerprint, the others are only
 	// passed to the handler.
 	Metadata map[string]string
 }
@@ -33,7 +33,7 @@ type Message struct {
 // redelivery of the message that produced it.
 type Outgoing struct {
 	// ID identifies the outgoing message, the same on every publication:
-	// give it one (a UUID, or hash.DeriveKey of the incoming ID and an
+	// give it one (a UUID, or [hash.DeriveKey] of the incoming ID and an
 	// index) so that its consumers can drop the copies.
 	ID string `json:"id"`
 	// Topic is where to publish it; empty means the adapter's default
@@ -53,7 +53,7 @@ type Output struct {
 	Publish []Outgoing `json:"publish,omitempty"`
 }
 
-// Kind is the ledger.Outcome.Kind of the outcomes a Consumer stores: the
+// Kind is the [ledger.Outcome.Kind] of the outcomes a Consumer stores: the
 // Output, or the failure of a run that failed after its commit point, as
 // JSON in Body (Status 0, no Header).
 const Kind = "message"

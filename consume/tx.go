@@ -11,19 +11,19 @@ import (
 // TxHandler handles a message whose effects are all writes through tx, a
 // transaction of the ledger's database (*sql.Tx or pgx.Tx, by driver). It
 // must leave tx open and write nothing through the pool tx came from (see
-// ledger.Mutate); it returns what it produced, or an error to have its
+// [ledger.Mutate]); it returns what it produced, or an error to have its
 // writes rolled back and the message delivered again.
 type TxHandler[TTx any] func(ctx context.Context, tx TTx, msg Message) (Output, error)
 
 // HandleTx runs fn at most once per message key inside a transaction of
 // the ledger's database, and returns the Decision for the delivery (see
 // the package doc, Rules). It begins the transaction, runs fn inside
-// ledger.MutateOutcomeCommit, so that fn's writes, its Output and the
+// [ledger.MutateOutcomeCommit], so that fn's writes, its Output and the
 // ledger's record share one savepoint, and commits; the Decision is Ack
 // with fn's Output only once the commit succeeded. fn's error rolls everything back
 // (Nack with the error, unchanged), and is counted on the message's record
-// (see Options.MaxAttempts: the failure that spends the budget makes the
-// Decision DeadLetter, ReasonMaxAttempts); a failed commit rolls back too
+// (see [Options.MaxAttempts]: the failure that spends the budget makes the
+// Decision [DeadLetter], [ReasonMaxAttempts]); a failed commit rolls back too
 // (Nack with the store's error, not counted). A panic of fn rolls back
 // and goes on, not counted.
 //
@@ -32,7 +32,7 @@ type TxHandler[TTx any] func(ctx context.Context, tx TTx, msg Message) (Output, 
 // SQLite) and is then answered from its record; it is never run while the
 // first may still commit. A key held by Handle's lease gets Nack, as in
 // Handle. On SQLite, where BEGIN takes the database's write lock, a
-// redelivery is answered from a plain read (ledger.Ledger.Lookup) before
+// redelivery is answered from a plain read ([ledger.Ledger.Lookup]) before
 // any transaction begins. A ctx that has ended gets Nack with no delay and
 // ctx's error, and nothing begins; once begun, the transaction runs with
 // ctx's values, not its cancellation. fn must not be nil.

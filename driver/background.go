@@ -9,7 +9,7 @@ type backgroundKey struct{}
 // its batches, and Ledger.Reclaim its work, under it. A driver that queues
 // its pool's writers itself (SQLite's) lets the writers already waiting go
 // first when it begins a transaction under this mark, where it may let
-// another newcomer take a free turn ahead of them (issue 25: requests
+// another newcomer take a free turn ahead of them (requests
 // before the purge beside them).
 func Background(ctx context.Context) context.Context {
 	return context.WithValue(ctx, backgroundKey{}, true)

@@ -9,8 +9,8 @@
 // statements on its own (lease mode, Get, Purge, Stats) and begins
 // transactions, and TTx, the type of the transactions of that database
 // that callers hand to ledger.Mutate (*sql.Tx or pgx.Tx). An Executor runs
-// the ledger's statements, either on the pool (Driver.DB) or inside one
-// transaction (Driver.TxExecutor).
+// the ledger's statements, either on the pool ([Driver.DB]) or inside one
+// transaction ([Driver.TxExecutor]).
 //
 // # Times
 //
@@ -25,17 +25,17 @@
 //
 // A driver owns its engine's errors: every method returns the database's
 // error marked (Mark) with the sentinels of this package that it matches
-// (ErrRetryable, ErrBusy, ErrNotMigrated, ErrOutcomeUnknown; a
-// *TooLargeError for an outcome too large to store), so that the
+// ([ErrRetryable], [ErrBusy], [ErrNotMigrated], [ErrOutcomeUnknown]; a
+// *[TooLargeError] for an outcome too large to store), so that the
 // ledger and the integrations read no engine's codes, while callers still
-// reach the database's own error with errors.As. A statement on a
+// reach the database's own error with [errors.As]. A statement on a
 // transaction that is already over returns an error matching database/sql's
 // sql.ErrTxDone, whatever the database package: ledger.Mutate reports a
 // callback that ended the caller's transaction through it.
 //
 // # Deadlines
 //
-// The ledger runs every lease-mode statement (Executor.Claim, Complete,
+// The ledger runs every lease-mode statement ([Executor.Claim], Complete,
 // Release, MarkCommitted, Extend and Abandon on DB()) under a context
 // whose deadline comes from the lease: the statement must answer by then,
 // whatever holds it up. A driver honours the deadline on the client side
@@ -112,11 +112,11 @@ type Executor interface {
 	// Now returns the engine's current time.
 	Now(ctx context.Context) (int64, error)
 	// Claim claims a key with an atomic conditional write (see
-	// ClaimParams), attempted only when a plain read of the row shows
+	// [ClaimParams]), attempted only when a plain read of the row shows
 	// none, or one that may be taken over: when the row stands
 	// (completed and unexpired, in flight under a live lease, or another
 	// fingerprint and unexpired) Claim writes nothing, takes no row or
-	// write lock of its own, and returns that row (see ClaimResult).
+	// write lock of its own, and returns that row (see [ClaimResult]).
 	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
 	// Get reads a record; a missing one is a nil Row with no error.
 	Get(ctx context.Context, p GetParams) (GetResult, error)
@@ -128,7 +128,7 @@ type Executor interface {
 	// carries a commit mark, and reports whether it did: the row stays,
 	// in the state "released", with its fence, its fingerprint and its
 	// failures plus one, and expires no earlier than p.LeaseMillis after
-	// its lease would have run out (see ReleaseParams).
+	// its lease would have run out (see [ReleaseParams]).
 	Release(ctx context.Context, p ReleaseParams) (bool, error)
 	// MarkCommitted writes the commit mark (the time of p.Now, or of the
 	// engine's clock) into the in-flight row held by p's lease, keeping a
@@ -142,7 +142,7 @@ type Executor interface {
 	Extend(ctx context.Context, p ExtendParams) (until int64, ok bool, err error)
 	// PurgeBatch deletes up to p.Limit rows expired at p.Now, those that
 	// expired first, and says how many it deleted and where it stopped
-	// (see PurgeBatchParams.After and PurgeBatchResult.Last).
+	// (see [PurgeBatchParams.After] and [PurgeBatchResult.Last]).
 	PurgeBatch(ctx context.Context, p PurgeBatchParams) (PurgeBatchResult, error)
 	// Stats counts the rows, expired ones as of now.
 	Stats(ctx context.Context, now int64) (StatsResult, error)
@@ -173,7 +173,7 @@ type Executor interface {
 	Stepper
 }
 
-// Batcher is implemented by the Executors of drivers (Driver.TxExecutor's)
+// Batcher is implemented by the Executors of drivers ([Driver.TxExecutor]'s)
 // that can send a savepoint statement together with the ledger statement
 // next to it in one round trip. ledger.Mutate uses it when the transaction's
 // Executor has it, and otherwise runs the same statements one at a time:
@@ -192,7 +192,7 @@ type Batcher interface {
 	//
 	// A driver whose claim reads the row before it writes may read it
 	// first and set the savepoint only when the claim goes on to write:
-	// when the row stands (see Executor.Claim) it returns it with saved
+	// when the row stands (see [Executor.Claim]) it returns it with saved
 	// false, res.Won false, res.Row and res.Now set, and a nil err, and
 	// has written nothing; a failure of that read is returned with saved
 	// false too. A claim that wins always has set the savepoint.
@@ -240,7 +240,7 @@ type ClaimParams struct {
 	// ValidUntil, when not 0, is the latest time (Unix milliseconds, the
 	// scale of Now) at which the claim may still write: a claim whose
 	// write reaches the engine later (its clock, or Now when set, is past
-	// ValidUntil) writes nothing and returns ClaimResult.Late. A lease-mode
+	// ValidUntil) writes nothing and returns [ClaimResult.Late]. A lease-mode
 	// claim sets it to when its caller stops waiting (plus an allowance
 	// for clocks that disagree), so that a statement held up on its way
 	// (a silent network) cannot win a key that nobody will run. A driver
@@ -250,7 +250,7 @@ type ClaimParams struct {
 }
 
 // MayTakeOver reports whether a claim p at the engine's time now may take
-// the stored row r over, the rule of ClaimParams: r was released, or has
+// the stored row r over, the rule of [ClaimParams]: r was released, or has
 // expired, or it is in flight with a lease that ran out, p's fingerprint,
 // and no commit mark unless p recovers. Drivers whose claim decides in Go
 // (between a read and a write, the row locked) use it; the others write it
@@ -261,7 +261,7 @@ func MayTakeOver(r *Row, p ClaimParams, now int64) bool {
 }
 
 // TakeoverFailures is the count of failed runs that a claim p, taking r
-// over at now, continues (the rule of ClaimParams): r's own when r has not
+// over at now, continues (the rule of [ClaimParams]): r's own when r has not
 // expired and has p's fingerprint, 0 otherwise.
 func TakeoverFailures(r *Row, p ClaimParams, now int64) int64 {
 	if Expired(r, now) || string(r.Fingerprint) != string(p.Fingerprint) {
@@ -281,17 +281,17 @@ func Expired(r *Row, now int64) bool {
 // as read, with Now the engine's time taken at or after that read (never
 // before it: a row unexpired at Now was unexpired when read), so that the
 // ledger need not read it again; a nil Row asks the ledger to read it
-// (Executor.Get). The row may be stale when the claim lost a race; the
+// ([Executor.Get]). The row may be stale when the claim lost a race; the
 // ledger then starts over.
 type ClaimResult struct {
 	Won bool
 	// Late reports that the claim wrote nothing because it reached the
-	// engine after ClaimParams.ValidUntil; Now is then the engine's time
+	// engine after [ClaimParams.ValidUntil]; Now is then the engine's time
 	// that judged it so.
 	Late bool
 	// Fence and LeaseExpiresAt describe the won lease; CommittedAt is the
 	// commit mark a recovery kept (0 when none); Failures the count of
-	// failed runs the won row carries on (see ClaimParams).
+	// failed runs the won row carries on (see [ClaimParams]).
 	Fence, LeaseExpiresAt, CommittedAt, Failures int64
 	Row                                          *Row
 	Now                                          int64
@@ -331,7 +331,7 @@ type Row struct {
 	// Kind is the stored outcome's kind, "" when NULL.
 	Kind string
 	// Failures counts the runs of the row's operation that ended in
-	// Release (see ClaimParams for when it starts again at 0).
+	// Release (see [ClaimParams] for when it starts again at 0).
 	Failures int64
 }
 
@@ -388,7 +388,7 @@ type PurgeBatchParams struct {
 	// driver did not return), so a batch need not step again over the
 	// rows the batches before it deleted; on PostgreSQL their index
 	// entries stay until VACUUM, and walking them made every batch slower
-	// than the one before (issue 25). After is inclusive because records
+	// than the one before. After is inclusive because records
 	// share expiry instants: the batch before may have stopped in the
 	// middle of Last's.
 	After int64
@@ -447,7 +447,7 @@ type Reclaimer interface {
 // checkpoint of its WAL into the database file). Ledger.Purge calls
 // Settle after each batch: a purge is background work, and running its
 // next batch beside that work would take the processor and the disk from
-// the requests, so it waits for it instead (issue 25).
+// the requests, so it waits for it instead.
 type Settler interface {
 	// Settle returns when the work due after the writes so far is done,
 	// at once when none is, or when ctx ends (with ctx's error).
@@ -465,14 +465,14 @@ var (
 	// ErrBusy: a lock was not granted within the engine's timeout (SQLite's
 	// busy_timeout, PostgreSQL's lock_timeout, MySQL's
 	// innodb_lock_wait_timeout): the store works but is contended. Errors marked with
-	// it are marked ErrRetryable too.
+	// it are marked [ErrRetryable] too.
 	ErrBusy = errors.New("driver: busy")
 	// ErrNotMigrated: the ledger's table does not exist.
 	ErrNotMigrated = errors.New("driver: not migrated")
 	// ErrOutcomeUnknown: the connection broke, or the engine's storage
 	// failed, after the statement may have run: whether it did is unknown.
 	ErrOutcomeUnknown = errors.New("driver: outcome unknown")
-	// ErrTooLarge: an outcome (Executor.Complete) is larger than the
+	// ErrTooLarge: an outcome ([Executor.Complete]) is larger than the
 	// engine can store or the connection can carry; nothing was written.
 	// Drivers return it as a *TooLargeError.
 	ErrTooLarge = errors.New("driver: outcome too large")
@@ -482,7 +482,7 @@ var (
 // store: a driver returns it when its own check before sending finds the
 // outcome over the engine's limit, or when the engine refuses it for its
 // size. Nothing was written, and the lease still holds. errors.Is(err,
-// ErrTooLarge) reports true for it.
+// [ErrTooLarge]) reports true for it.
 type TooLargeError struct {
 	// Size is the outcome's size as the driver counts it against Limit
 	// (its body, headers and kind, plus what the statement carries
@@ -519,7 +519,7 @@ func OutcomeSize(p CompleteParams) int64 {
 	return int64(len(p.Body)) + int64(len(p.Headers)) + int64(len(p.Kind))
 }
 
-// Mark returns err marked with the sentinels in kinds: errors.Is reports
+// Mark returns err marked with the sentinels in kinds: [errors.Is] reports
 // true for each of them as well as for everything err matches, Unwrap
 // gives err, and the text is err's. A nil err stays nil.
 func Mark(err error, kinds ...error) error {

@@ -15,7 +15,7 @@ const Size = sha256.Size
 // refuses it as a fingerprint.
 type Digest [Size]byte
 
-// ErrInvalidDigest is returned by ParseDigest and Digest.UnmarshalText when
+// ErrInvalidDigest is returned by [ParseDigest] and [Digest.UnmarshalText] when
 // the text is not exactly 64 hexadecimal digits.
 var ErrInvalidDigest = errors.New("hash: invalid digest")
 
@@ -43,7 +43,7 @@ func (d Digest) MarshalText() ([]byte, error) {
 
 // UnmarshalText implements encoding.TextUnmarshaler. It accepts exactly 64
 // hexadecimal digits, in either case, and returns an error wrapping
-// ErrInvalidDigest otherwise; d is left unchanged on error.
+// [ErrInvalidDigest] otherwise; d is left unchanged on error.
 func (d *Digest) UnmarshalText(text []byte) error {
 	if len(text) != hex.EncodedLen(Size) {
 		return fmt.Errorf("%w: want %d hex digits, got %d bytes", ErrInvalidDigest, hex.EncodedLen(Size), len(text))
@@ -56,8 +56,8 @@ func (d *Digest) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// ParseDigest parses 64 hexadecimal digits, as written by Digest.String.
-// It returns an error wrapping ErrInvalidDigest for any other text.
+// ParseDigest parses 64 hexadecimal digits, as written by [Digest.String].
+// It returns an error wrapping [ErrInvalidDigest] for any other text.
 func ParseDigest(s string) (Digest, error) {
 	var d Digest
 	err := d.UnmarshalText([]byte(s))

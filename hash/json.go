@@ -29,7 +29,7 @@ func putBuf(b *[]byte) {
 // JSON text src: exactly sha256(canonical.Transform(src)), so any language
 // with a JCS implementation computes the same digest. Input that Transform
 // refuses returns the zero Digest and Transform's error (a
-// *canonical.SyntaxError), wrapped with "hash: json:".
+// *[canonical.SyntaxError]), wrapped with "hash: json:".
 //
 // JSON is not a request fingerprint: RFC 8785 writes every number as its
 // nearest binary64 (Section 3.2.2.3), so texts whose numbers differ beyond

@@ -29,10 +29,10 @@ const (
 //
 // The body enters in canonical form (RFC 8785) when the content type's
 // essence is application/json or any type/subtype ending in +json, and the
-// body is JSON that canonical.Transform accepts (Unicode noncharacters
-// included, nesting up to canonical.DefaultMaxDepth) whose numbers keep
+// body is JSON that [canonical.Transform] accepts (Unicode noncharacters
+// included, nesting up to [canonical.DefaultMaxDepth]) whose numbers keep
 // their written decimal value in canonical form
-// (canonical.Options.ExactNumbers); otherwise its raw bytes enter. So
+// ([canonical.Options.ExactNumbers]); otherwise its raw bytes enter. So
 // {"b":1, "a":2.50} and {"a":2.5,"b":1} share a fingerprint, while
 // {"amount":9007199254740993} and {"amount":9007199254740992} never do.
 // (Releases before noncharacters and 10,000 levels were accepted

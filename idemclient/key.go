@@ -21,11 +21,11 @@ const HeaderName = "Idempotency-Key"
 const DefaultReplayHeader = "Idempotent-Replayed"
 
 var (
-	// ErrInvalidKey is wrapped by the error of SetKey for a key that no
+	// ErrInvalidKey is wrapped by the error of [SetKey] for a key that no
 	// sf-string can carry; it is idemhttp.ErrInvalidKey too.
 	ErrInvalidKey = syntax.ErrInvalid
 
-	// ErrNoRandomness is wrapped by the error of NewKey when the system's
+	// ErrNoRandomness is wrapped by the error of [NewKey] when the system's
 	// random source fails.
 	ErrNoRandomness = errors.New("idemclient: no randomness for a key")
 )
@@ -33,7 +33,7 @@ var (
 // NewKey returns a fresh idempotency key: a random UUID (RFC 9562, version
 // 4) in its 36-character text form, drawn from crypto/rand.
 //
-// It returns an error wrapping ErrNoRandomness when the random source fails,
+// It returns an error wrapping [ErrNoRandomness] when the random source fails,
 // and never a weaker key. For a key derived from the request's content
 // instead (so that a restarted client finds the same key), see
 // hash.DeriveKey.
@@ -45,7 +45,7 @@ func NewKey() (string, error) {
 	return u.String(), nil
 }
 
-// GenerateKey is NewKey for callers that cannot handle an error: it panics
+// GenerateKey is [NewKey] for callers that cannot handle an error: it panics
 // when the random source fails. Since Go 1.24 crypto/rand never reports a
 // failure (the runtime aborts instead), so the panic is for a random source
 // replaced through uuid.SetRand. Transport uses NewKey.
@@ -62,7 +62,7 @@ func GenerateKey() string {
 // as draft-ietf-httpapi-idempotency-key-header-06 Section 2.1 asks. It
 // replaces any key h already holds.
 //
-// It returns an error wrapping ErrInvalidKey, and leaves h unchanged, when
+// It returns an error wrapping [ErrInvalidKey], and leaves h unchanged, when
 // key is empty or holds a byte outside printable ASCII (0x20-0x7E), which no
 // sf-string can carry. The length is the server's business and is not
 // checked here.

@@ -31,15 +31,15 @@ const (
 var DefaultRetryStatuses = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
 
 // ErrAttemptTimeout is wrapped by the error of an attempt that
-// Transport.AttemptTimeout cut short. Such an attempt is retried like a
-// dropped connection; when it is the last, the *TransportError wraps it.
+// [Transport.AttemptTimeout] cut short. Such an attempt is retried like a
+// dropped connection; when it is the last, the *[TransportError] wraps it.
 var ErrAttemptTimeout = errors.New("idemclient: attempt timed out")
 
-// Transport is an http.RoundTripper that gives unsafe requests an
+// Transport is an [http.RoundTripper] that gives unsafe requests an
 // idempotency key and retries them safely.
 //
 // A request whose method is in Methods and that has no Idempotency-Key gets
-// a fresh key from NewKey, written as an sf-string; a key the caller set is
+// a fresh key from [NewKey], written as an sf-string; a key the caller set is
 // kept as it is. A request that carries a key, either way, is retried with
 // the same key and the same body bytes (rewound through Request.GetBody) on:
 //
@@ -57,7 +57,7 @@ var ErrAttemptTimeout = errors.New("idemclient: attempt timed out")
 // exponential backoff with jitter. It never retries any other status (400
 // and 422 included), never once the context is done, never a request whose
 // body cannot be rewound (GetBody nil and a body other than nil or
-// http.NoBody), never past MaxAttempts attempts, and never when the wait
+// [http.NoBody]), never past MaxAttempts attempts, and never when the wait
 // would end after MaxElapsed from the first attempt or after the context's
 // deadline; then the last answer is returned as it is.
 // Requests without a key pass through to Base untouched.
@@ -66,11 +66,11 @@ var ErrAttemptTimeout = errors.New("idemclient: attempt timed out")
 //
 // A caller whose request failed must not retry it under a new key: the
 // first attempts may have made the effect. Every error of a keyed request
-// is a *TransportError holding the key and the number of attempts
-// (errors.As), wrapping the cause (errors.Is with context.DeadlineExceeded
+// is a *[TransportError] holding the key and the number of attempts
+// ([errors.As]), wrapping the cause ([errors.Is] with [context.DeadlineExceeded]
 // still holds); a response's key is in resp.Request.Header. Bound the
 // request with its context's deadline and AttemptTimeout, not with
-// http.Client.Timeout: when that timeout fires, net/http replaces the
+// [http.Client.Timeout]: when that timeout fires, net/http replaces the
 // error with one of its own that keeps only the text, and the key is lost
 // with it (OnAttempt still sees it).
 //
@@ -82,18 +82,18 @@ var ErrAttemptTimeout = errors.New("idemclient: attempt timed out")
 // a field name, a RetryStatuses entry outside 100 to 599) fails every
 // RoundTrip with an error naming it, before anything is sent.
 type Transport struct {
-	// Base makes each attempt. Default http.DefaultTransport.
+	// Base makes each attempt. Default [http.DefaultTransport].
 	Base http.RoundTripper
 
 	// Methods get a key when they lack one. Default POST and PATCH.
 	Methods []string
 
 	// MaxAttempts bounds the attempts per request, the first included.
-	// Default DefaultMaxAttempts (5); 1 disables retries.
+	// Default [DefaultMaxAttempts] (5); 1 disables retries.
 	MaxAttempts int
 
 	// MaxElapsed bounds the time from the first attempt to the start of
-	// the last. Default DefaultMaxElapsed (1 minute).
+	// the last. Default [DefaultMaxElapsed] (1 minute).
 	MaxElapsed time.Duration
 
 	// AttemptTimeout bounds each attempt from its start until the
@@ -107,16 +107,16 @@ type Transport struct {
 	// gave no Retry-After; it doubles at each attempt up to MaxBackoff.
 	// Each wait is drawn at random between half of it and all of it, so
 	// that clients that failed together do not retry together. Default
-	// DefaultInitialBackoff (200 ms).
+	// [DefaultInitialBackoff] (200 ms).
 	InitialBackoff time.Duration
 
 	// MaxBackoff caps the backoff (not a server's Retry-After, which is
 	// honoured as long as it fits MaxElapsed and the context's deadline).
-	// Default DefaultMaxBackoff (10 s).
+	// Default [DefaultMaxBackoff] (10 s).
 	MaxBackoff time.Duration
 
 	// RetryStatuses are the statuses retried besides 409 with Retry-After.
-	// Default DefaultRetryStatuses (429, 503). Add 502 and 504 when the
+	// Default [DefaultRetryStatuses] (429, 503). Add 502 and 504 when the
 	// server behind the gateway is an idemhttp Middleware with a
 	// ShouldStore that stores no 5xx (the default): the key is then
 	// released or still in flight, so a retry either replays or runs the
@@ -125,7 +125,7 @@ type Transport struct {
 	RetryStatuses []int
 
 	// ReplayHeader is the field whose value "true" marks a replayed answer,
-	// never retried. Default DefaultReplayHeader (Idempotent-Replayed), as
+	// never retried. Default [DefaultReplayHeader] (Idempotent-Replayed), as
 	// Middleware sends it.
 	ReplayHeader string
 
@@ -167,7 +167,7 @@ func (t *Transport) check() error {
 }
 
 // Attempt describes one attempt of a keyed request, for
-// Transport.OnAttempt.
+// [Transport.OnAttempt].
 type Attempt struct {
 	// Key is the idempotency key sent, as the server reads it (without
 	// the sf-string quotes).
@@ -204,7 +204,7 @@ func (e *TransportError) Error() string {
 // Unwrap returns the cause.
 func (e *TransportError) Unwrap() error { return e.Err }
 
-// RoundTrip implements http.RoundTripper. It does not modify req: the key is
+// RoundTrip implements [http.RoundTripper]. It does not modify req: the key is
 // set on a clone. Like every RoundTripper it closes req.Body, also on error.
 // A nil req is an error. The errors of a keyed request are
 // *TransportError.

@@ -23,7 +23,8 @@ import (
 	"github.com/idemledger/idemledger/sqlite"
 )
 
-// BenchmarkPostgresPaired measures issue 22's ratios on PostgreSQL, through
+// BenchmarkPostgresPaired measures the replay and TxHandler ratios of
+// BENCHMARKS.md on PostgreSQL, through
 // database/sql (postgres) and pgx (pgxv5), over loopback HTTP, in a way that
 // a machine shared with other jobs disturbs less than BenchmarkClients:
 // every client sends one request of each kind in turn (in an order drawn for each turn),

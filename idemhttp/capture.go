@@ -90,14 +90,14 @@ func (c *capture) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Flush implements http.Flusher. A flushed response is not stored: the
+// Flush implements [http.Flusher]. A flushed response is not stored: the
 // handler is streaming, and a replay of the bytes would not be the same
 // exchange.
 func (c *capture) Flush() {
 	_ = c.FlushError()
 }
 
-// FlushError is what http.ResponseController.Flush calls first.
+// FlushError is what [http.ResponseController.Flush] calls first.
 func (c *capture) FlushError() error {
 	if !c.wroteHeader && !c.hijacked {
 		c.WriteHeader(http.StatusOK)
@@ -106,7 +106,7 @@ func (c *capture) FlushError() error {
 	return http.NewResponseController(c.w).Flush()
 }
 
-// Hijack implements http.Hijacker. A hijacked connection is the handler's;
+// Hijack implements [http.Hijacker]. A hijacked connection is the handler's;
 // nothing about it is stored.
 func (c *capture) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := http.NewResponseController(c.w).Hijack()
@@ -116,7 +116,7 @@ func (c *capture) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, err
 }
 
-// Unwrap lets http.ResponseController reach the real writer for the
+// Unwrap lets [http.ResponseController] reach the real writer for the
 // methods capture does not intercept (deadlines, full duplex).
 func (c *capture) Unwrap() http.ResponseWriter { return c.w }
 

@@ -9,21 +9,21 @@ import (
 	"github.com/idemledger/idemledger/lifecycle"
 )
 
-// Claim is what protects a request, as its handler sees it (ClaimFrom).
+// Claim is what protects a request, as its handler sees it ([ClaimFrom]).
 type Claim struct {
-	// Scope is the owner of the key, as Options.Scope returned it.
+	// Scope is the owner of the key, as [Options.Scope] returned it.
 	Scope string
 	// Key is the client's idempotency key, decoded (without the sf-string
 	// quotes): the value to forward to an upstream service that takes
 	// idempotency keys too, so that a retry here is a retry there.
 	Key string
-	// Fence is the claim's fence (ledger.Claim.Fence): it grows at every
+	// Fence is the claim's fence ([ledger.Claim.Fence]): it grows at every
 	// takeover of the key, so a handler that stores it beside its own
 	// writes can refuse a write that carries a smaller one (a run whose
-	// lease was taken over). Zero under TxHandler alone, whose writes the
+	// lease was taken over). Zero under [TxHandler] alone, whose writes the
 	// transaction guards instead.
 	Fence int64
-	// CommittedAt is non-zero when this run recovers (Options.Recover) a
+	// CommittedAt is non-zero when this run recovers ([Options.Recover]) a
 	// request whose earlier run passed its commit point at that time and
 	// then vanished without an answer: the effect was made, so look it up
 	// (by Key, which an upstream service can be asked about) and answer
@@ -57,8 +57,8 @@ func heldFrom(ctx context.Context) *held {
 // ClaimFrom returns the claim that protects the request whose context is
 // ctx, and true, inside a handler served by Middleware or TxHandler. It
 // returns false for a request that runs unprotected (no key, a method that
-// is not protected, FailOpen while the store is down) and for any other
-// context. Under both (a TxHandler route under a Middleware) it returns the
+// is not protected, [FailOpen] while the store is down) and for any other
+// context. Under both (a [TxHandler] route under a Middleware) it returns the
 // Middleware's claim, with the client's key.
 func ClaimFrom(ctx context.Context) (Claim, bool) {
 	h := heldFrom(ctx)
@@ -93,8 +93,8 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 // ([ledger.Ledger.Commit], one guarded statement, retried through
 // connection faults within the lease): should the process die before the
 // answer is stored, a retry after the lease runs out gets 410
-// (CodeOutcomeNotStored) instead of a second run, or, with
-// Options.Recover, runs the handler knowing it (Claim.CommittedAt). If
+// ([CodeOutcomeNotStored]) instead of a second run, or, with
+// [Options.Recover], runs the handler knowing it ([Claim.CommittedAt]). If
 // the mark cannot be written (the store stays unreachable), an
 // EventStoreUnavailable or EventOutcomeUnknown with Op "commit" is
 // reported and the mark holds in this process only: the answer is still
@@ -103,7 +103,7 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 //
 // Commit reports whether a Middleware's claim protects the request, and
 // so whether the mark has any effect. It returns false for an unprotected
-// request, under TxHandler alone, whose commit point is the commit of its
+// request, under [TxHandler] alone, whose commit point is the commit of its
 // transaction, and when the claim's lease is lost (see Lease loss in the
 // package doc): the answer will not be stored, and a retry may run the
 // handler again. It may be called more than once, from any goroutine;

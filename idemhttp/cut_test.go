@@ -20,8 +20,8 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// TestCompleteCutAfterCommit is issue 19's double charge, on every driver:
-// the handler makes its effect and marks its commit point, then the
+// TestCompleteCutAfterCommit is the double charge of a lost Complete, on
+// every driver: the handler makes its effect and marks its commit point, then the
 // connection that carries Complete's UPDATE breaks after the server ran it
 // (PostgreSQL: the proxy drops the reply; SQLite: the statement reports
 // SQLITE_IOERR after it ran). The client gets its 201, the record is
@@ -175,7 +175,7 @@ func testCommittedThenGone[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 // the mark holds in the process, so the handler's 503 is stored after all,
 // and the retry replays it instead of running the handler again. (What is
 // lost is only the protection against a crash before the answer is stored,
-// as README says.) SQLite, whose faults faultdb injects by statement.
+// as docs/guarantees.md says.) SQLite, whose faults faultdb injects by statement.
 func TestCommitMarkFails(t *testing.T) {
 	b, plan, _ := faultSetup(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
 		Commit(r.Context())

@@ -16,7 +16,7 @@
 // the handler and its answer is stored; a retry gets the stored answer
 // with an Idempotent-Replayed: true field; a duplicate that arrives while
 // the first still runs gets 409 with Retry-After, or waits for the first
-// answer (Options.Wait: see Duplicates); a key used again for another
+// answer ([Options.Wait]: see Duplicates); a key used again for another
 // request gets 422. [Options] set every part of this contract:
 // which methods, whether the key is required, which statuses and header
 // fields are stored, the body limit, the refusal format (RFC 9457 problem
@@ -33,7 +33,7 @@
 //
 // # Answers
 //
-// For a request whose method is in Options.Methods and that carries a key,
+// For a request whose method is in [Options.Methods] and that carries a key,
 // Middleware answers:
 //
 //	malformed, empty or over-long key, two key lines   400 (CodeKeyInvalid)
@@ -92,7 +92,7 @@
 // status, and when the handler flushes, hijacks the connection or
 // announces trailers. An answer longer than MaxBodyBytes reaches the
 // client whole but is not stored: a marker keeps the key (retries get 410,
-// CodeOutcomeNotStored), unless ReleaseOversized is set. A handler whose
+// [CodeOutcomeNotStored]), unless ReleaseOversized is set. A handler whose
 // effect cannot be undone marks its commit point with [Commit] once the
 // effect is made: from then on none of these endings releases the key, and
 // retries replay what was stored (a panic as a 500 problem document).
@@ -137,7 +137,7 @@
 // true): stopping then costs a retry, not a second effect. Past a written
 // commit mark the record is not taken over as if nothing had happened, so
 // only a takeover found by an extension or by Commit cancels the context
-// then. The fence (Claim.Fence) remains the guard for writes that land
+// then. The fence ([Claim.Fence]) remains the guard for writes that land
 // after the check.
 //
 // # Timeouts
@@ -232,7 +232,7 @@
 //
 // # Events
 //
-// Options.Observer (a ledger.Observer; nil, the default, reports nothing)
+// [Options.Observer] (a ledger.Observer; nil, the default, reports nothing)
 // receives the events of protected requests, the hook that idemledger's
 // protection layers share: ledger.LogObserver writes them with slog,
 // package idemotel (a module of its own) records them as OpenTelemetry
@@ -241,7 +241,7 @@
 // ServeMux set it for the middleware's route, or the pattern of the
 // *http.ServeMux that the middleware wraps, else empty: never the raw
 // path, which would make a metric series per id); and Duration, the time
-// since the middleware began its work on the request (Options.Now).
+// since the middleware began its work on the request ([Options.Now]).
 // Status is the status the client is answered with; it is 0 where the event
 // comes before any answer (claimed, a failed extension, fail open) and
 // after a panic before the commit point. The events, in the order a request
@@ -272,7 +272,7 @@
 //	                   release or extend                              run, and retries within the lease did not settle it
 //
 // (1) A failed claim is answered 503, or runs the handler unprotected with
-// FailOpen (Status 0); a failed extension has no answer yet (Status 0). A
+// [FailOpen] (Status 0); a failed extension has no answer yet (Status 0). A
 // failed Complete or Release reports its failure instead of stored or
 // released; the heartbeat goes on after a failed extension unless the
 // lease is lost.
@@ -280,7 +280,7 @@
 // TxHandler reports claimed when its claim wins and fn runs, then stored
 // once the transaction commits, or released when it is rolled back: Reason
 // status (ShouldStore refused the status), oversized (Status 500, the
-// answer CodeResponseTooLarge), panic, or error when the transaction failed
+// answer [CodeResponseTooLarge]), panic, or error when the transaction failed
 // after fn ran (storing the answer, or the commit, failed; Status 503).
 // A claim that loses reports replayed, in_flight or key_reused as under
 // Middleware; a transaction that cannot begin reports store_busy or

@@ -17,13 +17,13 @@ import (
 // (draft-ietf-httpapi-idempotency-key-header-06, Section 2).
 const HeaderName = idemclient.HeaderName
 
-// KeyRules says how ParseKey reads the Idempotency-Key field. The zero value
+// KeyRules says how [ParseKey] reads the Idempotency-Key field. The zero value
 // is the lenient default: quoted sf-strings and bare keys, at most
-// ledger.DefaultMaxKeyLength bytes (255, Stripe's documented limit too).
+// [ledger.DefaultMaxKeyLength] bytes (255, Stripe's documented limit too).
 type KeyRules struct {
 	// MaxLength is the longest key accepted, in bytes of the decoded key
 	// (without quotes or escapes). Zero or less means
-	// ledger.DefaultMaxKeyLength.
+	// [ledger.DefaultMaxKeyLength].
 	MaxLength int
 
 	// Strict accepts only the form of the draft: an RFC 9651 Item whose
@@ -48,11 +48,11 @@ type KeyRules struct {
 // lines makes one (RFC 9110 Section 5.3): quote such a key. A value that
 // begins with '"' must be a valid sf-string.
 //
-// Errors: ErrMissingKey when h has no Idempotency-Key field; an error
-// wrapping ErrInvalidKey when the field appears on more than one line, or the
+// Errors: [ErrMissingKey] when h has no Idempotency-Key field; an error
+// wrapping [ErrInvalidKey] when the field appears on more than one line, or the
 // key is empty, malformed, holds a character outside printable ASCII
 // (0x20-0x7E), or is longer than the limit (then it also wraps
-// ErrKeyTooLong).
+// [ErrKeyTooLong]).
 func ParseKey(h http.Header, rules KeyRules) (string, error) {
 	lines := h.Values(HeaderName)
 	switch len(lines) {
@@ -72,7 +72,7 @@ func ParseKey(h http.Header, rules KeyRules) (string, error) {
 }
 
 // The ways a key can be malformed that keyProblem explains to the client;
-// their texts end the errors of ParseKey after ErrInvalidKey's.
+// their texts end the errors of [ParseKey] after [ErrInvalidKey]'s.
 var (
 	errKeyEmpty     = errors.New("empty")
 	errKeyLines     = errors.New("sent on more than one field line")

@@ -7,10 +7,10 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// The kinds of the outcomes idemhttp stores (ledger.Outcome.Kind).
-// Middleware and TxHandler write and read both, so a key may move between
+// The kinds of the outcomes idemhttp stores ([ledger.Outcome.Kind]).
+// Middleware and [TxHandler] write and read both, so a key may move between
 // them; a record of any other kind under the same scope and key (Mutate's,
-// gRPC's) is refused with CodeStoredOutcome, never replayed.
+// gRPC's) is refused with [CodeStoredOutcome], never replayed.
 const (
 	// KindResponse is an HTTP response: Status, Header and Body as the
 	// handler sent them, less the fields that are never stored.
@@ -19,7 +19,7 @@ const (
 	// not kept (too long, sent over a hijacked connection, or lost after
 	// its commit point): Status is the handler's when it had one, and Body
 	// the reason, one of the event reasons "oversized", "hijack", "panic"
-	// or "committed". Retries get CodeOutcomeNotStored instead of running
+	// or "committed". Retries get [CodeOutcomeNotStored] instead of running
 	// the handler again.
 	KindNotStored = "http.not_stored"
 )

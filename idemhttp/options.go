@@ -13,18 +13,18 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// DefaultMaxBodyBytes is the default of Options.MaxBodyBytes: 1 MiB.
+// DefaultMaxBodyBytes is the default of [Options.MaxBodyBytes]: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
 
-// DefaultReplayHeader is the default of Options.ReplayHeader, the field the
+// DefaultReplayHeader is the default of [Options.ReplayHeader], the field the
 // middleware adds, with the value "true", to every replayed response.
 const DefaultReplayHeader = idemclient.DefaultReplayHeader
 
-// DefaultInFlightRetryAfter is the default of Options.InFlightRetryAfter.
+// DefaultInFlightRetryAfter is the default of [Options.InFlightRetryAfter].
 const DefaultInFlightRetryAfter = time.Second
 
 // DefaultReplayHeaders are the response header fields that are stored and
-// replayed by default. Options.ReplayHeaders adds to them.
+// replayed by default. [Options.ReplayHeaders] adds to them.
 //
 // Content-Encoding is among them because the stored body is the bytes the
 // handler wrote: a handler (or a compressing layer inside the middleware,
@@ -56,20 +56,20 @@ var neverStored = map[string]bool{
 type FailurePolicy int
 
 const (
-	// FailClosed refuses the request with 503 (CodeUnavailable). The
+	// FailClosed refuses the request with 503 ([CodeUnavailable]). The
 	// handler does not run. This is the default.
 	FailClosed FailurePolicy = iota
 	// FailOpen runs the handler without protection: a retry may run it
 	// again. Each such request is reported as a store_unavailable event
-	// with Status 0 (see Options.Observer). A ledger whose table is
-	// missing (ledger.ErrNotMigrated) is refused as with FailClosed: that
+	// with Status 0 (see [Options.Observer]). A ledger whose table is
+	// missing ([ledger.ErrNotMigrated]) is refused as with [FailClosed]: that
 	// is a deployment error, not an outage.
 	FailOpen
 )
 
 // Options configure Middleware and TxHandler. Only Scope is required; every
 // other zero value means the default given in its comment. Middleware and
-// TxHandler panic, naming the field, when Scope is nil or a field is out
+// [TxHandler] panic, naming the field, when Scope is nil or a field is out
 // of the range its comment gives, so that a configuration error shows when
 // the server starts rather than as requests that run unprotected.
 //
@@ -79,14 +79,14 @@ type Options struct {
 	// Scope returns the owner of the request's keys (a user, tenant or API
 	// key ID); keys of two scopes never meet. It is called only for a
 	// request that the middleware protects. An error refuses the request
-	// with CodeScope: 400, or the status of a *ScopeError in the error's
+	// with [CodeScope]: 400, or the status of a *[ScopeError] in the error's
 	// chain (401 for a missing API key, say); a scope the ledger refuses
-	// (ledger.CheckScope) is 400 too. Required: Middleware panics when it
+	// ([ledger.CheckScope]) is 400 too. Required: Middleware panics when it
 	// is nil.
 	Scope func(*http.Request) (string, error)
 
 	// Required refuses a protected method without a key with 400
-	// (CodeKeyMissing). By default such a request runs unprotected.
+	// ([CodeKeyMissing]). By default such a request runs unprotected.
 	Required bool
 
 	// Methods are the request methods the middleware protects, matched
@@ -97,26 +97,26 @@ type Options struct {
 	Methods []string
 
 	// StrictKey accepts only the quoted sf-string form of the key and
-	// refuses a bare token with 400 (see KeyRules.Strict).
+	// refuses a bare token with 400 (see [KeyRules.Strict]).
 	StrictKey bool
 
 	// MaxBodyBytes bounds, in bytes, both the request body read to take the
-	// fingerprint (a longer one is refused with 413, CodeBodyTooLarge) and
+	// fingerprint (a longer one is refused with 413, [CodeBodyTooLarge]) and
 	// the response body stored. A longer response is still sent to the
 	// client in full, but cannot be stored: the ledger keeps a marker
 	// instead, so the handler does not run again for the key, and retries
-	// get 410 (CodeOutcomeNotStored); it is reported as a stored event
-	// with Reason oversized. Default DefaultMaxBodyBytes (1 MiB); negative
+	// get 410 ([CodeOutcomeNotStored]); it is reported as a stored event
+	// with Reason oversized. Default [DefaultMaxBodyBytes] (1 MiB); negative
 	// panics.
 	MaxBodyBytes int64
 
 	// Recover lets a retry run the handler again after an earlier run
 	// passed its commit point (Commit) and vanished without storing an
 	// answer (its process died), once that run's lease has run out. The
-	// handler then finds the earlier commit time in ClaimFrom's
-	// Claim.CommittedAt, and must look its effect up rather than make it
+	// handler then finds the earlier commit time in [ClaimFrom]'s
+	// [Claim.CommittedAt], and must look its effect up rather than make it
 	// again: Stripe's recovery point. Without Recover such retries get 410
-	// (CodeOutcomeNotStored). That 410 is not stored: the record stays as
+	// ([CodeOutcomeNotStored]). That 410 is not stored: the record stays as
 	// the vanished run left it, so a server that turns Recover on later
 	// runs the next retry in recovery. Middleware only.
 	Recover bool
@@ -125,7 +125,7 @@ type Options struct {
 	// a response is longer than MaxBodyBytes: a retry then runs the handler
 	// again. Only for handlers that are safe to run twice; past the commit
 	// point (Commit) the marker is kept all the same. It does not apply to
-	// TxHandler, which rolls such a response back (CodeResponseTooLarge).
+	// [TxHandler], which rolls such a response back ([CodeResponseTooLarge]).
 	ReleaseOversized bool
 
 	// ShouldStore reports whether a response with this final status is
@@ -135,7 +135,7 @@ type Options struct {
 	// Default StoreDefault.
 	ShouldStore func(status int) bool
 
-	// ReplayHeaders adds names to DefaultReplayHeaders, the allowlist of
+	// ReplayHeaders adds names to [DefaultReplayHeaders], the allowlist of
 	// response fields that are stored and replayed. Set-Cookie,
 	// Authorization, Proxy-Authorization, Cookie, the hop-by-hop fields and
 	// Content-Length are never stored. Each must be a field name (a token,
@@ -143,21 +143,21 @@ type Options struct {
 	ReplayHeaders []string
 
 	// FailurePolicy says what happens when the ledger cannot be reached.
-	// Default FailClosed (503).
+	// Default [FailClosed] (503).
 	FailurePolicy FailurePolicy
 
 	// Fingerprint computes the request fingerprint from the request and its
-	// body (already read, at most MaxBodyBytes). Default: hash.Request over
+	// body (already read, at most MaxBodyBytes). Default: [hash.Request] over
 	// the method, the path with query, the Content-Type and the body. An
-	// error refuses the request with 400 (CodeBadRequest).
+	// error refuses the request with 400 ([CodeBadRequest]).
 	Fingerprint func(r *http.Request, body []byte) (hash.Digest, error)
 
 	// Refuse writes the middleware's own answers (see Refusal and the Code
-	// constants). Default WriteProblem (RFC 9457 problem+json).
+	// constants). Default [WriteProblem] (RFC 9457 problem+json).
 	Refuse RefuseFunc
 
 	// ReplayHeader is the field set to "true" on every replayed response,
-	// a field name (a token). Default DefaultReplayHeader
+	// a field name (a token). Default [DefaultReplayHeader]
 	// (Idempotent-Replayed).
 	ReplayHeader string
 
@@ -166,20 +166,20 @@ type Options struct {
 	// busy, store unavailable), with the method, the route pattern, the
 	// answer's status and the time since the middleware began its work;
 	// the package doc's Events section says which, when, and with what.
-	// Events never hold the key or the scope. ledger.LogObserver logs
-	// them with slog; ledger.Observers feeds several observers (a logger
+	// Events never hold the key or the scope. [ledger.LogObserver] logs
+	// them with slog; [ledger.Observers] feeds several observers (a logger
 	// and metrics). Default nil: no events.
 	Observer ledger.Observer
 
 	// InFlightRetryAfter caps the Retry-After sent with a 409 in flight,
-	// and is the Retry-After of a 503 busy (CodeBusy). The field says when
+	// and is the Retry-After of a 503 busy ([CodeBusy]). The field says when
 	// a takeover becomes possible (the rest of the first request's lease)
 	// only in the worst case: most handlers finish long before their lease
 	// runs out, and the lease is extended while they run, so a retry after
 	// the full remainder (up to the whole lease) would wait far longer than
 	// needed, and a client would give up first. The field is the lease
 	// remainder capped at this value, in whole seconds, at least 1 (RFC
-	// 9110 Section 10.2.3). Default DefaultInFlightRetryAfter (1 s);
+	// 9110 Section 10.2.3). Default [DefaultInFlightRetryAfter] (1 s);
 	// negative panics.
 	//
 	// A client's budget counts attempts as well as time: Transport's
@@ -206,8 +206,8 @@ type Options struct {
 	// then every 50 to 100 ms (see BENCHMARKS.md, "Waiting duplicates").
 	Wait time.Duration
 
-	// Now is the clock of the events' Duration. Default time.Now. The
-	// ledger keeps its own clock (ledger.Options.Now) for leases and
+	// Now is the clock of the events' Duration. Default [time.Now]. The
+	// ledger keeps its own clock ([ledger.Options.Now]) for leases and
 	// expiry.
 	Now func() time.Time
 }
@@ -220,7 +220,7 @@ const StatusClientClosedRequest = 499
 
 // StoreDefault is the default ShouldStore: every status below 500 except the
 // transient ones a retry may well change: 408 Request Timeout, 409 Conflict,
-// 425 Too Early, 429 Too Many Requests, and 499 (StatusClientClosedRequest).
+// 425 Too Early, 429 Too Many Requests, and 499 ([StatusClientClosedRequest]).
 func StoreDefault(status int) bool {
 	if transient(status) {
 		return false

@@ -9,36 +9,36 @@ import (
 )
 
 // Code names why the middleware refused a request. It is stable: callers
-// map it to their own error vocabulary in Options.Refuse.
+// map it to their own error vocabulary in [Options.Refuse].
 type Code string
 
 // The refusal codes, with the status the middleware gives each by default.
 const (
-	// CodeKeyMissing: the key is required (Options.Required) and absent. 400.
+	// CodeKeyMissing: the key is required ([Options.Required]) and absent. 400.
 	CodeKeyMissing Code = "key-missing"
 	// CodeKeyInvalid: the key is empty, malformed, not printable ASCII, too
-	// long, or sent twice. 400. Refusal.Err tells which (errors.Is with
-	// ErrKeyTooLong for the length).
+	// long, or sent twice. 400. [Refusal.Err] tells which (errors.Is with
+	// [ErrKeyTooLong] for the length).
 	CodeKeyInvalid Code = "key-invalid"
-	// CodeScope: Options.Scope returned an error, or a scope the ledger
+	// CodeScope: [Options.Scope] returned an error, or a scope the ledger
 	// refuses (ledger.CheckScope: over ledger.MaxScopeLength bytes, not
 	// UTF-8, or with a control character). 400, or the status of a
-	// *ScopeError that Scope returned (401, say).
+	// *[ScopeError] that Scope returned (401, say).
 	CodeScope Code = "scope"
 	// CodeBodyTooLarge: the request body is longer than
-	// Options.MaxBodyBytes, so it cannot be fingerprinted. 413.
+	// [Options.MaxBodyBytes], so it cannot be fingerprinted. 413.
 	CodeBodyTooLarge Code = "body-too-large"
 	// CodeBadRequest: the request body could not be read, or the
 	// fingerprint function failed. 400.
 	CodeBadRequest Code = "bad-request"
 	// CodeInFlight: a request with the same key is still running. 409, with
-	// Refusal.RetryAfter set.
+	// [Refusal.RetryAfter] set.
 	CodeInFlight Code = "in-flight"
 	// CodeKeyReused: the key was used before with another method, target or
 	// body. 422.
 	CodeKeyReused Code = "key-reused"
 	// CodeUnavailable: the ledger could not be reached and
-	// Options.FailurePolicy is FailClosed. 503.
+	// [Options.FailurePolicy] is FailClosed. 503.
 	CodeUnavailable Code = "unavailable"
 	// CodeStoredOutcome: the key's stored outcome is no HTTP answer (its
 	// status is outside 100 to 999, as ledger.Mutate stores 0): the key
@@ -47,16 +47,16 @@ const (
 	CodeStoredOutcome Code = "stored-outcome"
 	// CodeBusy: the store is up but its lock was not free in time: on
 	// SQLite, another connection (of any process sharing the file) held the
-	// write lock past busy_timeout, as a long TxHandler run does
-	// (ledger.ErrBusy). 503, with Retry-After (Options.InFlightRetryAfter,
-	// in whole seconds) and Refusal.RetryAfter set; logged at Warn, not as
-	// an outage. FailurePolicy does not apply.
+	// write lock past busy_timeout, as a long [TxHandler] run does
+	// (ledger.ErrBusy). 503, with Retry-After ([Options.InFlightRetryAfter],
+	// in whole seconds) and [Refusal.RetryAfter] set; logged at Warn, not as
+	// an outage. [FailurePolicy] does not apply.
 	CodeBusy Code = "busy"
 	// CodeOutcomeNotStored: the request with this key completed, but its
 	// answer is not kept, so the ledger keeps a marker instead and the
 	// handler never runs again for the key. It is answered in exactly
-	// three cases: the answer was longer than Options.MaxBodyBytes, or
-	// than the store can keep (ledger.ErrOutcomeTooLarge); it was sent
+	// three cases: the answer was longer than [Options.MaxBodyBytes], or
+	// than the store can keep ([ledger.ErrOutcomeTooLarge]); it was sent
 	// over a hijacked connection after the commit point; or the run passed
 	// its commit point ([Commit]) and its lease ran out with no answer
 	// stored, and that run has been fenced out (its record taken over and
@@ -76,8 +76,8 @@ const (
 	// (Commit). Its answer is lost, but its effect was made, so this 500 is
 	// stored and replayed in its place. 500.
 	CodeHandlerPanicked Code = "handler-panicked"
-	// CodeResponseTooLarge: a TxHandler handler answered with a body longer
-	// than Options.MaxBodyBytes, which could not be stored, so its writes
+	// CodeResponseTooLarge: a [TxHandler] handler answered with a body longer
+	// than [Options.MaxBodyBytes], which could not be stored, so its writes
 	// were rolled back. 500.
 	CodeResponseTooLarge Code = "response-too-large"
 )
@@ -86,7 +86,7 @@ const (
 // running the handler. No refusal ever creates or completes a ledger record.
 type Refusal struct {
 	// Status is the HTTP status the middleware suggests (see the Code
-	// constants). A custom Options.Refuse may answer another one.
+	// constants). A custom [Options.Refuse] may answer another one.
 	Status int
 	// Code says why, in a stable vocabulary.
 	Code Code
@@ -94,11 +94,11 @@ type Refusal struct {
 	// scope.
 	Detail string
 	// RetryAfter is how long until the running request's lease ends, for
-	// CodeInFlight, or until the store is worth trying again, for CodeBusy;
+	// [CodeInFlight], or until the store is worth trying again, for [CodeBusy];
 	// zero otherwise. The middleware has already written it to the
 	// Retry-After field, in whole seconds, before Refuse is called.
 	RetryAfter time.Duration
-	// Err is the underlying error, when there is one (a ParseKey error, the
+	// Err is the underlying error, when there is one (a [ParseKey] error, the
 	// Scope error, a ledger error). It is for logs and branching, not for
 	// the client: it may say more than the client should read.
 	Err error

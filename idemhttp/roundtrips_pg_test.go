@@ -21,7 +21,7 @@ import (
 
 // TestReplayRoundTrips: on both PostgreSQL drivers, a replay through
 // Middleware is one round trip (the claim statement, which reads and does
-// not write), as a plain read of the row is (issue 22), with the ledger's
+// not write), as a plain read of the row is, with the ledger's
 // cache off; with it on (the default), the first replay is that round
 // trip and the later ones none.
 func TestReplayRoundTrips(t *testing.T) {

@@ -13,11 +13,11 @@ import (
 // derived for name, to forward to the outside service as its idempotency
 // key, and its result is recorded before Step returns. A retry of a
 // request whose run passed its commit point and recorded steps resumes it
-// instead of getting 410 (CodeOutcomeNotStored). See [lifecycle.Run.Step]
+// instead of getting 410 ([CodeOutcomeNotStored]). See [lifecycle.Run.Step]
 // for the contract.
 //
-// For a request no Middleware's claim protects (no key, FailOpen while
-// the store is down, TxHandler alone, whose transaction is one step) fn
+// For a request no Middleware's claim protects (no key, [FailOpen] while
+// the store is down, [TxHandler] alone, whose transaction is one step) fn
 // runs with an empty key and nothing is recorded.
 func Step(ctx context.Context, name string, fn func(ctx context.Context, key string) ([]byte, error)) ([]byte, error) {
 	var r *lifecycle.Run

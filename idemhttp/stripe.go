@@ -18,7 +18,7 @@ type stripeErrorBody struct {
 	Message string `json:"message"`
 }
 
-// WriteStripeError is a RefuseFunc for servers whose clients are built for
+// WriteStripeError is a [RefuseFunc] for servers whose clients are built for
 // Stripe's API (stripe-go and the other Stripe libraries): refusals in
 // Stripe's error shape, {"error": {"type", "code", "message"}}, with the
 // statuses those clients retry as the middleware means them. stripe-go

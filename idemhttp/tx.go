@@ -12,20 +12,20 @@ import (
 
 // TxFunc is a handler whose effects are all writes through tx, a
 // transaction of the ledger's database (*sql.Tx or pgx.Tx, by driver). It
-// must leave tx open: TxHandler commits it after storing the response, and
+// must leave tx open: [TxHandler] commits it after storing the response, and
 // a TxFunc that commits or rolls back tx itself breaks exactly once (see
-// ledger.Mutate).
+// [ledger.Mutate]).
 type TxFunc[TTx any] func(w http.ResponseWriter, r *http.Request, tx TTx)
 
 // TxHandler serves fn exactly once per idempotency key, for handlers whose
 // effects are all in the ledger's database: it begins a transaction there,
-// runs fn inside ledger.MutateOutcome (the claim, fn's writes and the
+// runs fn inside [ledger.MutateOutcome] (the claim, fn's writes and the
 // stored response share one savepoint), and commits when
 // [Options].ShouldStore accepts fn's status, rolling back otherwise. fn's
 // response is buffered and sent after the commit; a retry gets the stored
 // response, as [Middleware] would give it. The package doc's section Transactional
 // handlers says how it differs from Middleware (concurrent duplicates wait
-// and replay, SQLite's write lock is held for fn's run, FailurePolicy does
+// and replay, SQLite's write lock is held for fn's run, [FailurePolicy] does
 // not apply), and Events what [Options].Observer receives.
 //
 // TxHandler panics when l or fn is nil, or opts.Scope is nil. The handler

@@ -29,7 +29,7 @@
 // On RabbitMQ (watermill-amqp's durable queue configuration) a message
 // published to a queue that nobody declared is dropped: declare the
 // handler's output topic and the poison topic before the router runs
-// (the subscriber's SubscribeInitialize), as README's setup does.
+// (the subscriber's SubscribeInitialize), as the setup of docs/consumers.md does.
 //
 // A message whose handler keeps failing before its commit point goes to
 // the dead-letter path after consume.Options.MaxAttempts runs, so that it

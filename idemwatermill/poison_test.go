@@ -24,7 +24,7 @@ import (
 	"github.com/idemledger/idemledger/sqlite"
 )
 
-// subscriber is what README.md's setup needs of a Watermill subscriber:
+// subscriber is what docs/consumers.md's setup needs of a Watermill subscriber:
 // SubscribeInitialize declares a topic (a JetStream stream, a RabbitMQ
 // queue) before anything is published to it.
 type subscriber interface {

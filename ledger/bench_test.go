@@ -42,11 +42,11 @@ func benchDB(b *testing.B, s sqlite.Synchronous) *sql.DB {
 }
 
 // benchWithoutEnv names the environment variable that takes changes of
-// the scale work (issue 25) out of the SQLite benchmarks, comma-separated:
+// the scale work out of the SQLite benchmarks, comma-separated:
 // "gate" (a pool built with sql.Open and sqlite.DSN instead of sqlite.Open,
 // so its writers meet in SQLite's busy handler), "indexes" (migration 4's
 // in-flight and created_at indexes dropped), "autovacuum" (a file without
-// incremental auto-vacuum). BENCHMARKS.md, "a regression to explain",
+// incremental auto-vacuum). BENCHMARKS.md, "SQLite at one client",
 // weighs each so.
 const benchWithoutEnv = "IDEMLEDGER_BENCH_WITHOUT"
 

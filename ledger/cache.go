@@ -13,11 +13,11 @@ import (
 )
 
 // DefaultCacheBytes is the memory the cache of completed outcomes may hold
-// when Options.CacheBytes is 0: 16 MiB (see BENCHMARKS.md, "Completed
-// outcomes from memory", for what it holds and why it is on).
+// when [Options.CacheBytes] is 0: 16 MiB (see BENCHMARKS.md, "Replays
+// from memory, against the peers", for what it holds and why it is on).
 const DefaultCacheBytes = 16 << 20
 
-// CacheOff, as Options.CacheBytes, turns the cache of completed outcomes
+// CacheOff, as [Options.CacheBytes], turns the cache of completed outcomes
 // off: every Claim, Lookup and Mutate reads the database, and Recall
 // answers nothing.
 const CacheOff = -1

@@ -84,7 +84,7 @@ func TestCacheHeapBound(t *testing.T) {
 		}
 	}
 	// Small records are where the overhead weighs most (4,000-byte bodies
-	// were measured too: BENCHMARKS.md, "Completed outcomes from memory").
+	// were measured too: BENCHMARKS.md, "Replays from memory, against the peers").
 	for _, body := range []int{0, 200} {
 		t.Run(fmt.Sprintf("body=%d", body), func(t *testing.T) {
 			heap := func() uint64 {

@@ -11,7 +11,7 @@ import (
 	"github.com/idemledger/idemledger/driver"
 )
 
-// Claim is the answer of a successful Ledger.Claim: either a lease on the
+// Claim is the answer of a successful [Ledger.Claim]: either a lease on the
 // key (Replay is nil), which the caller ends with Complete or Release, or
 // the stored outcome of an earlier request (Replay is non-nil).
 //
@@ -24,14 +24,14 @@ type Claim struct {
 	// Fence grows by one at every takeover of the row (starting at 1), so
 	// business code can store it beside its own writes and refuse a write
 	// that carries a smaller fence than one already seen for the key. It
-	// grows across releases too (Ledger.Release keeps the record, released,
+	// grows across releases too ([Ledger.Release] keeps the record, released,
 	// with its fence), and as long as the record exists; Purge deletes only
 	// records that have expired, and a released one no earlier than a lease
 	// after the last lease on it ended, after which the next claim starts
 	// again at 1. For a replay it is the stored record's fence.
 	Fence int64
 	// Failures counts the earlier runs of this operation that ended in
-	// Ledger.Release (a failure a retry may repair), on the record this
+	// [Ledger.Release] (a failure a retry may repair), on the record this
 	// claim took over: the same fingerprint, since the record was made or
 	// last expired. A claim with another fingerprint, a new record and a
 	// replay have 0. A consumer uses it to give up on a message that keeps
@@ -40,10 +40,10 @@ type Claim struct {
 	// LeaseExpiresAt is when the lease runs out unless extended; zero for a
 	// replay.
 	LeaseExpiresAt time.Time
-	// CommittedAt is non-zero when the claim recovered (Request.Recover) a
+	// CommittedAt is non-zero when the claim recovered ([Request.Recover]) a
 	// record whose earlier holder passed its commit point at that time and
 	// vanished: the operation's effect happened, so look it up rather than
-	// make it again. Ledger.Commit sets it too.
+	// make it again. [Ledger.Commit] sets it too.
 	CommittedAt time.Time
 	// claimedAt is when the claim won (Unix milliseconds), the record's
 	// created_at: with the fence and the fingerprint it tells this claim's
@@ -77,8 +77,8 @@ const claimAttempts = 5
 // writes without knowing it won; see queries/sqlite/ledger.sql for why
 // SQLite splits it). It wins, and returns a Claim holding a fresh lease,
 // when the key has no record, when the record was released (any request
-// may take it over: see Ledger.Release), when the record has expired
-// (anyone may take it over; see Record.Expired), or when the record is in flight with a
+// may take it over: see [Ledger.Release]), when the record has expired
+// (anyone may take it over; see [Record.Expired]), or when the record is in flight with a
 // lease that has run out and the same fingerprint (the earlier holder is
 // presumed dead; the fence grows so that it cannot write any more). Otherwise it answers from the record it read
 // (reading it again if a write lost a race), in this order of precedence:
@@ -92,19 +92,19 @@ const claimAttempts = 5
 //   - a Claim whose Replay is the completed record.
 //
 // A completed record that the ledger's cache holds answers the same way
-// (a replay, or ErrKeyReused) without the database (see the package doc,
+// (a replay, or [ErrKeyReused]) without the database (see the package doc,
 // The cache of completed outcomes).
 //
 // Claim runs on the driver's pool and commits at once: lease mode. It
-// answers within Options.ClaimTimeout (at most a lease), or sooner when
+// answers within [Options.ClaimTimeout] (at most a lease), or sooner when
 // ctx ends: a claim held up longer (a lock, a silent connection) fails,
-// matching ErrBusy when the store refused to wait longer (nothing was
-// written) or ErrOutcomeUnknown when the statement was cut short. The
+// matching [ErrBusy] when the store refused to wait longer (nothing was
+// written) or [ErrOutcomeUnknown] when the statement was cut short. The
 // claim's write carries that time as a bound, judged by the store's clock
-// with MaxClockSkew allowed: a write that reaches the store later (held
+// with [MaxClockSkew] allowed: a write that reaches the store later (held
 // up on the network after this call gave up) wins nothing, so a request
 // that gave up does not leave its key held for a lease that no one uses.
-// Bad input returns an error wrapping ErrInvalidRequest before the
+// Bad input returns an error wrapping [ErrInvalidRequest] before the
 // database is used. If the row changes between the read and the write,
 // the claim starts over; after a few such losses it returns an error
 // matching ErrRetryable.
@@ -117,7 +117,7 @@ const claimAttempts = 5
 // (on SQLite this may wait for the
 // write lock up to busy_timeout): the record stays in flight, as if its
 // holder had vanished, and a retry with the same fingerprint takes it over
-// at once instead of getting ErrInFlight until the lease runs out.
+// at once instead of getting [ErrInFlight] until the lease runs out.
 func (l *Ledger[TTx]) Claim(ctx context.Context, req Request) (*Claim, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// The cut tests of issue 19: every lease-mode statement has its connection
+// The cut tests: every lease-mode statement has its connection
 // cut before the request, after it (the server ran it, the reply is lost)
 // and mid-reply, on PostgreSQL through a TCP proxy (internal/faultnet);
 // on SQLite each statement of the operation fails with SQLITE_IOERR

@@ -13,9 +13,9 @@
 // Mutate, for work that is all in the same database: it claims the key,
 // runs the callback and stores its value inside the caller's transaction,
 // so the business writes and the ledger row commit or vanish together.
-// MutateOutcome is the same for a callback whose result is an Outcome (an
+// [MutateOutcome] is the same for a callback whose result is an Outcome (an
 // HTTP answer), stored as lease mode stores one, so that records of the two
-// ways are interchangeable; MutateOutcomeCommit commits the transaction
+// ways are interchangeable; [MutateOutcomeCommit] commits the transaction
 // after it, for a caller that owns it (idemhttp's TxHandler).
 //
 // Lease mode, for effects outside the database (calling a payment API):
@@ -44,7 +44,7 @@
 // times out with SQLITE_BUSY. fn must not commit or roll back tx either:
 // Mutate then returns an error wrapping sql.ErrTxDone (on every driver), and
 // a commit by fn has already made the claim durable without its outcome, so
-// retries get an *InFlightError until the lease runs out and then run fn
+// retries get an *[InFlightError] until the lease runs out and then run fn
 // again.
 //
 // If fn returns an error or panics, Mutate rolls back to the savepoint, so
@@ -67,7 +67,7 @@
 // PostgreSQL it waits on the row (or on the first's uncommitted insert of
 // it). Under READ COMMITTED, PostgreSQL's default, it then replays; under
 // REPEATABLE READ or SERIALIZABLE the row came after its snapshot, and
-// Mutate returns an error matching ErrRetryable: roll tx back and run the
+// Mutate returns an error matching [ErrRetryable]: roll tx back and run the
 // whole transaction again, which replays.
 //
 // What tx allows a replay: on PostgreSQL, the claim of a record that stands
@@ -76,11 +76,11 @@
 // immediate transactions of sqlite.Open hold the database's write lock
 // from BEGIN: a replay in tx writes nothing, but other writers have
 // waited for tx all the same. To answer retries without that lock, call
-// Ledger.Lookup on the pool before beginning tx, as idemhttp's TxHandler
+// [Ledger.Lookup] on the pool before beginning tx, as idemhttp's TxHandler
 // does.
 //
 // An *InFlightError comes when the key is held by a lease-mode claim
-// (Ledger.Claim, idemhttp's Middleware), including one made earlier in tx
+// ([Ledger.Claim], idemhttp's Middleware), including one made earlier in tx
 // itself. T must survive encoding/json: the replayed Value is the JSON
 // decoding of the first one; a value whose JSON does not decode back into
 // T is refused (and rolled back) on the first execution. Give T a concrete
@@ -96,7 +96,7 @@
 // that plain read, with no write and no lock (no row lock, no SQLite write
 // lock, no WAL flush); so are a key held under a live lease (an
 // *InFlightError) and a key reused with another fingerprint while its
-// record is unexpired (ErrKeyReused). On PostgreSQL the read and the
+// record is unexpired ([ErrKeyReused]). On PostgreSQL the read and the
 // conditional write are one statement; on SQLite the read is a SELECT on
 // the pool, outside any transaction.
 //
@@ -120,14 +120,14 @@
 // (on the pool, or by a replay of MutateOutcomeCommit once its commit
 // succeeded; never one read in a caller's transaction, which may have
 // written it and may roll it back), in a cache bounded by
-// Options.CacheBytes (DefaultCacheBytes, on by default; CacheOff turns it
+// [Options.CacheBytes] ([DefaultCacheBytes], on by default; [CacheOff] turns it
 // off), least recently used out first; a record over a quarter of one of
 // the cache's shards (each is at least 1 MiB) is not kept. Complete keeps
 // nothing (its statement does not return the record as stored), so each
 // process reads a record once before answering it from memory; a replica
 // that did not read it reads it from the database, as without the cache.
 // A hit or a miss (a completed record answered from the database) is
-// reported to Options.Observer.
+// reported to [Options.Observer].
 //
 // Expiry is the engine's, and the process's clocks may differ from it. A
 // kept record answers only while the record's remaining life, as the
@@ -136,7 +136,7 @@
 // thousandth of that remaining life (for a step or a drift of either
 // clock): both the monotonic clock (which a step of the wall clock does
 // not move) and the wall clock (which keeps counting while a machine is
-// suspended) must be before that deadline. With Options.Now set, its
+// suspended) must be before that deadline. With [Options.Now] set, its
 // clock is used instead. So the cache never answers past the record's
 // expiry as the engine judges it, unless the engine's clock runs faster
 // than the process's by more than the margin; after expiry a takeover may
@@ -167,7 +167,7 @@
 // Retries go to the driver's pool, which hands out a fresh connection.
 // Inside a transaction (Mutate, CompleteTx) nothing is retried: a broken
 // connection took the transaction with it, and the caller runs it again.
-// A busy store (ErrBusy) is retried the same way.
+// A busy store ([ErrBusy]) is retried the same way.
 //
 // Every lease-mode statement answers within the lease, its retries
 // included: a statement is held up by another transaction's lock or by a
@@ -175,16 +175,16 @@
 // that. The drivers bound the engine's own lock waits by the same
 // deadline (see the driver package doc, Deadlines), so a lock held past
 // it ends in ErrBusy with nothing written; a statement cut short by the
-// deadline matches ErrOutcomeUnknown, since it may still run.
+// deadline matches [ErrOutcomeUnknown], since it may still run.
 //
 // # Commit point
 //
 // Lease mode runs effects the database cannot roll back. Commit writes into
 // the record that the effect was made; from then on the record is never
 // handed to a takeover as if nothing had happened. Should its holder vanish
-// before Complete, a claim after the lease gets a *CommittedError
-// (ErrCommitted), or, when the request sets Recover, takes the record over
-// with Claim.CommittedAt set so that the operation looks its effect up
+// before Complete, a claim after the lease gets a *[CommittedError]
+// ([ErrCommitted]), or, when the request sets Recover, takes the record over
+// with [Claim.CommittedAt] set so that the operation looks its effect up
 // instead of making it again (the recovery point of Stripe's design).
 // Release refuses a marked record. A second execution is then possible
 // only when no commit point was marked, or when the holder died between the

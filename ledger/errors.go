@@ -23,7 +23,7 @@ var (
 	// transaction, claim or callback.
 	// Nothing is stored for such a request. To tell a bad scope (the
 	// server's fault) from a bad key (the client's), check the scope first
-	// with CheckScope, as idemhttp does.
+	// with [CheckScope], as idemhttp does.
 	ErrInvalidRequest = errors.New("ledger: invalid request")
 
 	// ErrKeyReused is returned by Claim and Mutate when the idempotency key
@@ -32,7 +32,7 @@ var (
 	// servers usually answer 422.
 	ErrKeyReused = errors.New("ledger: idempotency key reused with a different fingerprint")
 
-	// ErrInFlight is matched (errors.Is) by the *InFlightError that Claim
+	// ErrInFlight is matched ([errors.Is]) by the *[InFlightError] that Claim
 	// and Mutate return when another request with the same key and
 	// fingerprint holds a live lease. HTTP servers usually answer 409 with
 	// Retry-After.
@@ -52,16 +52,16 @@ var (
 	// scope and key.
 	ErrNotFound = errors.New("ledger: record not found")
 
-	// ErrCommitted is matched (errors.Is) by the *CommittedError that Claim
+	// ErrCommitted is matched ([errors.Is]) by the *[CommittedError] that Claim
 	// and Mutate return when the key's record passed its commit point
-	// (Ledger.Commit) and its holder vanished without storing an outcome:
+	// ([Ledger.Commit]) and its holder vanished without storing an outcome:
 	// the operation's effect happened, and its answer is lost. Running it
 	// again would repeat the effect, so the record is not taken over unless
 	// the request sets Recover. HTTP servers answer 410
 	// (idemhttp.CodeOutcomeNotStored), as for an answer too large to store.
 	ErrCommitted = errors.New("ledger: operation passed its commit point, outcome not stored")
 
-	// ErrOutcomeUnknown is matched (errors.Is) by the error of an operation
+	// ErrOutcomeUnknown is matched ([errors.Is]) by the error of an operation
 	// whose statement may or may not have run: the connection to the
 	// database was lost (reset, closed, timed out, the server shut down)
 	// after the statement may have reached the server, or SQLite reported an
@@ -71,7 +71,7 @@ var (
 	ErrOutcomeUnknown = errors.New("ledger: outcome unknown, connection lost")
 )
 
-// ErrOutcomeTooLarge is matched (errors.Is) by the *OutcomeTooLargeError
+// ErrOutcomeTooLarge is matched ([errors.Is]) by the *[OutcomeTooLargeError]
 // that Complete and CompleteTx return when the outcome is larger than the
 // store can keep: an engine's limit on a value, a row or a message
 // (SQLite's SQLITE_MAX_LENGTH, PostgreSQL's 1 GB field, MySQL's
@@ -82,8 +82,8 @@ var (
 var ErrOutcomeTooLarge = errors.New("ledger: outcome too large to store")
 
 // OutcomeTooLargeError is the error of a Complete whose outcome the store
-// cannot keep (ErrOutcomeTooLarge). The engine's own error, when it
-// refused the outcome, stays reachable with errors.As.
+// cannot keep ([ErrOutcomeTooLarge]). The engine's own error, when it
+// refused the outcome, stays reachable with [errors.As].
 type OutcomeTooLargeError struct {
 	// Size is the outcome's size in bytes as the driver counted it
 	// against Limit (body, headers and kind, plus what the statement
@@ -111,7 +111,7 @@ func (e *OutcomeTooLargeError) Is(target error) bool { return target == ErrOutco
 
 // CommittedError is returned by Claim and Mutate for a record in flight
 // that passed its commit point and whose lease ran out without an outcome
-// (ErrCommitted). errors.Is(err, ErrCommitted) reports true for it.
+// ([ErrCommitted]). errors.Is(err, ErrCommitted) reports true for it.
 type CommittedError struct {
 	// Fence is the fence of the holder that marked the commit point.
 	Fence int64
@@ -130,8 +130,8 @@ func (e *CommittedError) Error() string {
 func (e *CommittedError) Is(target error) bool { return target == ErrCommitted }
 
 // InFlightError is returned by Claim and Mutate when the key is claimed by
-// another request whose lease still holds. errors.Is(err, ErrInFlight)
-// reports true for it; use errors.As to read RetryAfter.
+// another request whose lease still holds. errors.Is(err, [ErrInFlight])
+// reports true for it; use [errors.As] to read RetryAfter.
 type InFlightError struct {
 	// RetryAfter is how long until the current lease runs out, rounded up
 	// to whole milliseconds and at least one millisecond. The holder may
@@ -189,7 +189,7 @@ func wrapOp(op string, err error) error {
 	return &opError{op: op, err: err}
 }
 
-// ErrRetryable is matched (errors.Is) by the errors of Claim, Mutate,
+// ErrRetryable is matched ([errors.Is]) by the errors of Claim, Mutate,
 // Complete, Release, Extend, Purge and Stats that a new attempt of the
 // caller's whole transaction may cure; the database aborted the
 // transaction, so roll it back and run it again from its start (a retry
@@ -202,15 +202,15 @@ func wrapOp(op string, err error) error {
 // the duplicate waits and replays without it. On SQLite they are lock
 // failures (SQLITE_BUSY, SQLITE_LOCKED): another connection, often of
 // another process, held the database past busy_timeout. On MySQL they are
-// deadlocks (1213: InnoDB rolled the transaction back) and, with ErrBusy,
+// deadlocks (1213: InnoDB rolled the transaction back) and, with [ErrBusy],
 // lock waits past innodb_lock_wait_timeout (1205). The database's own
-// error stays reachable with errors.As (*pgconn.PgError, modernc.org/sqlite's
+// error stays reachable with [errors.As] (*pgconn.PgError, modernc.org/sqlite's
 // *sqlite.Error, or go-sql-driver's *mysql.MySQLError). A claim that lost the race for its
 // record several times running (it changed between each read and write:
 // takeovers of expired records, releases, purges) matches it too.
 var ErrRetryable = errors.New("ledger: retryable")
 
-// ErrNotMigrated is matched (errors.Is) by the error of an operation, or
+// ErrNotMigrated is matched ([errors.Is]) by the error of an operation, or
 // of New on SQLite, that found no ledger table: schema.Migrate has not run
 // on this database (or, on PostgreSQL, on the connection's search_path).
 // It is a deployment error, not an outage: idemhttp and idemgrpc refuse
@@ -218,7 +218,7 @@ var ErrRetryable = errors.New("ledger: retryable")
 // request unprotected for as long as the table is missing.
 var ErrNotMigrated = errors.New("ledger: not migrated")
 
-// ErrBusy is matched (errors.Is), together with ErrRetryable, by the errors
+// ErrBusy is matched ([errors.Is]), together with [ErrRetryable], by the errors
 // of SQLite lock failures (SQLITE_BUSY, SQLITE_LOCKED): another connection,
 // often of another process, held the database's write lock past
 // busy_timeout; on PostgreSQL by lock waits past lock_timeout (55P03); and

@@ -10,9 +10,9 @@ import (
 // by scope: an operator's search for a key a client reported. It reads the
 // whole table (the primary key begins with the scope), so it is not for a
 // request's path. Expired records that Purge has not deleted are included
-// (see Record.Expired); records that Release ended are not (they hold no
+// (see [Record.Expired]); records that Release ended are not (they hold no
 // operation, only the key's fence). A bad key or a limit below 1 returns an error
-// wrapping ErrInvalidRequest before the database is used.
+// wrapping [ErrInvalidRequest] before the database is used.
 func (l *Ledger[TTx]) Find(ctx context.Context, key string, limit int) ([]*Record, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func (l *Ledger[TTx]) Find(ctx context.Context, key string, limit int) ([]*Recor
 // InFlight returns up to limit records in flight, oldest claim first, for
 // operators: a record that stays in flight long after its lease ran out is
 // a request whose holder died and that no retry has taken over. Records
-// whose lease has run out are included (see Record.LeaseExpiresAt). It
+// whose lease has run out are included (see [Record.LeaseExpiresAt]). It
 // reads the whole table. A limit below 1 returns an error wrapping
 // ErrInvalidRequest.
 func (l *Ledger[TTx]) InFlight(ctx context.Context, limit int) ([]*Record, error) {

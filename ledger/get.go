@@ -7,9 +7,9 @@ import (
 )
 
 // Get returns the record of key in scope as stored, or an error wrapping
-// ErrNotFound, also for a record that Release ended. An expired record that Purge has not deleted yet is still
-// returned; see Record.Expired. A bad scope or key returns an error
-// wrapping ErrInvalidRequest before the database is used.
+// [ErrNotFound], also for a record that Release ended. An expired record that Purge has not deleted yet is still
+// returned; see [Record.Expired]. A bad scope or key returns an error
+// wrapping [ErrInvalidRequest] before the database is used.
 func (l *Ledger[TTx]) Get(ctx context.Context, scope, key string) (*Record, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return nil, err

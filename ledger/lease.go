@@ -18,7 +18,7 @@ import (
 // claimed.
 //
 // It succeeds only while c's lease still holds (same token and fence, still
-// in flight) and returns ErrLeaseLost otherwise, so a worker whose lease
+// in flight) and returns [ErrLeaseLost] otherwise, so a worker whose lease
 // was taken over cannot overwrite the new owner's outcome. A lease that ran
 // out without being taken over still holds.
 //
@@ -26,14 +26,14 @@ import (
 // client that hangs up must not turn the finished work into a retry that
 // runs again. It answers by the end of c's lease (or a second from the
 // call, for a lease that has nearly run out), whatever holds the
-// statement up: a lock held longer gives ErrBusy (nothing written), a
+// statement up: a lock held longer gives [ErrBusy] (nothing written), a
 // silent connection ErrOutcomeUnknown. A fault that leaves it unknown
-// whether the write ran (a lost connection, ErrOutcomeUnknown) or a busy
+// whether the write ran (a lost connection, [ErrOutcomeUnknown]) or a busy
 // store is retried on a fresh connection until then (see the package doc,
 // Faults); when an attempt whose outcome was unknown is followed by one
 // that finds the lease gone, the record is read to tell a stored outcome
 // (nil) from a lost lease. An outcome larger than the store can keep returns an
-// *OutcomeTooLargeError (ErrOutcomeTooLarge) and stores nothing: the
+// *[OutcomeTooLargeError] ([ErrOutcomeTooLarge]) and stores nothing: the
 // lease still holds, for a Complete with a smaller outcome. A nil c, or a
 // header name in out that is not valid UTF-8, returns ErrInvalidRequest.
 func (l *Ledger[TTx]) Complete(ctx context.Context, c *Claim, out Outcome) error {
@@ -220,16 +220,16 @@ func completed(ok bool, err error) error {
 // repair, so that the next request with the key runs afresh, whatever its
 // fingerprint, as if the key had no record. The record stays, released and
 // invisible to Get, Find, InFlight and Lookup, for two things: its fence,
-// which the next claim continues (see Claim.Fence), and its count of
+// which the next claim continues (see [Claim.Fence]), and its count of
 // failed runs, which Release adds one to and the next claim with the same
-// fingerprint reports (Claim.Failures). Purge leaves a released record
+// fingerprint reports ([Claim.Failures]). Purge leaves a released record
 // until it expires, and not before a lease after c's lease would have run
 // out.
 //
 // It never touches a completed record and acts only while c's lease holds;
 // otherwise it returns ErrLeaseLost. It never releases a record that
 // passed its commit point either ([Ledger.Commit]): it returns a
-// *CommittedError then, and the outcome is to be stored with Complete.
+// *[CommittedError] then, and the outcome is to be stored with Complete.
 // Like Complete it ignores the cancellation of ctx and retries transient
 // faults within the lease, and a record found released by c after an
 // attempt whose outcome was unknown counts as released. A nil c returns
@@ -270,13 +270,13 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 // has made its irreversible effect (charged the card, sent the message),
 // so running it again would repeat it. From then on the record is never
 // handed to a takeover as if nothing had happened: should the holder
-// vanish before Complete, retries get a *CommittedError (ErrCommitted)
-// once the lease runs out, or, with Request.Recover, run again knowing it
-// (Claim.CommittedAt); and Release refuses to delete it. Calling it again
+// vanish before Complete, retries get a *[CommittedError] ([ErrCommitted])
+// once the lease runs out, or, with [Request.Recover], run again knowing it
+// ([Claim.CommittedAt]); and Release refuses to delete it. Calling it again
 // is harmless and keeps the first mark's time. It sets c.CommittedAt.
 //
 // Like Complete it ignores the cancellation of ctx and retries transient
-// faults until the lease runs out. It returns ErrLeaseLost when c's lease
+// faults until the lease runs out. It returns [ErrLeaseLost] when c's lease
 // no longer holds, and otherwise an error when the mark could not be
 // written: the record then stays an ordinary in-flight one, which a
 // retry may take over once the lease runs out unless the holder stores an
@@ -308,7 +308,7 @@ func (l *Ledger[TTx]) Commit(ctx context.Context, c *Claim) error {
 
 // Extend pushes the lease of claim c to now plus the ledger's lease
 // duration and updates c.LeaseExpiresAt: the heartbeat of long work. It
-// acts only while c's lease holds (ErrLeaseLost otherwise). It does not move
+// acts only while c's lease holds ([ErrLeaseLost] otherwise). It does not move
 // the record's ExpiresAt: an in-flight record expires only once both it and
 // the lease have passed. A nil c returns ErrInvalidRequest.
 func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) error {

@@ -9,7 +9,7 @@ import (
 
 // Lookup answers req from one plain read of its record on the driver's
 // pool, as [Ledger.Claim] would answer when the record stands, but claims
-// nothing: a Claim whose Replay is the completed record, ErrKeyReused, or
+// nothing: a Claim whose Replay is the completed record, [ErrKeyReused], or
 // an *InFlightError. It returns a nil Claim and no error when the key has
 // no record or one that a claim may take over: claim it then (Claim,
 // Mutate). It never writes and takes no lock; see the package doc,
@@ -18,7 +18,7 @@ import (
 // package doc, The cache of completed outcomes). idemhttp's TxHandler
 // calls it before beginning its transaction on SQLite, where BEGIN takes
 // the database's write lock. Bad input returns an error wrapping
-// ErrInvalidRequest before the database is used.
+// [ErrInvalidRequest] before the database is used.
 func (l *Ledger[TTx]) Lookup(ctx context.Context, req Request) (*Claim, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return nil, err
@@ -47,10 +47,10 @@ func (l *Ledger[TTx]) Lookup(ctx context.Context, req Request) (*Claim, error) {
 
 // Recall answers req from the ledger's cache of completed outcomes alone,
 // never the database: a Claim whose Replay is the completed record, or
-// ErrKeyReused, when the cache holds req's key (see the package doc, The
+// [ErrKeyReused], when the cache holds req's key (see the package doc, The
 // cache of completed outcomes); a nil Claim and no error when it does not,
-// and always when the cache is off (Options.CacheBytes). A hit is reported
-// to Options.Observer (Op "recall"); nothing is reported otherwise, as
+// and always when the cache is off ([Options.CacheBytes]). A hit is reported
+// to [Options.Observer] (Op "recall"); nothing is reported otherwise, as
 // nothing was read. It costs no round trip, so a layer may call it before
 // work that a hit makes needless: idemhttp's TxHandler calls it before
 // beginning its transaction. Bad input returns an error wrapping

@@ -21,7 +21,7 @@ type Result[T any] struct {
 	// Replayed reports that fn did not run: an earlier Mutate with the same
 	// key and fingerprint had completed.
 	Replayed bool
-	// Fence is the claim's fence (see Claim.Fence).
+	// Fence is the claim's fence (see [Claim.Fence]).
 	Fence int64
 }
 
@@ -41,15 +41,15 @@ var savepoints atomic.Uint64
 // [Ledger.Lookup] on the pool). TTx is inferred from l, so a call reads
 // ledger.Mutate(ctx, l, tx, req, fn) on every driver.
 //
-// Errors: ErrInvalidRequest (wrapped) before tx is used; ErrKeyReused;
-// ErrRetryable (wrapped); *InFlightError; fn's error unchanged; an error
-// wrapping sql.ErrTxDone when fn ended tx; database errors, wrapped with
+// Errors: [ErrInvalidRequest] (wrapped) before tx is used; [ErrKeyReused];
+// [ErrRetryable] (wrapped); *[InFlightError]; fn's error unchanged; an error
+// wrapping [sql.ErrTxDone] when fn ended tx; database errors, wrapped with
 // "ledger: mutate:". Whenever Mutate returns an error, nothing of it is
 // left in tx, unless the error says "ledger: mutate: rollback:".
 //
 // A replay loses what encoding/json does not carry: unexported fields,
 // fields tagged "-" and fields it drops as ambiguous (two with the same
-// JSON name at the same depth), a time.Time's location name and monotonic
+// JSON name at the same depth), a [time.Time]'s location name and monotonic
 // reading (its instant and UTC offset stay), and invalid UTF-8 in strings
 // (each bad byte replays as U+FFFD). Compare the replay with the first
 // value in a test when T is not plain data.
@@ -64,7 +64,7 @@ func Mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx TTx, req Request
 // HTTP answer, typically), stored as it is, exactly as [Ledger.Complete]
 // stores one: records of lease mode and of MutateOutcome are alike, so a key
 // may move from one to the other (idemhttp's Middleware and TxHandler share
-// their records). A replay returns the stored Outcome in Result.Value.
+// their records). A replay returns the stored Outcome in [Result.Value].
 func MutateOutcome[TTx any](ctx context.Context, l *Ledger[TTx], tx TTx, req Request, fn func(context.Context) (Outcome, error)) (Result[Outcome], error) {
 	if err := checkMutate(ctx, l, tx, req, fn == nil); err != nil {
 		return Result[Outcome]{}, err

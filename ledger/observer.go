@@ -13,25 +13,25 @@ type EventKind uint8
 
 // The events. A first request reports Claimed, then Stored or Released; a
 // retry reports Replayed, InFlight or KeyReused; the store's failures
-// report StoreBusy or StoreUnavailable, with the operation in Event.Op.
+// report StoreBusy or StoreUnavailable, with the operation in [Event.Op].
 const (
 	// EventClaimed: the key was claimed and the handler runs.
 	EventClaimed EventKind = iota + 1
 	// EventReplayed: the request was answered with the stored outcome.
 	EventReplayed
 	// EventInFlight: refused, the key's first request still runs
-	// (ErrInFlight).
+	// ([ErrInFlight]).
 	EventInFlight
 	// EventKeyReused: refused, the key came with another fingerprint
-	// (ErrKeyReused).
+	// ([ErrKeyReused]).
 	EventKeyReused
 	// EventStored: the outcome was stored; retries replay it.
 	EventStored
 	// EventReleased: the claim was dropped and nothing stored, so a retry
-	// runs the handler again; Event.Reason says why.
+	// runs the handler again; [Event.Reason] says why.
 	EventReleased
 	// EventLeaseLost: another request took the key over while the handler
-	// ran (ErrLeaseLost): its outcome cannot be stored.
+	// ran ([ErrLeaseLost]): its outcome cannot be stored.
 	EventLeaseLost
 	// EventStoreBusy: the store stayed locked by another writer past its
 	// timeout (SQLite's SQLITE_BUSY); a retry may succeed.
@@ -40,17 +40,17 @@ const (
 	// refused, timed out).
 	EventStoreUnavailable
 	// EventOutcomeUnknown: the store's answer to the operation in Op was
-	// lost (ErrOutcomeUnknown: the connection broke after the statement
+	// lost ([ErrOutcomeUnknown]: the connection broke after the statement
 	// may have run) and retrying within the lease did not settle it, so it
 	// may or may not have taken effect.
 	EventOutcomeUnknown
 	// EventCommitted: the handler marked its commit point and the mark was
-	// written into the record (Ledger.Commit).
+	// written into the record ([Ledger.Commit]).
 	EventCommitted
 	// EventCacheHit: the ledger answered a claim or a lookup (Op "claim",
 	// "lookup", "mutate", "recall") from its cache of completed outcomes, without
 	// the database: a replay, or ErrKeyReused. Reported by the ledger to
-	// Options.Observer, not by the integrations.
+	// [Options.Observer], not by the integrations.
 	EventCacheHit
 	// EventCacheMiss: the ledger answered a claim or a lookup from a
 	// completed record it read from the database because its cache did
@@ -107,11 +107,11 @@ const (
 // neither belongs.
 type Event struct {
 	Kind EventKind
-	// Reason qualifies EventReleased and EventStored; empty otherwise.
+	// Reason qualifies [EventReleased] and [EventStored]; empty otherwise.
 	Reason Reason
 	// Op is the ledger operation that failed ("claim", "commit",
-	// "complete", "release", "extend"), for EventStoreBusy,
-	// EventStoreUnavailable, EventOutcomeUnknown and EventLeaseLost; empty
+	// "complete", "release", "extend"), for [EventStoreBusy],
+	// [EventStoreUnavailable], [EventOutcomeUnknown] and [EventLeaseLost]; empty
 	// otherwise.
 	Op string
 	// Method is the HTTP request method, or the gRPC full method name
@@ -128,8 +128,8 @@ type Event struct {
 	// HasStatus reports whether the event carries an answer's status in
 	// Status: gRPC's OK is 0, so Status alone cannot say.
 	HasStatus bool
-	// Transport names the layer that reported the event (TransportHTTP,
-	// TransportRPC, TransportMessage); empty from a layer that names none.
+	// Transport names the layer that reported the event ([TransportHTTP],
+	// [TransportRPC], [TransportMessage]); empty from a layer that names none.
 	Transport string
 	// Duration is the time from the start of the layer's work on the
 	// request to the event.
@@ -139,7 +139,7 @@ type Event struct {
 	Err error
 }
 
-// The transports of this module's layers, for Event.Transport.
+// The transports of this module's layers, for [Event.Transport].
 const (
 	// TransportHTTP: idemhttp's Middleware and TxHandler, and the layers
 	// built on them. Method is the HTTP method, Status an HTTP status.

@@ -19,7 +19,7 @@ const (
 
 // MaxClockSkew is how far the clocks of the application's hosts and of the
 // database server may disagree for a lease-mode claim's bound to work as
-// documented (see Options.ClaimTimeout): the bound is set by this process's
+// documented (see [Options.ClaimTimeout]): the bound is set by this process's
 // clock and judged by the store's, with MaxClockSkew added. Keep the
 // clocks synchronized (NTP agrees within milliseconds). A store whose clock
 // runs further ahead refuses claims as late; the ledger then sets the bound
@@ -30,7 +30,7 @@ const MaxClockSkew = time.Second
 // MaxScopeLength is the longest scope accepted, in bytes.
 const MaxScopeLength = 255
 
-// MaxKeyLengthLimit is the largest Options.MaxKeyLength that New accepts,
+// MaxKeyLengthLimit is the largest [Options.MaxKeyLength] that New accepts,
 // in bytes. Scope and key together form the ledger's primary key, and a
 // PostgreSQL B-tree index entry holds at most about 2,700 bytes (2,704 on
 // an 8 kB page): a longer key would be refused by the server on every
@@ -56,15 +56,15 @@ type Options struct {
 
 	// Now returns the current time. Tests set it to move time by hand. It
 	// must be safe for concurrent use. Unset, it is the engine's clock:
-	// time.Now where the engine serves one machine, the database server's
+	// [time.Now] where the engine serves one machine, the database server's
 	// where replicas share it (the driver's package documentation says
 	// which); set, it replaces a server's clock too, so every replica must
 	// then agree on the time it returns.
 	Now func() time.Time
 
-	// ClaimTimeout bounds a lease-mode claim (Ledger.Claim): its
+	// ClaimTimeout bounds a lease-mode claim ([Ledger.Claim]): its
 	// statements must answer within it, and a claim statement that reaches
-	// the store later than that (plus MaxClockSkew), held up on its way
+	// the store later than that (plus [MaxClockSkew]), held up on its way
 	// after its caller stopped waiting, does not win the key, so that a
 	// request that gave up never leaves the key held for a whole lease by
 	// a claim that no handler will run. A context deadline sooner than it
@@ -75,22 +75,22 @@ type Options struct {
 
 	// MaxKeyLength is the longest idempotency key accepted, in bytes: the
 	// one key-length setting (idemhttp reads it from the ledger). Default
-	// 255; negative, or above MaxKeyLengthLimit (1024), is
+	// 255; negative, or above [MaxKeyLengthLimit] (1024), is
 	// ErrInvalidOptions.
 	MaxKeyLength int
 
 	// CacheBytes bounds the memory of the cache of completed outcomes, in
 	// bytes: a replay of a record this process has read completed (or a
-	// claim of its key with another fingerprint, ErrKeyReused) is
+	// claim of its key with another fingerprint, [ErrKeyReused]) is
 	// answered from memory by Claim, Lookup, Mutate and Recall, without
 	// the database, until a margin before the record expires. 0 means
-	// DefaultCacheBytes; CacheOff (or any negative value) turns the cache
+	// [DefaultCacheBytes]; [CacheOff] (or any negative value) turns the cache
 	// off. See the package doc, The cache of completed outcomes, for when
 	// its answers are the database's and when not.
 	CacheBytes int64
 
-	// Observer receives the ledger's own events, EventCacheHit and
-	// EventCacheMiss, synchronously on the goroutine of the call (see
+	// Observer receives the ledger's own events, [EventCacheHit] and
+	// [EventCacheMiss], synchronously on the goroutine of the call (see
 	// [Observer]); nil reports none. The integrations report the events of
 	// each request to an Observer of their own: pass the same one to both
 	// to see both.
@@ -118,13 +118,13 @@ type Ledger[TTx any] struct {
 
 // New returns a Ledger on the database of d (the New of a driver package,
 // such as sqlite.New), with defaults in place of zero Options fields. It returns an
-// error wrapping ErrInvalidOptions when TTL, Lease, ClaimTimeout or MaxKeyLength is
+// error wrapping [ErrInvalidOptions] when TTL, Lease, ClaimTimeout or MaxKeyLength is
 // negative, when TTL or Lease is under one millisecond, when MaxKeyLength
-// exceeds MaxKeyLengthLimit, or when d or its database is nil. A driver
-// that prepares statements (a driver.Preparer) prepares them here, on one connection
+// exceeds [MaxKeyLengthLimit], or when d or its database is nil. A driver
+// that prepares statements (a [driver.Preparer]) prepares them here, on one connection
 // of its pool (so New waits while all are busy); New returns that error,
 // wrapped with "ledger: prepare:", when it fails: one matching
-// ErrNotMigrated when the ledger's table is missing, or the pool's error.
+// [ErrNotMigrated] when the ledger's table is missing, or the pool's error.
 func New[TTx any](d driver.Driver[TTx], opts Options) (*Ledger[TTx], error) {
 	if d == nil || d.NilDB() {
 		return nil, fmt.Errorf("%w: nil driver or database", ErrInvalidOptions)
@@ -198,14 +198,14 @@ func (l *Ledger[TTx]) Close() error {
 	return nil
 }
 
-// TTL returns how long a completed record replays (see Options.TTL).
+// TTL returns how long a completed record replays (see [Options.TTL]).
 func (l *Ledger[TTx]) TTL() time.Duration { return l.ttl }
 
-// Lease returns how long a claim holds its key (see Options.Lease).
+// Lease returns how long a claim holds its key (see [Options.Lease]).
 func (l *Ledger[TTx]) Lease() time.Duration { return l.lease }
 
 // MaxKeyLength returns the longest idempotency key accepted, in bytes
-// (see Options.MaxKeyLength).
+// (see [Options.MaxKeyLength]).
 func (l *Ledger[TTx]) MaxKeyLength() int { return l.maxKey }
 
 // Driver returns the driver the ledger was built with.

@@ -14,42 +14,39 @@ import (
 )
 
 // DefaultPurgeBatchSize is the most rows a batch of Purge deletes when
-// PurgeOptions.BatchSize is zero; within it, batches are sized by time (see
-// PurgeOptions.BatchTime).
+// [PurgeOptions.BatchSize] is zero; within it, batches are sized by time (see
+// [PurgeOptions.BatchTime]).
 const DefaultPurgeBatchSize = 10_000
 
 // DefaultPurgeBatchTime is how long a batch of Purge aims to take when
-// PurgeOptions.BatchTime is zero. A request that comes during a batch
-// waits for the rest of it: at 1M records on SQLite, with the purge
-// settling between batches, batches of 5 ms left the requests' p99 beside
-// the deletes at 4.9 times their p99 without a purge, and batches of 2 ms
-// at 3.2 times, with the same rows a second, since the checkpoints the
-// purge waits for set its pace (issue 25, BENCHMARKS.md).
+// [PurgeOptions.BatchTime] is zero. A request that comes during a batch
+// waits for the rest of it, so shorter batches shorten the requests' wait
+// beside a purge; they cost the purge no rows a second on SQLite, where
+// the checkpoints the purge waits for between batches set its pace
+// (BENCHMARKS.md, "SQLite purge").
 const DefaultPurgeBatchTime = 2 * time.Millisecond
 
 // DefaultPurgeRowLockBatchSize is the size of every batch of Purge when
-// PurgeOptions is zero on an engine that locks rows as a transaction writes
-// them (PostgreSQL, MySQL: driver.Driver.BeginLocks false). A batch there
+// [PurgeOptions] is zero on an engine that locks rows as a transaction writes
+// them (PostgreSQL, MySQL: [driver.Driver.BeginLocks] false). A batch there
 // locks only expired rows, which no request waits for, so it need not be
 // short. (Batches sized by time once collapsed on PostgreSQL: the rows a
 // purge deleted stay in the expiry index as dead entries until VACUUM, and
 // each batch started from the head of the index and stepped over all of
-// them, 27 ms for 10 rows after 700,000 deletes, issue 25. Batches there
+// them, so that a time bound shrank batches to a row or two. Batches there
 // now start where the one before stopped; MySQL's still start at the head,
 // where InnoDB's own purge removes the entries.)
 const DefaultPurgeRowLockBatchSize = 1000
 
 // DefaultPurgeRowLockPause is the pause between two batches of Purge when
-// PurgeOptions' BatchSize and BatchTime are zero on an engine that locks
-// rows (see DefaultPurgeRowLockBatchSize). It paces the purge for the
+// [PurgeOptions]' BatchSize and BatchTime are zero on an engine that locks
+// rows (see [DefaultPurgeRowLockBatchSize]). It paces the purge for the
 // requests beside it, whose commits wait for the disk behind the purge's
-// WAL: at 5M records on PostgreSQL, batches of 1,000 rows take about 3 ms, and
-// without a pause the purge ran 349,614 rows a second and made requests
-// wait up to 521 ms (p99 407 ms); with this pause it runs about 29,000
-// rows a second and the requests' p99 beside it was 1.7× their p99
-// without it (6.2 against 3.6 ms), their longest wait 266 ms (issue 25,
-// BENCHMARKS.md). It bounds a purge to about 33,000 rows a second; a set
-// Pause, or a set BatchSize, overrides it.
+// WAL: a batch of 1,000 rows takes a few milliseconds, and without a pause
+// the purge writes WAL in a burst that every request's commit waits
+// behind (BENCHMARKS.md, "PostgreSQL purge", has both runs). It bounds a
+// purge to about 33,000 rows a second; a set Pause, or a set BatchSize,
+// overrides it.
 const DefaultPurgeRowLockPause = 30 * time.Millisecond
 
 // firstPurgeBatch is the size of a time-bounded purge's first batch, small
@@ -57,34 +54,34 @@ const DefaultPurgeRowLockPause = 30 * time.Millisecond
 const firstPurgeBatch = 64
 
 // PurgeOptions tunes Purge. The zero value is, on SQLite, a purge whose
-// batches each hold the write lock about DefaultPurgeBatchTime; on engines
-// that lock rows, batches of DefaultPurgeRowLockBatchSize rows with
-// DefaultPurgeRowLockPause between them.
+// batches each hold the write lock about [DefaultPurgeBatchTime]; on engines
+// that lock rows, batches of [DefaultPurgeRowLockBatchSize] rows with
+// [DefaultPurgeRowLockPause] between them.
 type PurgeOptions struct {
 	// BatchSize is the most rows one batch deletes (negative is
-	// ErrInvalidRequest). Each batch is its own transaction, which holds
+	// [ErrInvalidRequest]). Each batch is its own transaction, which holds
 	// the write lock on SQLite (and row locks on PostgreSQL) while it runs.
 	//
-	// Zero means DefaultPurgeBatchSize with batches sized by time: the
+	// Zero means [DefaultPurgeBatchSize] with batches sized by time: the
 	// first deletes a few rows, and each next one as many as the last
 	// deleted in BatchTime, at most twice as many as the last; on engines
 	// that lock rows rather than the database, zero with a zero BatchTime
-	// means fixed batches of DefaultPurgeRowLockBatchSize rows. A set
+	// means fixed batches of [DefaultPurgeRowLockBatchSize] rows. A set
 	// BatchSize with a zero BatchTime fixes every batch at BatchSize rows,
 	// as before batches were timed.
 	BatchSize int
 
 	// BatchTime is how long one batch should take (negative is
-	// ErrInvalidRequest): batch sizes follow the rows per second measured
+	// [ErrInvalidRequest]): batch sizes follow the rows per second measured
 	// on the batches before, between one row and BatchSize. Zero means
-	// DefaultPurgeBatchTime when BatchSize is zero too, and no time bound
+	// [DefaultPurgeBatchTime] when BatchSize is zero too, and no time bound
 	// otherwise. A batch may take longer than BatchTime when the table's
 	// pages are not in memory; the next one is then smaller.
 	BatchTime time.Duration
 
-	// Pause is a sleep between two batches (negative is ErrInvalidRequest).
+	// Pause is a sleep between two batches (negative is [ErrInvalidRequest]).
 	// Zero means none, except with a zero BatchSize and BatchTime on an
-	// engine that locks rows: DefaultPurgeRowLockPause there (the requests'
+	// engine that locks rows: [DefaultPurgeRowLockPause] there (the requests'
 	// commits wait for the disk behind the purge's WAL). On
 	// SQLite, within one process nothing needs it: a batch's transaction
 	// queues behind the writers that waited during the batch before
@@ -94,7 +91,7 @@ type PurgeOptions struct {
 	Pause time.Duration
 
 	// NoReclaim skips giving the space of the deleted records back at the
-	// end (see Ledger.Reclaim, which Purge otherwise runs in its
+	// end (see [Ledger.Reclaim], which Purge otherwise runs in its
 	// incremental form after deleting anything).
 	NoReclaim bool
 
@@ -116,12 +113,12 @@ var batchDone func(rows int64, took time.Duration)
 // each batch and during its DELETE; a batch whose DELETE has run commits.
 //
 // Batches delete the records that expired first, in the order of the
-// expiry index, and are kept short (see PurgeOptions): a purge of millions
+// expiry index, and are kept short (see [PurgeOptions]): a purge of millions
 // of records runs beside the requests, each batch holding the write lock a
 // few milliseconds, and the writers that queued meanwhile go before the
 // next batch. Between two batches Purge also waits for the work the
 // engine does after a write (on SQLite, the pool's checkpoint of its WAL:
-// see driver.Settler), so that a purge never runs beside it. On
+// see [driver.Settler]), so that a purge never runs beside it. On
 // PostgreSQL each batch starts where the one before stopped (the expiry
 // instant of the last record it deleted) instead of at the head of the
 // index, which still holds the entries of the rows deleted until VACUUM
@@ -130,10 +127,10 @@ var batchDone func(rows int64, took time.Duration)
 // next Purge.
 //
 // After deleting anything, Purge gives the space back as far as it can in
-// short steps (Ledger.Reclaim, incremental form), unless opts.NoReclaim;
+// short steps ([Ledger.Reclaim], incremental form), unless opts.NoReclaim;
 // an error there is returned with the count of the deleted records.
 //
-// A record is expired (see Record.Expired) when its ExpiresAt has passed
+// A record is expired (see [Record.Expired]) when its ExpiresAt has passed
 // and, if it is still in flight, its lease has run out too. So Purge never
 // deletes a live lease, nor a completed record before its expiry however
 // old it is. An in-flight record whose holder died is deleted once both its
@@ -141,7 +138,7 @@ var batchDone func(rows int64, took time.Duration)
 // retry with the same fingerprint can take it over. Expiry is judged
 // against the time Purge starts, so rows that expire while it runs wait
 // for the next Purge. Claim already ignores expired records: Purge only
-// reclaims space. Stats.PurgeBacklog tells whether purges keep up.
+// reclaims space. [Stats.PurgeBacklog] tells whether purges keep up.
 func (l *Ledger[TTx]) Purge(ctx context.Context, opts PurgeOptions) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
@@ -288,7 +285,7 @@ func (l *Ledger[TTx]) purgeBatch(ctx context.Context, now, after int64, size int
 
 // purgeConflictTries bounds the retries of a batch that deadlocked with
 // another purger's; purgeConflictWait is the first pause (see
-// retry.Backoff). Four purgers on one MariaDB table failed one test run in
+// [retry.Backoff]). Four purgers on one MariaDB table failed one test run in
 // ten with five immediate retries.
 const (
 	purgeConflictTries = 10

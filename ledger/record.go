@@ -34,14 +34,14 @@ func (s State) String() string {
 // Outcome is the result stored by Complete and returned on replay.
 type Outcome struct {
 	// Kind names what the outcome is, so that its reader knows how to
-	// read Status, Header and Body without guessing from them: KindValue
+	// read Status, Header and Body without guessing from them: [KindValue]
 	// for Mutate's, "http" and "http.not_stored" for idemhttp's, "grpc"
 	// for idemgrpc's and idemconnect's. The writer chooses it; at most
-	// MaxKindLength bytes of printable ASCII. An empty Kind is stored as
+	// [MaxKindLength] bytes of printable ASCII. An empty Kind is stored as
 	// none and read back as "": records completed before schema version 3
 	// have none.
 	Kind string
-	// Status is a status code, such as an HTTP status; KindValue leaves
+	// Status is a status code, such as an HTTP status; [KindValue] leaves
 	// it 0.
 	Status int
 	// Header is the outcome's metadata, opaque to the ledger: named lists
@@ -62,7 +62,7 @@ type Outcome struct {
 // as JSON in Body, Status 0, no Header.
 const KindValue = "value"
 
-// MaxKindLength is the longest Outcome.Kind, in bytes.
+// MaxKindLength is the longest [Outcome.Kind], in bytes.
 const MaxKindLength = 64
 
 // Record is a row of the ledger as stored, returned by Get and, on replay,
@@ -87,7 +87,7 @@ type Record struct {
 	// claim time plus the TTL, and it takes effect only once the lease has
 	// run out too.
 	ExpiresAt time.Time
-	// CommittedAt is when a holder marked the commit point (Ledger.Commit);
+	// CommittedAt is when a holder marked the commit point ([Ledger.Commit]);
 	// zero when none did. A completed record keeps it.
 	CommittedAt time.Time
 }

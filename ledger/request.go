@@ -12,12 +12,12 @@ import (
 type Request struct {
 	// Scope is who owns the key (a user, a tenant, an API key): records
 	// never cross scopes, so two clients that pick the same key do not
-	// collide. It may be empty (one shared scope). At most MaxScopeLength
+	// collide. It may be empty (one shared scope). At most [MaxScopeLength]
 	// bytes of valid UTF-8 without control characters.
 	Scope string
 
 	// Key is the client's idempotency key, as received: 1 to
-	// Options.MaxKeyLength bytes (255 by default) of printable ASCII,
+	// [Options.MaxKeyLength] bytes (255 by default) of printable ASCII,
 	// 0x20 to 0x7E.
 	Key string
 
@@ -27,9 +27,9 @@ type Request struct {
 	Fingerprint hash.Digest
 
 	// Recover lets the claim take over a record in flight whose holder
-	// passed its commit point (Ledger.Commit) and vanished before storing
+	// passed its commit point ([Ledger.Commit]) and vanished before storing
 	// an outcome, once its lease has run out. The operation then runs
-	// again knowing it (Claim.CommittedAt), so that it can look its effect
+	// again knowing it ([Claim.CommittedAt]), so that it can look its effect
 	// up instead of repeating it: Stripe's recovery point. Without it such
 	// a claim returns a *CommittedError.
 	Recover bool
@@ -75,8 +75,8 @@ func (l *Ledger[TTx]) checkKey(scope, key string) error {
 }
 
 // CheckScope reports whether scope is acceptable as a Request's Scope: at
-// most MaxScopeLength bytes of valid UTF-8 without control characters.
-// The error wraps ErrInvalidRequest and never quotes the scope. Callers
+// most [MaxScopeLength] bytes of valid UTF-8 without control characters.
+// The error wraps [ErrInvalidRequest] and never quotes the scope. Callers
 // that compute scopes (idemhttp's Options.Scope) use it to tell a bad
 // scope, their own fault, from a bad key, the client's.
 func CheckScope(scope string) error {

@@ -1,6 +1,6 @@
 package ledger
 
-// The disk's floor under SQLite's purge (issue 25): the writes and syncs
+// The disk's floor under SQLite's purge: the writes and syncs
 // that deleting rows from a SQLite file must make, made to plain files with
 // no SQLite and none of our logic, at a purge's pace, beside the same load.
 // The load's p99 beside them is what any purge at that pace costs it on
@@ -17,8 +17,8 @@ import (
 )
 
 // The shape of the purge's writes, measured on a 1M-record file of the
-// scale test's fill (a one-off probe, BENCHMARKS "The disk's floor under
-// the SQLite purge"): a batch deleting 74 expired rows appends 88 pages to
+// scale test's fill (a one-off probe, BENCHMARKS.md, "SQLite
+// purge"): a batch deleting 74 expired rows appends 88 pages to
 // the WAL, 74 of them leaves of the primary key's index, one for each row,
 // since UUID keys scatter the rows' entries over the index; the rest are the
 // table's, the two time indexes' and interior pages, few since those follow

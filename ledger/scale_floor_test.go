@@ -1,6 +1,6 @@
 package ledger
 
-// Knobs of scalePurge for PostgreSQL's purge (issue 25): the options of
+// Knobs of scalePurge for PostgreSQL's purge: the options of
 // the Purge under measurement, and in its place the floors it is compared
 // with, the same load beside a loop that does less than Purge does.
 

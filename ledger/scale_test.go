@@ -1,6 +1,6 @@
 package ledger
 
-// The ledger at scale (issue 25): latency distributions at millions of
+// The ledger at scale: latency distributions at millions of
 // records, not go test -bench ratios. They take minutes and gigabytes, so
 // they run only when asked:
 //
@@ -10,7 +10,7 @@ package ledger
 // of them expired), IDEMLEDGER_SCALE_SECONDS how long each load phase runs
 // (20 by default). The PostgreSQL half runs when IDEMLEDGER_TEST_POSTGRES
 // is set too. Files go to the temporary directory (TMPDIR) and are deleted
-// at the end. BENCHMARKS.md, "The ledger at scale", has the figures and
+// at the end. BENCHMARKS.md, "The ledger at scale: 5M records", has the figures and
 // the commands; nothing here asserts a time, only that the load ran
 // without errors.
 
@@ -45,8 +45,8 @@ const (
 	// scaleVariantsEnv lists the SQLite set-ups TestScaleSQLiteWriters
 	// runs, comma-separated (see scaleVariants); all by default.
 	scaleVariantsEnv = "IDEMLEDGER_SCALE_VARIANTS"
-	// scaleBody is the stored body's length: the ~220-byte bodies of
-	// issue 25's measurements.
+	// scaleBody is the stored body's length: a typical small JSON answer,
+	// the bodies of BENCHMARKS.md's scale figures.
 	scaleBody = 220
 )
 

@@ -1,6 +1,6 @@
 package ledger
 
-// The scale purge's trace (issue 25): what the pool and the purge did
+// The scale purge's trace: what the pool and the purge did
 // (package spans: checkpoints, purge batches in their parts, reclaim steps)
 // on the load's clock, to find what the load's slowest requests waited
 // for. scalePurge sets it up; it logs a summary of each phase, and with

@@ -11,7 +11,7 @@ type Stats struct {
 	// InFlight and Completed count records by state, expired ones included.
 	// Completed is an estimate when Estimated is set.
 	InFlight, Completed int64
-	// Released counts the records that Ledger.Release ended: they hold no
+	// Released counts the records that [Ledger.Release] ended: they hold no
 	// operation (any claim takes them over, Get does not find them), only
 	// the key's fence and count of failed runs, until Purge deletes them.
 	// Exact on every engine.
@@ -23,7 +23,7 @@ type Stats struct {
 	// Expired (see ExpiredEstimated) is exact on every engine.
 	Estimated bool
 	// Expired counts records that Claim already ignores and Purge would
-	// delete now (see Record.Expired), of either state: each is counted in
+	// delete now (see [Record.Expired]), of either state: each is counted in
 	// InFlight or Completed too. It is an estimate when ExpiredEstimated
 	// is set.
 	Expired int64
@@ -43,9 +43,9 @@ type Stats struct {
 	// in Expired as well.
 	LeaseExpired int64
 	// Committed counts the records in flight that passed their commit point
-	// (Ledger.Commit) without an outcome yet. Those whose lease ran out
+	// ([Ledger.Commit]) without an outcome yet. Those whose lease ran out
 	// (counted in LeaseExpired too) lost their holder after its effect:
-	// retries get ErrCommitted, and an operator may want to look the
+	// retries get [ErrCommitted], and an operator may want to look the
 	// effect up (idemledger inspect -in-flight lists them).
 	Committed int64
 	// Oldest and Newest are the earliest and latest CreatedAt among all
@@ -57,7 +57,7 @@ type Stats struct {
 	// table grows by the records it has not deleted, and each purge has
 	// more to do. Run it more often, or longer.
 	PurgeBacklog time.Duration
-	// Steps counts the recorded steps of operations (Ledger.RecordStep),
+	// Steps counts the recorded steps of operations ([Ledger.RecordStep]),
 	// those of operations that ended and Purge has not deleted included.
 	Steps int64
 }
@@ -65,9 +65,9 @@ type Stats struct {
 // Stats counts the records, on the driver's pool. It reads indexes, not
 // the records themselves: its cost grows with the records in flight and
 // the expired ones (up to 100,000 of them on SQLite and PostgreSQL, see
-// Stats.ExpiredEstimated), and with the table's size only in the count of
+// [Stats.ExpiredEstimated]), and with the table's size only in the count of
 // all records (SQLite counts the entries of an index page by page;
-// PostgreSQL estimates, see Stats.Estimated). It is meant for operators and monitoring, not for a
+// PostgreSQL estimates, see [Stats.Estimated]). It is meant for operators and monitoring, not for a
 // request's path. Errors are wrapped with "ledger: stats:".
 func (l *Ledger[TTx]) Stats(ctx context.Context) (Stats, error) {
 	if err := l.checkCall(ctx); err != nil {

@@ -71,8 +71,8 @@ func statsEqual(a, b ledger.Stats) bool {
 }
 
 // TestStatsEstimatesManyExpired: past 100,000 expired records SQLite's Stats
-// stops counting them one by one and estimates them from rowids (issue 25:
-// counting 2.5M took 1.5 s); the estimate is flagged, and close when
+// stops counting them one by one and estimates them from rowids (counting
+// millions takes seconds); the estimate is flagged, and close when
 // records expire in the order they were written.
 func TestStatsEstimatesManyExpired(t *testing.T) {
 	testdb.Long(t) // 250,000 rows written through SQLite under -race

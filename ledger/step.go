@@ -62,7 +62,7 @@ func (l *Ledger[TTx]) HasSteps(ctx context.Context, scope, key string, fp hash.D
 // operation, in a commit of its own, so that a later run of the operation
 // (after a crash, a lost lease, a release) gets it from Steps instead of
 // running the step again. It records only while c's lease holds (token
-// and fence on the in-flight record) and returns ErrLeaseLost otherwise:
+// and fence on the in-flight record) and returns [ErrLeaseLost] otherwise:
 // a run fenced out by a takeover cannot record a step the new holder
 // would not see. The step keeps the record's fingerprint and c's fence; a
 // step of the same name recorded before is replaced.
@@ -70,7 +70,7 @@ func (l *Ledger[TTx]) HasSteps(ctx context.Context, scope, key string, fp hash.D
 // Like Complete it ignores the cancellation of ctx and retries a lost
 // connection or a busy store until c's lease runs out; after an attempt
 // whose outcome was unknown, a later "lease lost" is checked against the
-// steps recorded. A bad name (empty, longer than MaxStepNameLength, not
+// steps recorded. A bad name (empty, longer than [MaxStepNameLength], not
 // valid UTF-8, or holding a NUL byte) or a nil c returns ErrInvalidRequest.
 func (l *Ledger[TTx]) RecordStep(ctx context.Context, c *Claim, name string, result []byte) error {
 	if err := l.checkCall(ctx); err != nil {

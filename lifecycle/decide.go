@@ -26,12 +26,12 @@ type Verdict uint8
 // The verdicts.
 const (
 	// Claimed: the key is the request's; run the handler under
-	// Decision.Run and end it with [Run.Complete] or [Run.Release].
+	// [Decision.Run] and end it with [Run.Complete] or [Run.Release].
 	Claimed Verdict = iota + 1
-	// Replayed: answer with Decision.Outcome, the stored outcome of an
+	// Replayed: answer with [Decision.Outcome], the stored outcome of an
 	// earlier request; the handler does not run.
 	Replayed
-	// Refused: answer with Decision.Refusal; the handler does not run.
+	// Refused: answer with [Decision.Refusal]; the handler does not run.
 	Refused
 	// Unprotected: the store failed and [Config].FailOpen is set: the
 	// handler runs without a claim, and nothing is stored.
@@ -45,7 +45,7 @@ type Why uint8
 // The reasons of a refusal.
 const (
 	// InFlight: another request with the key runs, under a live lease;
-	// come back after Refusal.RetryAfter (or wait: [Config].Wait).
+	// come back after [Refusal.RetryAfter] (or wait: [Config].Wait).
 	InFlight Why = iota + 1
 	// KeyReused: the key's record was made by a request with another
 	// fingerprint ([ledger.ErrKeyReused]); final for the record's TTL.
@@ -60,10 +60,10 @@ const (
 	// ([ledger.ErrInvalidRequest]); nothing was stored.
 	Invalid
 	// Busy: the store works but lost to contention (a lock not free in
-	// time); a retry after Refusal.RetryAfter may succeed.
+	// time); a retry after [Refusal.RetryAfter] may succeed.
 	Busy
 	// Unavailable: the store failed (unreachable, not migrated, timed
-	// out); Refusal.Err says how.
+	// out); [Refusal.Err] says how.
 	Unavailable
 	// Canceled: the request's own context ended while its claim ran; the
 	// client has left, and nobody reads the answer.
@@ -87,18 +87,18 @@ func (w Why) String() string {
 type Refusal struct {
 	Why Why
 	// RetryAfter is how long the client should wait before it retries,
-	// for InFlight (the rest of the first run's lease) and Busy; zero
+	// for [InFlight] (the rest of the first run's lease) and Busy; zero
 	// otherwise.
 	RetryAfter time.Duration
 	// Status is the status of the answer that was not kept, for a
-	// NotStored refusal whose run stored one with its marker; 0 otherwise.
+	// [NotStored] refusal whose run stored one with its marker; 0 otherwise.
 	Status int
-	// First reports, for NotStored, that this request is the first told:
+	// First reports, for [NotStored], that this request is the first told:
 	// its Decide settled the record (a run past its commit point that
 	// vanished). A transport that must act once per operation (a consumer's
 	// dead letter) acts on the first only.
 	First bool
-	// Reason says why the answer was not kept, for NotStored:
+	// Reason says why the answer was not kept, for [NotStored]:
 	// [ledger.ReasonOversized] for an answer the store could not keep,
 	// empty for a run that passed its commit point and vanished.
 	Reason ledger.Reason
@@ -130,7 +130,7 @@ type Decision struct {
 // duplicate at once, fails closed, and reports no events.
 type Config struct {
 	// Wait is how long a request whose key is in flight waits for the
-	// first run's outcome before it is refused with InFlight: it polls
+	// first run's outcome before it is refused with [InFlight]: it polls
 	// the record, and is answered the moment the first run stores its
 	// outcome (Replayed), releases the key (Claimed: it runs itself), or
 	// loses its lease. Zero or negative: refused at once.
@@ -148,11 +148,11 @@ type Config struct {
 // Decide claims req's key with l and says what becomes of the request:
 // run it (Claimed, with the [Run] that holds the lease), answer it with the
 // stored outcome (Replayed), refuse it (Refused, with why), or, with
-// Config.FailOpen while the store fails, run it unprotected. It is the one
+// [Config.FailOpen] while the store fails, run it unprotected. It is the one
 // place where a transport's request meets the ledger: a transport maps
 // the verdict to its wire and does nothing else with the ledger's errors.
 //
-// Every answer it gives is true when given. In particular a NotStored
+// Every answer it gives is true when given. In particular a [NotStored]
 // refusal is final: a run that passed its commit point and then lost its
 // lease is fenced out before the answer is given (its record is taken over
 // and completed with a marker, [KindNotStored]), so the first run can no
@@ -215,7 +215,7 @@ func decided(ctx context.Context, l Ledger, c *ledger.Claim, cfg Config) Decisio
 // completed but its answer is not kept: by [Decide] for a run that passed
 // its commit point and vanished (Body empty, Status 0), and by
 // [Run.Complete] for an answer the store refused as too large (Body
-// "oversized", Status the answer's). Decide answers it with a NotStored
+// "oversized", Status the answer's). Decide answers it with a [NotStored]
 // refusal; a transport never sees it as an Outcome.
 const KindNotStored = "not_stored"
 

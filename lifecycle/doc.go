@@ -12,7 +12,7 @@
 //     owns the key), the idempotency key, and a fingerprint of what the
 //     request asks for (package hash).
 //  2. Call [Decide]. It claims the key and returns a [Decision].
-//  3. Map the verdict: Replayed answers Decision.Outcome; Refused answers
+//  3. Map the verdict: Replayed answers [Decision.Outcome]; Refused answers
 //     Decision.Refusal (the table below); Unprotected runs the handler
 //     without a claim. Report Decision.Event, with the transport's status,
 //     when its Kind is not zero.
@@ -36,11 +36,11 @@
 //
 // # Answers are true
 //
-// A NotStored refusal is final: it is given only after the run that passed
+// A [NotStored] refusal is final: it is given only after the run that passed
 // its commit point has been fenced out (its record taken over and
 // completed with a [KindNotStored] marker), so the first run cannot store
 // an answer after a retry was told the answer is gone. While the first run
-// may still answer, a retry is told InFlight, or waits ([Config].Wait).
+// may still answer, a retry is told [InFlight], or waits ([Config].Wait).
 // An answer given by a handler after its run learned that the lease is
 // lost is not stored ([Run.Complete]).
 //

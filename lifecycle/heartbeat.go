@@ -11,7 +11,7 @@ import (
 
 // ErrLeaseExpired is what a beat reports to lost when the lease, as last
 // confirmed, ran out before an extension succeeded. It matches
-// ledger.ErrLeaseLost: the lease may have been taken over, and nothing
+// [ledger.ErrLeaseLost]: the lease may have been taken over, and nothing
 // tells the holder whether it was.
 var ErrLeaseExpired = fmt.Errorf("the lease ran out before an extension succeeded: %w", ledger.ErrLeaseLost)
 

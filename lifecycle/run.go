@@ -71,9 +71,9 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 }
 
 // Context returns a context for the handler of r's request: it carries
-// ctx's values and r (FromContext), and is cancelled with ctx, when the
+// ctx's values and r ([FromContext]), and is cancelled with ctx, when the
 // run stops, or when the lease is lost, with a cause that matches
-// ledger.ErrLeaseLost (context.Cause): a retry may be running the request
+// [ledger.ErrLeaseLost] ([context.Cause]): a retry may be running the request
 // again, so the handler must not begin its effect. The lease is taken as
 // lost when an extension finds it taken over, when it runs out with no
 // extension confirmed (the store unreachable, or locked, for a whole
@@ -106,7 +106,7 @@ func (r *Run) lose(cause error) {
 }
 
 // Lost returns why the lease is taken as lost (matching
-// ledger.ErrLeaseLost), or nil while it is not.
+// [ledger.ErrLeaseLost]), or nil while it is not.
 func (r *Run) Lost() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -135,7 +135,7 @@ func (r *Run) Failures() int { return r.claim.Failures }
 func (r *Run) Key() string { return r.claim.Request.Key }
 
 // Recovered is when an earlier run of the request passed its commit point,
-// for a run that recovers it (ledger.Request.Recover); zero otherwise.
+// for a run that recovers it ([ledger.Request.Recover]); zero otherwise.
 func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
 
 // Commit marks the commit point: from now on the run's end is stored
@@ -253,7 +253,7 @@ var errAnsweredAfterLoss = fmt.Errorf("%w: the answer came after Commit reported
 const NoStatus = -1
 
 // Release gives the key back so that a retry runs again, reporting
-// EventReleased with why and status (NoStatus when there is no answer),
+// EventReleased with why and status ([NoStatus] when there is no answer),
 // or the failure with Op "release".
 func (r *Run) Release(why ledger.Reason, status int) {
 	r.hb.Stop()
@@ -274,7 +274,7 @@ func (r *Run) detached() (context.Context, context.CancelFunc) {
 }
 
 // FailureKind returns the event of a failed ledger operation: lease lost,
-// store busy (contention: ledger.ErrRetryable or ledger.ErrBusy, or the
+// store busy (contention: [ledger.ErrRetryable] or [ledger.ErrBusy], or the
 // driver's ErrRetryable from a transport's own BEGIN or COMMIT), outcome
 // unknown (the connection broke), or store unavailable.
 func FailureKind(err error) ledger.EventKind {

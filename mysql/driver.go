@@ -16,8 +16,8 @@ import (
 
 // Driver is the ledger's driver for a MySQL or MariaDB database reached
 // through database/sql with github.com/go-sql-driver/mysql; its
-// transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
-// It holds the *sql.DB, which stays the caller's to close (after the
+// transactions are *[sql.Tx]. Build it with [New] and hand it to ledger.New.
+// It holds the *[sql.DB], which stays the caller's to close (after the
 // ledger), and the statements it prepares there (see Prepare).
 type Driver struct {
 	db *sql.DB
@@ -92,13 +92,13 @@ func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
 // them.
 func (d *Driver) BeginLocks() bool { return false }
 
-// NilDB reports whether the driver has no *sql.DB.
+// NilDB reports whether the driver has no *[sql.DB].
 func (d *Driver) NilDB() bool { return d == nil || d.db == nil }
 
 // IsNilTx reports whether tx is nil.
 func (d *Driver) IsNilTx(tx *sql.Tx) bool { return tx == nil }
 
-// SQL returns the *sql.DB the driver was built on.
+// SQL returns the *[sql.DB] the driver was built on.
 func (d *Driver) SQL() *sql.DB { return d.db }
 
 // executor runs the queries of queries/mysql through sqlc's package.

@@ -40,7 +40,7 @@ func (p *prepared) close() error {
 // ledger.New calls it, never an operation (a pool of one connection inside
 // a transaction would wait for ever). database/sql prepares each again on
 // any other connection of the pool the first time it runs there, also
-// inside a caller's *sql.Tx of this pool, and keeps it per connection.
+// inside a caller's *[sql.Tx] of this pool, and keeps it per connection.
 // A missing table fails it, marked driver.ErrNotMigrated, as on SQLite.
 // Any other failure (the server cannot be reached) does not: the ledger
 // then runs its statements unprepared, so that a program that starts while
@@ -140,7 +140,7 @@ func (d *Driver) prepareLater() {
 
 // Close releases the prepared statements (on the server too, on every
 // connection that prepared them); statements run unprepared afterwards.
-// It never closes the *sql.DB. A second Close returns nil.
+// It never closes the *[sql.DB]. A second Close returns nil.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	d.closed = true

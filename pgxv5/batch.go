@@ -136,7 +136,7 @@ func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams,
 
 // CompleteReleaseCommit runs the outcome's UPDATE, RELEASE SAVEPOINT name
 // and COMMIT in one round trip when the transaction is the driver's own
-// (Driver.Begin's, tx.go) and the driver batches; otherwise CompleteRelease,
+// ([Driver.Begin]'s, tx.go) and the driver batches; otherwise CompleteRelease,
 // then tx.Commit (see driver.Batcher).
 func (e executor) CompleteReleaseCommit(ctx context.Context, c idriver.CompleteParams, name string) (ok, released, committed bool, err error) {
 	d, own := e.tx.(*deferredTx)

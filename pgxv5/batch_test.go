@@ -63,7 +63,7 @@ func (noConnTx) Conn() *pgx.Conn { return nil }
 // savepoint with the claim, fn's INSERT, the outcome with RELEASE, COMMIT
 // (five, against seven unbatched) where the mode lets the driver batch; a
 // replay gets the standing record from its claim statement itself (the
-// claim reads before it writes, issue 14), so it needs no read of its own
+// claim reads before it writes), so it needs no read of its own
 // and releases alone: one round trip fewer than the first execution, two in
 // the mode that describes every statement first.
 func TestMutateRoundTrips(t *testing.T) {

@@ -350,7 +350,7 @@ const statsCountLimit = 100_000
 // expiredEstimate is the planner's estimate of the rows expired by now
 // (the Plan Rows of EXPLAIN, from the statistics of the last ANALYZE,
 // autovacuum's included): counting millions of expired rows took most of a
-// second (issue 25). now is an integer, written into the statement.
+// second. now is an integer, written into the statement.
 func (e executor) expiredEstimate(ctx context.Context, now int64) (int64, error) {
 	q := "EXPLAIN (FORMAT JSON) SELECT 1 FROM idempotency_ledger WHERE expires_at <= " + strconv.FormatInt(now, 10)
 	var plan []byte

@@ -33,7 +33,7 @@ var allModes = []pgx.QueryExecMode{
 // the next (SQLSTATE 26000 and 42P05); describe_exec parses an unnamed
 // statement in one exchange and binds it in the next, which may reach
 // another client's unnamed statement: bind errors, or another statement
-// run with these arguments. README.md, "Behind a pooler", has the table.
+// run with these arguments. docs/engines.md, "Behind a pooler", has the table.
 func skipUnpooled(t *testing.T, mode pgx.QueryExecMode) {
 	t.Helper()
 	if testdb.Pooling() != "transaction" {

@@ -29,7 +29,7 @@
 // fails (the database stays clean at the version it had; earlier releases
 // left it dirty), and no lock is ever left on a pooler's server
 // connection, so Migrate is safe through PgBouncer in transaction pooling
-// (README.md, "Behind a pooler"). A run waits for the lock at most
+// (docs/engines.md, "Behind a pooler"). A run waits for the lock at most
 // golang-migrate's lock timeout (15 s), then fails with
 // migrate.ErrLockTimeout. schema.Version waits for a run in progress. The
 // pgxv5 driver migrates the same way.
@@ -45,7 +45,7 @@
 // their commits. The WAL is what requests beside a purge pay for: at 5M
 // records an unpaced purge made them wait up to half a second, which is
 // why zero PurgeOptions pause between batches
-// (ledger.DefaultPurgeRowLockPause; BENCHMARKS.md, issue 25).
+// (ledger.DefaultPurgeRowLockPause; BENCHMARKS.md, "PostgreSQL purge").
 //
 // # Vacuum
 //
@@ -58,8 +58,7 @@
 // PurgeOptions.NoReclaim), at autovacuum's pace: it sets
 // vacuum_cost_delay to 2 ms on the connection that runs it and resets it
 // after, so that requests beside it do not wait for its burst of reads and
-// WAL (unthrottled, after 2.5M deletes at 5M records, they waited up to
-// 240 ms). Behind a transaction pooler (PgBouncer's transaction mode) the
+// WAL (BENCHMARKS.md, "PostgreSQL purge"). Behind a transaction pooler (PgBouncer's transaction mode) the
 // three statements may reach different server connections: the VACUUM
 // then runs at full speed, and one server connection may keep the delay
 // for a later manual VACUUM that others run on it. Neither shrinks the files: the freed space is
@@ -78,9 +77,9 @@
 //
 // # Partitioning by expiry (beyond ~100M records)
 //
-// Not built: issue 25 asks for it only if one table cannot meet its
-// targets, and at 5M records one table purges 2.5M expired records at about
-// 29,000 rows/s beside a live load (BENCHMARKS.md, "The ledger at scale").
+// Not built: it is needed only where one table cannot meet the purge's
+// targets, and at 5M records one table purges half its records beside a
+// live load within them (BENCHMARKS.md, "The ledger at scale: 5M records").
 // Past about 100M records, deleting rows one by one (and vacuuming them) costs as much I/O
 // as writing them. The ledger would then partition idempotency_ledger by
 // RANGE (expires_at), one partition per hour or day, so that purge drops or

@@ -22,8 +22,8 @@ import (
 
 // Driver is the ledger's driver for a PostgreSQL database reached through
 // database/sql with pgx's driver (github.com/jackc/pgx/v5/stdlib); its
-// transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
-// It holds nothing but the *sql.DB, which stays the caller's to close.
+// transactions are *[sql.Tx]. Build it with [New] and hand it to ledger.New.
+// It holds nothing but the *[sql.DB], which stays the caller's to close.
 type Driver struct {
 	db *sql.DB
 	// pool is the Executor on db, made once.
@@ -70,7 +70,7 @@ func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
 // writes them.
 func (d *Driver) BeginLocks() bool { return false }
 
-// NilDB reports whether the driver has no *sql.DB.
+// NilDB reports whether the driver has no *[sql.DB].
 func (d *Driver) NilDB() bool { return d == nil || d.db == nil }
 
 // IsNilTx reports whether tx is nil.
@@ -82,7 +82,7 @@ func (d *Driver) Migration() schema.Migration {
 	return pgmigrate.Migration(func() *sql.DB { return d.db })
 }
 
-// SQL returns the *sql.DB the driver was built on.
+// SQL returns the *[sql.DB] the driver was built on.
 func (d *Driver) SQL() *sql.DB { return d.db }
 
 // executor runs the queries of queries/postgres through sqlc's database/sql
@@ -267,7 +267,7 @@ const statsCountLimit = 100_000
 // expiredEstimate is the planner's estimate of the rows expired by now
 // (the Plan Rows of EXPLAIN, from the statistics of the last ANALYZE,
 // autovacuum's included): counting millions of expired rows took most of a
-// second (issue 25). now is an integer, written into the statement.
+// second. now is an integer, written into the statement.
 func (e executor) expiredEstimate(ctx context.Context, now int64) (int64, error) {
 	q := "EXPLAIN (FORMAT JSON) SELECT 1 FROM idempotency_ledger WHERE expires_at <= " + strconv.FormatInt(now, 10)
 	var plan []byte

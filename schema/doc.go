@@ -27,7 +27,7 @@
 //
 // Processes (or goroutines, or replicas) that start at once may all call
 // Migrate on the same database, new or not: each run holds its engine's
-// migration lock (Migration.With) from its first read of the version to
+// migration lock ([Migration.With]) from its first read of the version to
 // its last write, so one applies the migrations and the others wait, then
 // find nothing to do. A run waits for the lock as long as ctx allows, and
 // at most the engine's lock wait, after which it fails and changes
@@ -46,6 +46,6 @@
 // (migrate's force command), with an error that matches migrate.ErrDirty
 // (errors.As) and says that the database is dirty.
 // A database at a version above Latest (a newer release migrated it) is
-// refused with ErrNewerSchema, and nothing is changed. A nil context or
+// refused with [ErrNewerSchema], and nothing is changed. A nil context or
 // driver is an error, never a panic.
 package schema

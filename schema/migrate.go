@@ -37,9 +37,9 @@ var ErrNewerSchema = errors.New("database schema is newer than this idemledger")
 const MigrationsTable = "idemledger_schema_migrations"
 
 // Files returns the migrations of one engine, the directory of FS named
-// engine, as an fs.FS rooted there, as golang-migrate's iofs source (or
+// engine, as an [fs.FS] rooted there, as golang-migrate's iofs source (or
 // another tool) reads them: Files("sqlite"), Files("postgres"). It returns
-// an error wrapping fs.ErrNotExist for an engine without migrations.
+// an error wrapping [fs.ErrNotExist] for an engine without migrations.
 func Files(engine string) (fs.FS, error) {
 	if !fs.ValidPath(engine) || strings.Contains(engine, "/") || engine == "." {
 		return nil, fmt.Errorf("schema: no migrations for engine %q: %w", engine, fs.ErrNotExist)

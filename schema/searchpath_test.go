@@ -18,7 +18,7 @@ import (
 // startup parameter, and Migrate says so; the database's own default
 // (ALTER DATABASE ... SET search_path) puts the tables in the schema it
 // names, through the pooler, once the pooler's server connections are new.
-// README.md, "Behind a pooler", rule 2.
+// docs/engines.md, "Behind a pooler", rule 2.
 func TestPostgresSearchPathThroughPooler(t *testing.T) {
 	d := testdb.PostgresDB(t)
 	if testdb.Pooling() == "" {

@@ -12,8 +12,8 @@ import (
 
 // TestWALBounded: 8 writers back to back through Open's pool never pause,
 // so a checkpoint beside them never reaches the end of the WAL and SQLite
-// never starts it over (the WAL grew to 326 MB in 15 s at 5M records,
-// issue 25). The checkpoint inside the gate must: the -wal file, whose
+// never starts it over (the WAL grows without bound: BENCHMARKS.md, "The
+// SQLite writers' gate"). The checkpoint inside the gate must: the -wal file, whose
 // size is the most frames it ever held, stays within the bound. It asserts
 // the file's size, not a time.
 //

@@ -98,9 +98,9 @@
 // for a turn on either. While such work is at it, the goroutine does not
 // take the gate for the WAL's bound: while the work waits, only requests
 // write, a few pages each, so a PASSIVE checkpoint reaches the end of the
-// WAL, and the next writer starts it over. (Issue 25: beside a purge, the
-// checkpoint inside the gate held every request 10 ms at the median and up
-// to 44 ms.)
+// WAL, and the next writer starts it over. (Beside a purge, the checkpoint
+// inside the gate held every request for the copy of the WAL's tail and
+// its two syncs: BENCHMARKS.md, "SQLite purge".)
 //
 // A wait for the gate is bounded by the busy timeout, as a wait for the lock
 // was: past it the write fails with an error that reads as SQLITE_BUSY

@@ -12,8 +12,8 @@ import (
 )
 
 // Driver is the ledger's driver for a SQLite database opened with [Open]
-// (or any *sql.DB of modernc.org/sqlite with the same settings); its
-// transactions are *sql.Tx. Build it with [New] and hand it to ledger.New.
+// (or any *[sql.DB] of modernc.org/sqlite with the same settings); its
+// transactions are *[sql.Tx]. Build it with [New] and hand it to ledger.New.
 // It holds statements prepared on the pool (see the package doc, Prepared
 // statements); the *sql.DB stays the caller's to close, after the ledger.
 type Driver struct {
@@ -78,7 +78,7 @@ func (d *Driver) prepare(ctx context.Context) error {
 }
 
 // Close releases the prepared statements; later statements run unprepared.
-// It never closes the *sql.DB. A second Close returns nil.
+// It never closes the *[sql.DB]. A second Close returns nil.
 func (d *Driver) Close() error {
 	if p := d.prepared.Swap(nil); p != nil {
 		return p.close()
@@ -131,13 +131,13 @@ func (d *Driver) Rollback(_ context.Context, tx *sql.Tx) error {
 // the database's write lock at BEGIN.
 func (d *Driver) BeginLocks() bool { return true }
 
-// NilDB reports whether the driver has no *sql.DB.
+// NilDB reports whether the driver has no *[sql.DB].
 func (d *Driver) NilDB() bool { return d == nil || d.db == nil }
 
 // IsNilTx reports whether tx is nil.
 func (d *Driver) IsNilTx(tx *sql.Tx) bool { return tx == nil }
 
-// SQL returns the *sql.DB the driver was built on.
+// SQL returns the *[sql.DB] the driver was built on.
 func (d *Driver) SQL() *sql.DB { return d.db }
 
 // executor runs the queries of queries/sqlite on the pool (tx nil) or in

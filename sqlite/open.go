@@ -17,7 +17,7 @@ import (
 // registers and that Open uses.
 const DriverName = "sqlite"
 
-// MaxBusyTimeout is the longest Options.BusyTimeout: SQLite keeps
+// MaxBusyTimeout is the longest [Options.BusyTimeout]: SQLite keeps
 // busy_timeout in milliseconds in a C int (sqlite3_busy_timeout), so
 // 2^31-1 ms, about 24.9 days.
 const MaxBusyTimeout = (1<<31 - 1) * time.Millisecond
@@ -75,16 +75,16 @@ func (s Synchronous) String() string {
 // means its default, so Options{} is what [Open] uses; Options values are
 // plain data, safe to copy and to share.
 type Options struct {
-	// Synchronous is PRAGMA synchronous; zero means DefaultSynchronous
+	// Synchronous is PRAGMA synchronous; zero means [DefaultSynchronous]
 	// (FULL). Values other than zero and the three constants are an error.
 	Synchronous Synchronous
 	// BusyTimeout is PRAGMA busy_timeout, how long a connection waits for
 	// a lock before it fails with SQLITE_BUSY, kept in whole milliseconds;
-	// zero means DefaultBusyTimeout (10 s). A value between zero and 1 ms,
-	// a negative one, or one above MaxBusyTimeout is an error.
+	// zero means [DefaultBusyTimeout] (10 s). A value between zero and 1 ms,
+	// a negative one, or one above [MaxBusyTimeout] is an error.
 	BusyTimeout time.Duration
 	// MaxOpenConns caps the pool, which keeps as many idle connections as
-	// it may open; zero means DefaultMaxOpenConns (4). See the package
+	// it may open; zero means [DefaultMaxOpenConns] (4). See the package
 	// documentation for why the pool is capped. Negative is an error.
 	MaxOpenConns int
 }
@@ -118,7 +118,7 @@ func (o Options) resolve() (Options, error) {
 
 // DSN returns the modernc.org/sqlite data source name that Open uses for
 // path with the default settings: a file: URI with WAL, busy_timeout,
-// synchronous and _txlock=immediate. Use it with sql.Open(DriverName, …)
+// synchronous and _txlock=immediate. Use it with sql.Open([DriverName], …)
 // when a pool must be built by hand; Open is preferable because it also
 // queues the pool's writers in order (see the package doc, Writers in
 // order), checks the settings, and waits out the lock conflicts of processes that
@@ -168,7 +168,7 @@ func Open(path string) (*sql.DB, error) { return Options{}.Open(path) }
 // Several processes may open the same file at once, even one that does
 // not exist yet: see the package documentation's section on opening.
 //
-// The caller owns the returned *sql.DB and closes it. Errors: one wrapping
+// The caller owns the returned *[sql.DB] and closes it. Errors: one wrapping
 // [ErrInvalidOptions] for an out-of-range field of o (nothing is opened
 // then); or, prefixed with "sqlite: open" and the path, the refusal of the path, an error from
 // the driver (the last one when it was SQLITE_BUSY until the busy timeout

@@ -19,12 +19,12 @@ var _ idriver.Reclaimer = (*Driver)(nil)
 // The steps of an incremental reclaim are sized by time, as Purge's
 // batches are: each is one statement that holds the write lock (moving a
 // page rewrites it, its parent's pointer and the pointer map), and the
-// pool's writers queue behind it. A fixed 256 pages took 20–28 ms a step at
-// 1M records. Sized for 5 ms, steps of 300–480 pages still took 11–31 ms
-// now and then (their COMMIT syncs three pages' worth of WAL for each page
-// moved), and the requests queued behind them waited as long (issue 25):
-// reclaimStepTime keeps them at 2 ms, and a slow one is followed by a
-// small one.
+// pool's writers queue behind it. A step of a fixed page count takes
+// longer as the file grows, and even steps sized by time are slow now and
+// then (their COMMIT syncs three pages' worth of WAL for each page moved),
+// and the requests queued behind them wait as long: reclaimStepTime keeps
+// them short, and a slow one is followed by a small one (BENCHMARKS.md,
+// "SQLite purge").
 const (
 	reclaimStepTime  = 2 * time.Millisecond
 	firstReclaimStep = 32

@@ -79,7 +79,7 @@ func TestSettle(t *testing.T) {
 // its frames follows from the checkpoints' own figures. Before, the
 // checkpointer took the slot at every bound and ran a RESTART checkpoint
 // there, which held every request 10 ms at the median beside a purge at 1M
-// records (issue 25). It asserts counts and the -wal file's size, not a
+// records. It asserts counts and the -wal file's size, not a
 // time.
 func TestSettleBoundsWALWithoutSlot(t *testing.T) {
 	skipUnlessLong(t) // about three times walBoundPages written through SQLite under -race

@@ -445,7 +445,7 @@ func TestMissingDatabase(t *testing.T) {
 		t.Errorf("the other database now has %d objects (%v)", n, err)
 	}
 
-	// migrate version is not read-only, as its -h and README say: it
+	// migrate version is not read-only, as its -h and docs/operations.md say: it
 	// leaves the empty migrations table behind.
 	v := idemledger(t, "", "migrate", "-db", other, "version")
 	v.want(t, 0)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestUsageLinesListEveryFlag: the usage line of each subcommand (its -h,
-// the package documentation and README's command-line section) names
+// the package documentation and the command-line guide, docs/operations.md) names
 // every flag its flag set defines, and no other. The flag names come from
 // the flag sets themselves, so a new flag without a usage entry fails.
 func TestUsageLinesListEveryFlag(t *testing.T) {
@@ -20,7 +20,7 @@ func TestUsageLinesListEveryFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestUsageLinesListEveryFlag(t *testing.T) {
 			for _, where := range []struct{ name, line string }{
 				{"-h", line},
 				{"the package documentation", docLines[c.name]},
-				{"README.md", readmeLines[c.name]},
+				{"docs/operations.md", readmeLines[c.name]},
 			} {
 				var listed []string
 				for _, m := range flagToken.FindAllStringSubmatch(where.line, -1) {

@@ -29,7 +29,7 @@ func curlPost(t *testing.T, url, key string, flags ...string) string {
 // not the in-flight 409, so a duplicate of a running request ends with
 // 409; --retry-all-errors with --fail retries it too and ends with the
 // stored answer, but retries the final 400, 410 and 422 as well
-// (TestCurlRetryFlags), which is why README recommends Options.Wait
+// (TestCurlRetryFlags), which is why docs/clients.md recommends Options.Wait
 // instead (TestWaitingDuplicates). On every driver. .ci/run installs curl where it is
 // missing.
 func TestCurlRetry(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/idemledger/idemledger/idemhttp"
 )
 
-// idempotentRetryPolicy is the CheckRetry README recommends for
+// idempotentRetryPolicy is the CheckRetry docs/clients.md recommends for
 // go-retryablehttp: its default policy, plus the middleware's in-flight
 // 409 (it carries Retry-After), minus any replayed answer (a stored 5xx
 // retried would only come back, until the client gave up and lost it).

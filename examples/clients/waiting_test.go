@@ -31,7 +31,7 @@ const (
 	duplicates  = 4
 )
 
-// curlFlags are the flags README's Clients guide recommends: retry what may
+// curlFlags are the flags docs/clients.md recommends: retry what may
 // succeed later (a connection refused while the server restarts; 408, 429,
 // 500, 502, 503 and 504, after their Retry-After), never the final 400, 410
 // or 422, and end with exit code 22 and the answer's body on any other
@@ -103,7 +103,7 @@ var waitingClients = []waitingClient{
 
 // TestWaitingDuplicates: several duplicates sent while a slow first request
 // runs, by stripe-go, go-retryablehttp and curl at their default retry
-// settings (curl with README's flags), on every driver. With Options.Wait
+// settings (curl with docs/clients.md's flags), on every driver. With Options.Wait
 // longer than the handler, every duplicate is sent once, waits, and ends
 // with the first answer; without it, every duplicate ends with the
 // in-flight refusal once its client's retries are spent (stripe-go retries
@@ -170,7 +170,7 @@ func TestWaitingDuplicates(t *testing.T) {
 	})
 }
 
-// TestCurlRetryFlags: README's curl flags retry the answers that may
+// TestCurlRetryFlags: docs/clients.md's curl flags retry the answers that may
 // succeed later (429 and 503, after their Retry-After) and none of the
 // final ones (400, 410, 422), nor the in-flight 409, which a server with
 // Options.Wait gives only once its budget is spent. --retry-all-errors,

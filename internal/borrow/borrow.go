@@ -1,5 +1,5 @@
 // Package borrow lends one connection of a database/sql pool to a private
-// *sql.DB, for golang-migrate, whose Close would otherwise close the
+// *[sql.DB], for golang-migrate, whose Close would otherwise close the
 // caller's pool.
 package borrow
 
@@ -35,16 +35,16 @@ func OnPinned(ctx context.Context, db *sql.DB, f func(c driver.Conn) (drop bool,
 	return rerr
 }
 
-// Connector is a driver.Connector that hands out one connection of another
+// Connector is a [driver.Connector] that hands out one connection of another
 // pool, which it does not own: closing it leaves the connection open. It is
-// valid only while that connection is held (inside sql.Conn.Raw).
+// valid only while that connection is held (inside [sql.Conn.Raw]).
 type Connector struct {
 	conn driver.Conn
 	drv  driver.Driver
 }
 
 // NewConnector lends c, a connection of a pool of drv, to whoever opens
-// the returned connector with sql.OpenDB.
+// the returned connector with [sql.OpenDB].
 func NewConnector(c driver.Conn, drv driver.Driver) Connector { return Connector{conn: c, drv: drv} }
 
 // Connect returns the lent connection, wrapped so that closing it leaves

@@ -12,7 +12,7 @@ import (
 // driver statement: two REPEATABLE READ transactions read one record, the
 // first extends its lease and commits, and the second's Extend of the same
 // row fails with SQLSTATE 40001 (PostgreSQL documentation, 13.2.2). It
-// returns that error: what a PostgreSQL driver passes to Hooks.Retryable.
+// returns that error: what a PostgreSQL driver passes to [Hooks.Retryable].
 func SerializationFailure[TTx any](t *testing.T, d *testdb.DB[TTx]) error {
 	ctx := context.Background()
 	must(d.Driver.DB().Claim(ctx, claimParams("k", "tok", t0)))(t)

@@ -1,4 +1,4 @@
-// Package eventlog keeps the events a ledger.Observer receives, for the
+// Package eventlog keeps the events a [ledger.Observer] receives, for the
 // tests of the packages that report them (idemhttp, idemgrpc, idemgin).
 package eventlog
 
@@ -9,7 +9,7 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// Recorder is a ledger.Observer that keeps every event, in order. It is
+// Recorder is a [ledger.Observer] that keeps every event, in order. It is
 // safe for concurrent use; the zero value is ready.
 type Recorder struct {
 	mu     sync.Mutex

@@ -7,7 +7,7 @@
 // Statements are counted at the driver: every Exec and Query (with or
 // without a transaction), every BEGIN and every COMMIT. Rollbacks are not
 // counted and never fail, so a failed operation can always clean up, and
-// the statements of a prepared *sql.Stmt are not seen at all (the ledger
+// the statements of a prepared *[sql.Stmt] are not seen at all (the ledger
 // prepares only when Config.DB is set: leave it unset in fault tests).
 package faultdb
 
@@ -46,7 +46,7 @@ type Plan struct {
 }
 
 // FailAt arms the plan: the n-th statement from now (1-based) returns err
-// (ErrInjected when err is nil) without running. A failed COMMIT rolls the
+// ([ErrInjected] when err is nil) without running. A failed COMMIT rolls the
 // transaction back first, as a commit that fails in SQLite does.
 func (p *Plan) FailAt(n int, err error) {
 	if err == nil {
@@ -71,7 +71,7 @@ func (p *Plan) CancelAfter(n int, cancel context.CancelFunc) {
 }
 
 // FailAfter arms the plan: the n-th statement from now (1-based) runs to its
-// end, then reports err (ErrInjected when err is nil) instead of its
+// end, then reports err ([ErrInjected] when err is nil) instead of its
 // result: an I/O error after the write, or a reply that never arrived, so
 // that the caller cannot tell that the statement ran.
 func (p *Plan) FailAfter(n int, err error) {
@@ -159,8 +159,8 @@ func (p *Plan) step(what string) (after func(ctx context.Context, _ error) error
 // ran is after when no fault is planned after the statement.
 func ran(context.Context, error) error { return nil }
 
-// Open opens the SQLite file at path as sqlite.Open does with its default
-// settings (the DSN of sqlite.DSN, a pool of sqlite.DefaultMaxOpenConns),
+// Open opens the SQLite file at path as [sqlite.Open] does with its default
+// settings (the DSN of [sqlite.DSN], a pool of [sqlite.DefaultMaxOpenConns]),
 // through the fault-injecting wrapper driven by p. The caller closes the
 // pool.
 func Open(path string, p *Plan) (*sql.DB, error) {

@@ -100,8 +100,8 @@ func Listen(target string) (*Proxy, error) {
 	return p, nil
 }
 
-// SetSettle makes the proxy judge a reply complete, for AfterRequest and
-// MidReply, once its first bytes came and then none for d, instead of by
+// SetSettle makes the proxy judge a reply complete, for [AfterRequest] and
+// [MidReply], once its first bytes came and then none for d, instead of by
 // PostgreSQL's framing: for targets whose protocol it does not read
 // (MySQL), whose replies on loopback arrive at once. Call it before Arm.
 func (p *Proxy) SetSettle(d time.Duration) {

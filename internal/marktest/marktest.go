@@ -11,7 +11,7 @@ import (
 )
 
 // CheckMarks checks a driver's reading of one error: got (the driver's
-// error for orig) keeps orig's text and stays orig for errors.Is, and
+// error for orig) keeps orig's text and stays orig for [errors.Is], and
 // matches exactly the sentinels in want among driver's four.
 func CheckMarks(t *testing.T, name string, orig, got error, want ...error) {
 	t.Helper()

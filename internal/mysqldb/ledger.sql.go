@@ -848,7 +848,7 @@ type StepsGetRow struct {
 	Result []byte
 }
 
-// The recorded steps of an operation (schema migration 8, issue 36).
+// The recorded steps of an operation (schema migration 8).
 // The steps recorded for the key by the operation of the fingerprint.
 func (q *Queries) StepsGet(ctx context.Context, arg StepsGetParams) ([]StepsGetRow, error) {
 	rows, err := q.db.QueryContext(ctx, StepsGet, arg.Scope, arg.IdempotencyKey, arg.Fingerprint)

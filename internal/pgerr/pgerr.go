@@ -68,8 +68,8 @@ func (h hinted) Unwrap() error { return h.err }
 // it, and a new connection a moment later may be let in. Left unmarked,
 // such a refusal during a short outage ended the retries of a lease's
 // commit mark and outcome at once, and the key was taken over after the
-// lease while its effect had happened (issue 23's double effect, met again
-// by a newcomer with a role at its CONNECTION LIMIT).
+// lease while its effect had happened: a double effect (met by a newcomer
+// with a role at its CONNECTION LIMIT).
 // A prepared statement missing or already there (what a pooler in
 // transaction mode does to pgx's statement cache), and a Bind the server
 // refused (08P01 from exec_bind_message: describe_exec's Bind that reached

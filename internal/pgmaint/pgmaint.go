@@ -23,10 +23,9 @@ func Vacuum(full bool) string {
 // delay that the plain VACUUM runs under: the pace of autovacuum's defaults
 // since PostgreSQL 12 (autovacuum_vacuum_cost_delay 2 ms, with the
 // server's vacuum_cost_limit, 200 by default). A manual VACUUM runs
-// unthrottled (vacuum_cost_delay 0), and after a purge of 2.5M of 5M
-// records its burst of reads and WAL made requests beside it wait up to
-// 240 ms (p99 118–181 ms against 7 ms without; issue 25); throttled, it
-// takes longer and the load does not notice it. VACUUM takes no options for
+// unthrottled (vacuum_cost_delay 0), and after a large purge its burst of
+// reads and WAL makes requests beside it wait; throttled, it takes longer
+// and the load does not notice it (BENCHMARKS.md, "PostgreSQL purge"). VACUUM takes no options for
 // this and cannot run in a transaction block, so the setting is the
 // session's: the drivers send the three statements on one connection
 // taken from the pool and reset it before giving the connection back.

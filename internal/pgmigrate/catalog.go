@@ -20,8 +20,8 @@ const TableExistsSQL = `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE 
 const ColumnExistsSQL = `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 	WHERE c.oid = to_regclass(quote_ident($1)) AND c.relkind IN ('r', 'p') AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped)`
 
-// TableExists is the answer of TableExistsSQL's row: found, or an error
-// matching schema.ErrNoCurrentSchema when no schema of the search_path
+// TableExists is the answer of [TableExistsSQL]'s row: found, or an error
+// matching [schema.ErrNoCurrentSchema] when no schema of the search_path
 // exists, so that a tool can say what to create.
 func TableExists(found, hasSchema bool, searchPath string) (bool, error) {
 	if !found && !hasSchema {

@@ -46,7 +46,7 @@ func lockedForRead(f func(database.Driver) error) func(database.Driver) error {
 }
 
 // With hands f the migration driver of this package (txDriver) on one
-// connection borrowed from db, held for the whole call: a private *sql.DB
+// connection borrowed from db, held for the whole call: a private *[sql.DB]
 // whose one connection is the borrowed one, so that nothing golang-migrate
 // does can close or hold on to the caller's pool. After a failure the
 // session may be left in any state (an open transaction): db then drops

@@ -34,7 +34,7 @@ type worker struct {
 }
 
 // Start starts n copies of the test binary, each running only the test
-// named workerTest with DirEnv set to dir, and stops them (by closing
+// named workerTest with [DirEnv] set to dir, and stops them (by closing
 // their stdin) when t ends. Their stderr goes to the test's.
 func Start(t *testing.T, n int, workerTest, dir string) *Workers {
 	t.Helper()
@@ -145,7 +145,7 @@ func (p worker) reply(t *testing.T, r int) string {
 
 // Serve is the body of a worker: for each round number on stdin it calls
 // do with the directory and the round, and answers "ROUND r ok" or "ROUND
-// r <error>" on stdout, until stdin ends. Outside a worker (DirEnv unset)
+// r <error>" on stdout, until stdin ends. Outside a worker ([DirEnv] unset)
 // it skips t.
 func Serve(t *testing.T, do func(dir string, r int) error) {
 	dir := os.Getenv(DirEnv)

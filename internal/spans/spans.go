@@ -1,6 +1,6 @@
 // Package spans records what the SQLite pool and the purge did and when
 // (checkpoints, purge batches, reclaim steps), for the scale measurements
-// that put them on one clock with the requests beside them (issue 25). It
+// that put them on one clock with the requests beside them. It
 // records nothing unless a test set a recorder: a disabled Add costs one
 // atomic load.
 package spans
@@ -32,7 +32,7 @@ const (
 	// WriterCheckpoint: the RESTART checkpoint of a writer that took the
 	// WAL past twice the bound, holding the slot after its COMMIT.
 	WriterCheckpoint = "restart checkpoint (writer)"
-	// PurgeBegin, PurgeDelete, PurgeCommit: the three parts of a purge
+	// PurgeBegin, [PurgeDelete], [PurgeCommit]: the three parts of a purge
 	// batch: its BEGIN (on SQLite, mostly the wait for the slot), its
 	// DELETE (N the rows), its COMMIT (with what the pool does before it
 	// gives the slot back).

@@ -546,8 +546,8 @@ SELECT
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= ?1 LIMIT 100001)) AS expires_passed,
     -- The unary + keeps SQLite from reading this through the expiry index
-    -- (every expired row, then the table) instead of the in-flight one: at
-    -- 2.5M expired records that took 1.5 s.
+    -- (every expired row, then the table) instead of the in-flight one,
+    -- which took seconds with millions of expired records.
     (SELECT count(*) FROM idempotency_ledger AS f
         WHERE f.state = 'in_flight' AND +f.expires_at <= ?1 AND f.lease_expires_at > ?1) AS expires_passed_leased,
     CAST(COALESCE((SELECT min(r.rowid) FROM idempotency_ledger AS r), 0) AS INTEGER) AS first_rowid,
@@ -576,7 +576,7 @@ type StatsRow struct {
 }
 
 // Counts rows for the stats command through indexes, never reading the
-// table's rows (issue 25: reading them all took 2.3 s at 5M records):
+// table's rows (reading them all takes seconds on a large table):
 //
 //	total: count(*), which SQLite answers by counting the entries of its
 //	  smallest index page by page, without decoding them: exact;
@@ -732,7 +732,7 @@ type StepsGetRow struct {
 	Result []byte
 }
 
-// The recorded steps of an operation (schema migration 8, issue 36).
+// The recorded steps of an operation (schema migration 8).
 // The steps recorded for the key by the operation of @fingerprint.
 func (q *Queries) StepsGet(ctx context.Context, arg StepsGetParams) ([]StepsGetRow, error) {
 	rows, err := q.query(ctx, q.stepsGetStmt, stepsGet, arg.Scope, arg.Key, arg.Fingerprint)

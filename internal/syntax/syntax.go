@@ -19,7 +19,7 @@ var ErrInvalid = errors.New("invalid Idempotency-Key")
 // Check enforces the character set of a key: printable ASCII, space
 // included. A bare key (quoted false) may not hold a comma: an intermediary
 // that joins two field lines puts one there, so a bare comma cannot be told
-// from two keys. It returns a *CharError, or nil.
+// from two keys. It returns a *[CharError], or nil.
 func Check(key string, quoted bool) error {
 	for i := 0; i < len(key); i++ {
 		c := key[i]

@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-// ExampleURL creates a fresh schema on the server named by PostgresEnv
+// ExampleURL creates a fresh schema on the server named by [PostgresEnv]
 // for a runnable Example and returns a connection string with that schema
 // on its search_path, and a function that drops it. It panics when the
-// server cannot be reached (RunExamplesWithServer keeps examples from
+// server cannot be reached ([RunExamplesWithServer] keeps examples from
 // running without one).
 func ExampleURL() (url string, drop func()) {
 	base := os.Getenv(PostgresEnv)
@@ -38,11 +38,11 @@ func ExampleURL() (url string, drop func()) {
 }
 
 // RunExamplesWithServer is a TestMain body for packages whose Examples
-// need PostgreSQL: without PostgresEnv, and unless -run says otherwise,
+// need PostgreSQL: without [PostgresEnv], and unless -run says otherwise,
 // only the tests run (the Examples would fail for want of a server); .ci/run
 // always sets it. It reads PostgresEnv before the tests start, which the
 // go command's test cache does not see: give the package a test that
-// calls ExamplesServer, so that setting the variable runs the package
+// calls [ExamplesServer], so that setting the variable runs the package
 // again instead of replaying a cached "no tests to run".
 func RunExamplesWithServer(m *testing.M) int {
 	flag.Parse()
@@ -53,8 +53,8 @@ func RunExamplesWithServer(m *testing.M) int {
 }
 
 // ExamplesServer is the body of a test for a package whose Examples run
-// through RunExamplesWithServer. It reads PostgresEnv while the tests run
-// (so the test cache keys on it), skips with the message PostgresDSN gives
+// through RunExamplesWithServer. It reads [PostgresEnv] while the tests run
+// (so the test cache keys on it), skips with the message [PostgresDSN] gives
 // when it is unset, and otherwise fails unless the server answers, since
 // the Examples would then fail less clearly.
 func ExamplesServer(t *testing.T) {

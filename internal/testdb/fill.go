@@ -35,8 +35,7 @@ const fillChunk = 100_000
 // FillSQLite writes f's records into the ledger's table of db (SQLite) in
 // transactions of fillChunk rows, each row bound to one multi-row INSERT,
 // far faster than through the ledger. The rows are made in Go: SQLite's own
-// randomblob costs about 9 µs for a 220-byte body in pure Go, more than the
-// insert itself, so every record shares one random body and keys come from
+// randomblob costs more than the insert itself in pure Go, so every record shares one random body and keys come from
 // Go's generator. Any failure ends the test.
 func FillSQLite(t testing.TB, db *sql.DB, f Fill) {
 	t.Helper()
@@ -153,7 +152,7 @@ func (f Fill) row(i int) fillRow {
 	}
 }
 
-// FillPostgres is FillSQLite for PostgreSQL (a pool of the "pgx" driver on
+// FillPostgres is [FillSQLite] for PostgreSQL (a pool of the "pgx" driver on
 // the ledger's schema).
 func FillPostgres(t testing.TB, db *sql.DB, f Fill) {
 	t.Helper()

@@ -148,7 +148,7 @@ const MySQLEnv = "IDEMLEDGER_TEST_MYSQL"
 const maxMySQLConns = 12
 
 // MySQLDB returns a fresh database of its own on the server named by
-// MySQLEnv, through the mysql driver, migrated with schema.Migrate. The
+// [MySQLEnv], through the mysql driver, migrated with [schema.Migrate]. The
 // database is dropped and the pool closed when the test ends. It skips
 // the test, naming MySQLEnv, when the variable is unset.
 func MySQLDB(t testing.TB) *DB[*sql.Tx] {

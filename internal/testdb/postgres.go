@@ -221,7 +221,7 @@ const skipMessage = "PostgreSQL tests skipped: set " + PostgresEnv + " (for exam
 // tests through a pooler (PgBouncer), as a pgx connection string of the
 // pooler, for example
 // postgres://postgres@127.0.0.1:6432/test?sslmode=disable&default_query_exec_mode=exec.
-// The pooler must map every database name to the server of PostgresEnv (a
+// The pooler must map every database name to the server of [PostgresEnv] (a
 // wildcard entry, "* = host=127.0.0.1 port=5432"), which stays set: each
 // test gets a database of its own, made and dropped over PostgresEnv's
 // direct connection and reached through the pooler, since PgBouncer refuses
@@ -231,7 +231,7 @@ const skipMessage = "PostgreSQL tests skipped: set " + PostgresEnv + " (for exam
 const PgBouncerEnv = "IDEMLEDGER_TEST_PGBOUNCER"
 
 // PgBouncerModeEnv names the environment variable that says how the
-// pooler of PgBouncerEnv pools: "transaction" (the default) or "session".
+// pooler of [PgBouncerEnv] pools: "transaction" (the default) or "session".
 // Tests of what only one mode allows read it through Pooling.
 const PgBouncerModeEnv = "IDEMLEDGER_TEST_PGBOUNCER_MODE"
 
@@ -248,12 +248,12 @@ func Pooling() string {
 }
 
 // PostgresDSN returns a database/sql pool (pgx's stdlib) on a fresh
-// PostgreSQL namespace of its own, migrated with schema.Migrate, and the
+// PostgreSQL namespace of its own, migrated with [schema.Migrate], and the
 // connection string that reaches it, for tests that connect again (from
-// another process, with pgx, ...). Directly (PostgresEnv alone) the
+// another process, with pgx, ...). Directly ([PostgresEnv] alone) the
 // namespace is a schema in PostgresEnv's database, alone on the
 // search_path of every connection of that string; through a pooler
-// (PgBouncerEnv) it is a database of its own, whose public schema holds
+// ([PgBouncerEnv]) it is a database of its own, whose public schema holds
 // the tables. It is dropped (a pooled database: emptied) and the pool
 // closed when the test ends. It
 // skips the test, with a message naming PostgresEnv, when the variable is

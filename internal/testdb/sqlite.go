@@ -26,7 +26,7 @@ var sqliteEngine = &Engine{
 		`CREATE TRIGGER refuse_key BEFORE INSERT ON idempotency_ledger
 		 WHEN NEW.key = 'refused' BEGIN SELECT RAISE(ABORT, 'refused key'); END`,
 	},
-	// BEGIN IMMEDIATE (sqlite.Open) takes the write lock: LockLedger ""
+	// BEGIN IMMEDIATE ([sqlite.Open]) takes the write lock: LockLedger ""
 	// and no LockWait.
 	SavepointOutsideTx: "on SQLite a SAVEPOINT outside a transaction begins one",
 	WritesNothing:      sqliteWritesNothing,
@@ -85,9 +85,9 @@ func SQLiteDB(t testing.TB, o sqlite.Options) *DB[*sql.Tx] {
 }
 
 // SQLiteFile returns a new SQLite database file in t.TempDir(), opened
-// with o (sqlite.Options{} for the defaults: WAL, busy_timeout, immediate
+// with o ([sqlite.Options]{} for the defaults: WAL, busy_timeout, immediate
 // transactions, synchronous FULL), and migrated with
-// schema.Migrate; it also returns the file's path, for tests that open the
+// [schema.Migrate]; it also returns the file's path, for tests that open the
 // same file again (from another process, for example). It is closed when
 // the test ends. Any failure ends the test.
 func SQLiteFile(t testing.TB, o sqlite.Options) (db *sql.DB, path string) {
@@ -104,7 +104,7 @@ func SQLiteFile(t testing.TB, o sqlite.Options) (db *sql.DB, path string) {
 	return db, path
 }
 
-// SQLitePool returns a fresh SQLite database (see SQLiteFile) as a *sql.DB.
+// SQLitePool returns a fresh SQLite database (see SQLiteFile) as a *[sql.DB].
 func SQLitePool(t testing.TB) *sql.DB {
 	t.Helper()
 	db, _ := SQLiteFile(t, sqlite.Options{})

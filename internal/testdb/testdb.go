@@ -27,7 +27,7 @@ import (
 // The registry of drivers under test: each engine's file (sqlite.go,
 // postgres.go, mysql.go) registers its drivers from its init function,
 // with the function that opens a fresh, migrated database through each,
-// and every behaviour test runs on them. sqlDrivers take *sql.Tx,
+// and every behaviour test runs on them. sqlDrivers take *[sql.Tx],
 // pgxDrivers pgx.Tx. A new engine adds a file here, and no test changes.
 var (
 	sqlDrivers []*sqlEntry
@@ -95,7 +95,7 @@ func byName(a, b string) int {
 // Engine is what the tests know of one database engine, beyond the
 // ledger's driver: its SQL dialect and the ways it locks, which a test of
 // a guarantee must name to provoke or observe it. Each engine's file holds
-// its one Engine; tests reach it as DB.Eng or through EngineOf, and never
+// its one Engine; tests reach it as [DB.Eng] or through [EngineOf], and never
 // name an engine themselves.
 type Engine struct {
 	// Name is the engine's name ("sqlite", "postgres", "mysql"): that of
@@ -148,7 +148,7 @@ type LockWait struct{ Session, Waiting string }
 // holds two standing records, "done" (completed) and "held" (in flight
 // under a live lease), and the test's orders table exists.
 type Quiet struct {
-	// SQL reaches the database (DB.SQL).
+	// SQL reaches the database ([DB.SQL]).
 	SQL *sql.DB
 	// Answer gives every answer a plain read may give once (a replay, a
 	// lookup, a key reused, a key in flight) and checks each.
@@ -161,7 +161,7 @@ type Quiet struct {
 	Mutate func(t *testing.T, setup, query string) []Mutated
 }
 
-// Mutated is one run of Quiet.Mutate: Request names it; Ran says the
+// Mutated is one run of [Quiet.Mutate]: Request names it; Ran says the
 // callback ran, Busy that Mutate failed with ledger.ErrBusy; Query is
 // what the query returned; Err is Mutate's error.
 type Mutated struct {
@@ -231,7 +231,7 @@ type DB[TTx any] struct {
 	query   func(ctx context.Context, tx TTx, query string, args ...any) (int64, error)
 }
 
-// CloseDriverDB closes the database handle the driver holds (the *sql.DB,
+// CloseDriverDB closes the database handle the driver holds (the *[sql.DB],
 // or the *pgxpool.Pool), as a store that goes away: every later operation
 // of the driver fails.
 func (d *DB[TTx]) CloseDriverDB() { d.closeDB() }
@@ -289,7 +289,7 @@ func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*te
 	}
 }
 
-// EachSQL runs body on the database/sql drivers only: for tests of what only database/sql has (a *sql.Conn, a
+// EachSQL runs body on the database/sql drivers only: for tests of what only database/sql has (a *[sql.Conn], a
 // faulty database/sql driver). Say why at the call.
 func EachSQL(t *testing.T, body func(*testing.T, *DB[*sql.Tx])) {
 	t.Helper()

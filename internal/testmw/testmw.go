@@ -15,7 +15,7 @@ import (
 	"github.com/idemledger/idemledger/ledger"
 )
 
-// Each runs f once per driver of testdb.Drivers, as subtests named after
+// Each runs f once per driver of [testdb.Drivers], as subtests named after
 // them; a server engine's ones skip when its variable is unset.
 func Each(t *testing.T, f func(t *testing.T, driver string)) {
 	for _, d := range testdb.Drivers() {
@@ -30,8 +30,8 @@ type Store struct {
 	DB  *sql.DB
 }
 
-// Middleware returns idemhttp.Middleware with opts on a fresh ledger of
-// the driver named driver (a name of testdb.Drivers), and its
+// Middleware returns [idemhttp.Middleware] with opts on a fresh ledger of
+// the driver named driver (a name of [testdb.Drivers]), and its
 // Store. Any failure ends the test.
 func Middleware(t testing.TB, driver string, opts idemhttp.Options) (func(http.Handler) http.Handler, Store) {
 	t.Helper()

@@ -205,7 +205,7 @@ WHERE state = 'in_flight'
 ORDER BY created_at, scope, `key`
 LIMIT ?;
 
--- The recorded steps of an operation (schema migration 8, issue 36).
+-- The recorded steps of an operation (schema migration 8).
 
 -- name: StepsGet :many
 -- The steps recorded for the key by the operation of the fingerprint.

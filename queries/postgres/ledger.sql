@@ -69,16 +69,15 @@ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now;
 -- expression and r's open are computed once and the rest of the statement
 -- reads their values, where merged subqueries copy the expressions into
 -- every place that names them (the clock into open, open into the
--- filter), which cost a replay's claim about 5 µs of server time
--- (pgbench, prepared statements; BENCHMARKS.md, issue 22). r is kept
+-- filter), which cost a replay's claim server time at every execution.
+-- r is kept
 -- whole by LIMIT 1 rather than OFFSET 0: it tells the planner what the
 -- primary key guarantees, one row at most, which its estimate from the
 -- table's statistics may not. On a table whose rows shared one scope and
 -- whose statistics were stale it estimated two, and the generic plan,
 -- kept by the connection until the next ANALYZE, read the row through a
 -- bitmap scan and put a Memoize node before the function's subquery,
--- both set up at every execution: 10-15 µs of server CPU more on a replay
--- and 25-40 µs on a first claim (BENCHMARKS.md, issue 22, 2026-12-03).
+-- both set up at every execution (the server CPU they cost: BENCHMARKS.md, "PostgreSQL replays and TxHandler beside their floors").
 SELECT clock.now::bigint AS now,
        (CASE WHEN w.won_fence IS NOT NULL THEN 'won' ELSE COALESCE(r.state, '') END)::text AS state,
        (CASE WHEN w.won_fence IS NOT NULL THEN w.won_fence ELSE COALESCE(r.fence, 0) END)::bigint AS fence,
@@ -250,23 +249,22 @@ RETURNING l.lease_expires_at;
 -- waits for another and their lock orders cannot cross into a deadlock.
 -- The lower bound is what keeps batches cheap: the rows deleted before
 -- stay in the expiry index as dead entries until VACUUM, and a batch
--- that started from the head of the index stepped over all of them (27
--- ms for 10 rows after 700,000 deletes, issue 25); from @after, the index
+-- that started from the head of the index stepped over all of them, and
+-- each batch was slower than the one before; from @after, the index
 -- descends straight to the first row not yet deleted.
 -- The rows are deleted where the lock found them (ctid), not looked up
 -- again by primary key: with random keys, each lookup read a page of the
--- primary-key index of its own, most of a batch's time (issue 25). A ctid
+-- primary-key index of its own, most of a batch's time. A ctid
 -- is safe here: the row stays locked from the sub-select to the DELETE, so
 -- nothing moves or replaces it; and if the lock had to follow a newer
 -- version, that version is not visible to the DELETE's snapshot and is
 -- left alone.
 -- The batch's transaction commits as any other, waiting for its WAL to
--- reach the disk. Committed asynchronously (tried for issue 25), a batch
--- left its WAL (about 690 kB for 1,000 rows) for the next request that
--- committed to flush: at 5M records the load's p99 beside the purge was
--- 3.4× its own without it, against 1.7× with each batch flushing its own,
--- at the same rows a second (the default pause between batches hides the
--- flush's milliseconds).
+-- reach the disk. Committed asynchronously, a batch left its WAL for the
+-- next request that committed to flush, and the requests beside the purge
+-- waited for it; flushing its own costs the purge no rows a second, since
+-- the default pause between batches hides the flush (BENCHMARKS.md,
+-- "PostgreSQL purge").
 WITH purged AS (
     DELETE FROM idempotency_ledger AS d
     WHERE d.ctid = ANY (ARRAY(
@@ -285,7 +283,7 @@ FROM purged AS p;
 
 -- name: Stats :one
 -- Counts rows for the stats command through indexes, never reading the
--- table's rows (issue 25: reading them all took 1.2 s at 5M records).
+-- table's rows (reading them all takes seconds on a large table).
 --   total: the planner's row count (pg_class.reltuples, as of the last
 --     VACUUM or ANALYZE, autovacuum's included), an estimate; an exact
 --     count(*) when the table was never analyzed (reltuples < 0);
@@ -295,9 +293,9 @@ FROM purged AS p;
 --     times: the statement read 8,864 buffers with 50,000 records in flight
 --     and 150,000 completed, 5,657 in one scan);
 --   expired: the entries of the expiry index up to @now (an index-only
---     scan where the visibility map allows), counted up to 100,001 (2.5M
---     of them took 0.6 s); past that the drivers ask the planner for its
---     estimate instead (issue 25); less the in-flight rows there whose
+--     scan where the visibility map allows), counted up to 100,001 (counting
+--     millions takes most of a second); past that the drivers ask the
+--     planner for its estimate instead; less the in-flight rows there whose
 --     lease still holds;
 --   released: exact, the entries of the partial index of released rows;
 --   oldest_expires_at: the first expired row in expiry order;
@@ -355,7 +353,7 @@ WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
 LIMIT @max_rows::bigint;
 
--- The recorded steps of an operation (schema migration 8, issue 36).
+-- The recorded steps of an operation (schema migration 8).
 
 -- name: StepsGet :many
 -- The steps recorded for the key by the operation of @fingerprint.

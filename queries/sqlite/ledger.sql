@@ -145,7 +145,7 @@ WHERE rowid IN (
 
 -- name: Stats :one
 -- Counts rows for the stats command through indexes, never reading the
--- table's rows (issue 25: reading them all took 2.3 s at 5M records):
+-- table's rows (reading them all takes seconds on a large table):
 --   total: count(*), which SQLite answers by counting the entries of its
 --     smallest index page by page, without decoding them: exact;
 --   the in-flight figures: through the partial index of in-flight rows,
@@ -173,8 +173,8 @@ SELECT
     (SELECT count(*) FROM (SELECT 1 FROM idempotency_ledger AS e
         WHERE e.expires_at <= @now LIMIT 100001)) AS expires_passed,
     -- The unary + keeps SQLite from reading this through the expiry index
-    -- (every expired row, then the table) instead of the in-flight one: at
-    -- 2.5M expired records that took 1.5 s.
+    -- (every expired row, then the table) instead of the in-flight one,
+    -- which took seconds with millions of expired records.
     (SELECT count(*) FROM idempotency_ledger AS f
         WHERE f.state = 'in_flight' AND +f.expires_at <= @now AND f.lease_expires_at > @now) AS expires_passed_leased,
     CAST(COALESCE((SELECT min(r.rowid) FROM idempotency_ledger AS r), 0) AS INTEGER) AS first_rowid,
@@ -210,7 +210,7 @@ WHERE state = 'in_flight'
 ORDER BY created_at, scope, key
 LIMIT @max_rows;
 
--- The recorded steps of an operation (schema migration 8, issue 36).
+-- The recorded steps of an operation (schema migration 8).
 
 -- name: StepsGet :many
 -- The steps recorded for the key by the operation of @fingerprint.

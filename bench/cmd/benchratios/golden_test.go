@@ -20,7 +20,7 @@ import (
 // from sectionDates). The command's output was first checked byte for byte against the Python script it
 // replaced, on the rounds of 2026-11-29 (git show
 // 54003fe:bench/results/pairs.py); TestGoldenTablesInBenchmarksMD keeps
-// BENCHMARKS.md showing these tables. When the benchmarks are run again,
+// BENCHMARKS.md showing the tables of the sections it still prints. When the benchmarks are run again,
 // commit the new rounds, set resultsDate, and rewrite the goldens and the
 // tables of BENCHMARKS.md together.
 const resultsDate = "2026-11-30"
@@ -74,16 +74,22 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestGoldenTablesInBenchmarksMD checks that every table of the goldens is
-// in BENCHMARKS.md as printed, in the same order, so that the figures there
-// are the ones this command computes from the committed rounds.
+// shown are the sections whose tables BENCHMARKS.md still prints: the
+// others were superseded by later runs (their goldens still pin this
+// command's output on their committed rounds, and git keeps the text).
+var shown = []string{"ledger-sqlite-row", "ledger-postgres-pgx-quiet"}
+
+// TestGoldenTablesInBenchmarksMD checks that every table of the shown
+// goldens is in BENCHMARKS.md as printed, in the same order, so that the
+// figures there are the ones this command computes from the committed
+// rounds.
 func TestGoldenTablesInBenchmarksMD(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join("..", "..", "..", "BENCHMARKS.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(md)
-	for _, s := range sections {
+	for _, s := range shown {
 		at := 0
 		for i, table := range tables(string(readGolden(t, s))) {
 			k := strings.Index(doc[at:], "\n"+table)

@@ -1,1 +1,0 @@
-SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence, status, headers, body, created_at, completed_at, expires_at, committed_at, kind, floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint AS now FROM idempotency_ledger WHERE scope = $1 AND key = $2;
