@@ -167,9 +167,10 @@ type Config struct {
 func Decide(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decision {
 	var waitUntil time.Time
 	for attempt := 1; ; attempt++ {
+		sent := time.Now()
 		c, err := l.Claim(ctx, req)
 		if err == nil {
-			return decided(ctx, l, c, cfg)
+			return decided(ctx, l, c, cfg, sent)
 		}
 		var inFlight *ledger.InFlightError
 		if cfg.Wait > 0 && errors.As(err, &inFlight) && ctx.Err() == nil {
@@ -199,10 +200,26 @@ const (
 	waitMaxPoll   = 100 * time.Millisecond
 )
 
-// decided is the verdict of a claim that Claim answered without error.
-func decided(ctx context.Context, l Ledger, c *ledger.Claim, cfg Config) Decision {
+// decided is the verdict of a claim that Claim, called at sent, answered
+// without error.
+func decided(ctx context.Context, l Ledger, c *ledger.Claim, cfg Config, sent time.Time) Decision {
 	if !c.Replayed() {
-		return Decision{Verdict: Claimed, Run: Start(ctx, l, c, cfg.emit())}
+		if time.Since(sent) > l.Lease()/4 {
+			// The claim waited (behind a lock on the record, a slow store)
+			// for much of a lease that the store counts from when the
+			// statement began: a retry could take the key over moments
+			// after the handler starts. Renew the lease first, so that the
+			// handler starts with a whole one and the heartbeat counts
+			// from the renewal.
+			sent = time.Now()
+			if err := l.Extend(context.WithoutCancel(ctx), c); err != nil {
+				if errors.Is(err, ledger.ErrLeaseLost) {
+					err = &ledger.InFlightError{RetryAfter: time.Second}
+				}
+				return Refuse(ctx, err, cfg)
+			}
+		}
+		return Decision{Verdict: Claimed, Run: start(ctx, l, c, cfg.emit(), sent)}
 	}
 	if out := c.Replay.Outcome; out.Kind == KindNotStored {
 		ref := Refusal{Why: NotStored, Status: out.Status, Reason: ledger.Reason(out.Body)}
@@ -236,7 +253,7 @@ func settle(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decis
 		return Refuse(ctx, err, cfg)
 	}
 	if c.Replayed() || c.CommittedAt.IsZero() {
-		return decided(ctx, l, c, cfg)
+		return decided(ctx, l, c, cfg, time.Now())
 	}
 	// The run recorded steps: the operation can be finished, not just
 	// declared gone. This request runs it, resuming after them.
@@ -245,7 +262,7 @@ func settle(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decis
 		// request settles it. Not "gone" on a guess.
 		return Refuse(ctx, err, cfg)
 	} else if resume {
-		return decided(ctx, l, c, cfg)
+		return decided(ctx, l, c, cfg, time.Now())
 	}
 	if err := l.Complete(context.WithoutCancel(ctx), c, ledger.Outcome{Kind: KindNotStored}); err != nil {
 		// The marker did not land: the record stays in flight under this

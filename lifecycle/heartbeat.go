@@ -65,7 +65,7 @@ type beat struct {
 // end of the lease: the extension's error when it matches
 // ledger.ErrLeaseLost, or ErrLeaseExpired when the lease ran out unconfirmed
 // (it may hear of both, in either order).
-func startBeat(lease time.Duration, extend func() error, failed, lost func(error)) *beat {
+func startBeat(lease, elapsed time.Duration, extend func() error, failed, lost func(error)) *beat {
 	b := &beat{}
 	every := lease / 3
 	tick := func() {
@@ -107,11 +107,11 @@ func startBeat(lease time.Duration, extend func() error, failed, lost func(error
 		lost(ErrLeaseExpired)
 	}
 	b.mu.Lock()
-	// The claim's lease began when the server ran it, before Start was
-	// called: end fires later than the server's end by the time the
-	// claim's reply took, a few milliseconds against a lease of seconds.
-	b.end = time.AfterFunc(lease, expire)
-	b.timer = time.AfterFunc(every, tick)
+	// The lease began elapsed ago, when the claim (or the renewal that
+	// followed a slow claim) was sent: the server's lease cannot end
+	// later than that plus the lease.
+	b.end = time.AfterFunc(max(lease-elapsed, 0), expire)
+	b.timer = time.AfterFunc(max(every-elapsed, 0), tick)
 	b.mu.Unlock()
 	return b
 }

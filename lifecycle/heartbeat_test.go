@@ -109,7 +109,7 @@ func TestHeartbeat(t *testing.T) {
 				return tt.extend(n)
 			}
 			start := time.Now()
-			b := startBeat(lease, extend, r.onFailed, r.onLost)
+			b := startBeat(lease, 0, extend, r.onFailed, r.onLost)
 			time.Sleep(tt.run)
 			stopped := make(chan struct{})
 			go func() { b.Stop(); close(stopped) }()
@@ -146,7 +146,7 @@ func TestErrLeaseExpiredIsLeaseLost(t *testing.T) {
 func TestHeartbeatNothingAfterStop(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		r := &reports{}
-		b := startBeat(10*time.Millisecond, func() error { return errors.New("down") }, r.onFailed, r.onLost)
+		b := startBeat(10*time.Millisecond, 0, func() error { return errors.New("down") }, r.onFailed, r.onLost)
 		time.Sleep(time.Duration(i%12) * time.Millisecond)
 		b.Stop()
 		_, _, before, _ := r.snapshot()

@@ -47,6 +47,12 @@ type Run struct {
 // EventClaimed and starts the heartbeat. emit receives every event of the
 // run; the integration fills in what it knows of the request.
 func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Event)) *Run {
+	return start(ctx, l, c, emit, time.Now())
+}
+
+// start is Start for a claim whose lease, as last confirmed, began at
+// sent: the heartbeat counts the lease's end from there.
+func start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Event), sent time.Time) *Run {
 	r := &Run{l: l, claim: c, marked: *c, emit: emit, base: context.WithoutCancel(ctx)}
 	emit(ledger.Event{Kind: ledger.EventClaimed})
 	extend := func() error {
@@ -66,7 +72,7 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 		}
 		r.lose(err)
 	}
-	r.hb = startBeat(l.Lease(), extend, failed, lost)
+	r.hb = startBeat(l.Lease(), time.Since(sent), extend, failed, lost)
 	return r
 }
 
