@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -565,7 +566,9 @@ func TestSilence(t *testing.T) {
 	}
 	roundTrip(t, open, "c", "re:c")
 
-	// A close while silent: the server reads the held byte, then EOF.
+	// A close while silent: the server reads the held byte, then EOF, or
+	// a reset when its reply to that byte found the client gone first
+	// (which of the two is a race of the proxy's two directions).
 	p.Silence()
 	if _, err := late.Write([]byte("d")); err != nil {
 		t.Fatal(err)
@@ -580,8 +583,8 @@ func TestSilence(t *testing.T) {
 	p.Resume()
 	select {
 	case err := <-ended:
-		if err != nil {
-			t.Errorf("server side after Resume: %v, want EOF", err)
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("server side after Resume: %v, want EOF or a reset", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("server side still open 5s after Resume")
