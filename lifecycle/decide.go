@@ -193,8 +193,8 @@ func Decide(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decis
 }
 
 // The waits between the polls of a waiting duplicate: short at first,
-// since most handlers answer in milliseconds, then no more often than a
-// few times a second per waiting request.
+// since most handlers answer in milliseconds, then about ten times a
+// second per waiting request.
 const (
 	waitFirstPoll = 5 * time.Millisecond
 	waitMaxPoll   = 100 * time.Millisecond
@@ -244,6 +244,7 @@ const KindNotStored = "not_stored"
 // the holder stored in time, or a claim of a record released or expired.
 func settle(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decision {
 	req.Recover = true
+	sent := time.Now()
 	c, err := l.Claim(ctx, req)
 	if err != nil {
 		if errors.Is(err, ledger.ErrCommitted) {
@@ -253,7 +254,7 @@ func settle(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decis
 		return Refuse(ctx, err, cfg)
 	}
 	if c.Replayed() || c.CommittedAt.IsZero() {
-		return decided(ctx, l, c, cfg, time.Now())
+		return decided(ctx, l, c, cfg, sent)
 	}
 	// The run recorded steps: the operation can be finished, not just
 	// declared gone. This request runs it, resuming after them.
@@ -262,7 +263,7 @@ func settle(ctx context.Context, l Ledger, req ledger.Request, cfg Config) Decis
 		// request settles it. Not "gone" on a guess.
 		return Refuse(ctx, err, cfg)
 	} else if resume {
-		return decided(ctx, l, c, cfg, time.Now())
+		return decided(ctx, l, c, cfg, sent)
 	}
 	if err := l.Complete(context.WithoutCancel(ctx), c, ledger.Outcome{Kind: KindNotStored}); err != nil {
 		// The marker did not land: the record stays in flight under this
