@@ -78,16 +78,16 @@ func pgxURL(dsn string) string {
 // PgBouncer. A mode the URL names is kept.
 func execMode(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil {
-		return dsn // pgx reports the URL's fault
+	if err != nil || u.Query().Has("default_query_exec_mode") {
+		return dsn // pgx reports a URL's fault itself
 	}
-	q := u.Query()
-	if q.Has("default_query_exec_mode") {
-		return dsn
+	// Appended, not re-encoded: the URL keeps its own order and spelling,
+	// which error messages quote (passwords blotted out).
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
 	}
-	q.Set("default_query_exec_mode", "exec")
-	u.RawQuery = q.Encode()
-	return u.String()
+	return dsn + sep + "default_query_exec_mode=exec"
 }
 
 // keyValueDSN matches the start of a key=value PostgreSQL connection

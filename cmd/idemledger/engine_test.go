@@ -36,7 +36,7 @@ func TestDSNForms(t *testing.T) {
 func TestExecMode(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"postgres://u:pw@h:5432/db", "postgres://u:pw@h:5432/db?default_query_exec_mode=exec"},
-		{"postgres://u@h/db?sslmode=disable", "postgres://u@h/db?default_query_exec_mode=exec&sslmode=disable"},
+		{"postgres://u@h/db?sslmode=disable", "postgres://u@h/db?sslmode=disable&default_query_exec_mode=exec"},
 		{"postgres://u@h/db?default_query_exec_mode=simple_protocol", "postgres://u@h/db?default_query_exec_mode=simple_protocol"},
 	}
 	for _, tt := range tests {
