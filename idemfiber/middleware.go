@@ -196,7 +196,7 @@ func (cfg *config) refused(c fiber.Ctx, p *request, d lifecycle.Decision, lease 
 	e, ref := d.Event, d.Refusal
 	switch ref.Why {
 	case lifecycle.InFlight:
-		secs := retryAfterSeconds(ref.RetryAfter, min(lease, cfg.retryAfter))
+		secs := idemhttp.RetryAfterSeconds(ref.RetryAfter, min(lease, cfg.retryAfter))
 		e.Status = http.StatusConflict
 		cfg.emit(p, e)
 		c.Set("Retry-After", strconv.FormatInt(secs, 10))
@@ -205,7 +205,12 @@ func (cfg *config) refused(c fiber.Ctx, p *request, d lifecycle.Decision, lease 
 	case lifecycle.NotStored:
 		e.Status = http.StatusGone
 		cfg.emit(p, e)
-		return cfg.refuseNotStored(c, 0, reasonCommitted)
+		why := reasonCommitted
+		if ref.Reason == ledger.ReasonOversized {
+			// A marker stored because the store refused the answer's size.
+			why = reasonOversized
+		}
+		return cfg.refuseNotStored(c, ref.Status, why)
 	case lifecycle.KeyReused:
 		e.Status = http.StatusUnprocessableEntity
 		cfg.emit(p, e)
@@ -219,7 +224,7 @@ func (cfg *config) refused(c fiber.Ctx, p *request, d lifecycle.Decision, lease 
 		e.Status = http.StatusServiceUnavailable
 		cfg.emit(p, e)
 		// Retry-After is the configured cap, as idemhttp answers it.
-		secs := retryAfterSeconds(cfg.retryAfter, cfg.retryAfter)
+		secs := idemhttp.RetryAfterSeconds(cfg.retryAfter, cfg.retryAfter)
 		c.Set("Retry-After", strconv.FormatInt(secs, 10))
 		return cfg.refuse(c, idemhttp.Refusal{Status: http.StatusServiceUnavailable, Code: idemhttp.CodeBusy,
 			Detail: "the idempotency store is busy; retry later", RetryAfter: time.Duration(secs) * time.Second, Err: ref.Err})
@@ -230,15 +235,6 @@ func (cfg *config) refused(c fiber.Ctx, p *request, d lifecycle.Decision, lease 
 	cfg.emit(p, e)
 	return cfg.refuse(c, idemhttp.Refusal{Status: http.StatusServiceUnavailable, Code: idemhttp.CodeUnavailable,
 		Detail: "the idempotency store is unavailable; retry later", Err: ref.Err})
-}
-
-// retryAfterSeconds converts a wait to a Retry-After value (RFC 9110
-// Section 10.2.3): whole seconds, rounded up, at least 1 and at most
-// limit, rounded up.
-func retryAfterSeconds(d, limit time.Duration) int64 {
-	s := int64((d + time.Second - 1) / time.Second)
-	top := max(int64((limit+time.Second-1)/time.Second), 1)
-	return min(max(s, 1), top)
 }
 
 // emit reports e, an event of the protected request p, to the observer,

@@ -118,15 +118,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-// neverStored are the fields no option can add to the replay allowlist:
-// the list of idemhttp, which does not export it.
-var neverStored = map[string]bool{
-	"Set-Cookie": true, "Authorization": true, "Proxy-Authorization": true, "Cookie": true,
-	"Connection": true, "Keep-Alive": true,
-	"Proxy-Connection": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Trailer": true, "Te": true, "Content-Length": true,
-}
-
 // config is Options with the defaults filled in.
 type config struct {
 	scope            func(fiber.Ctx) (string, error)
@@ -198,7 +189,7 @@ func newConfig(o Options, maxKey int) *config {
 	for _, list := range [][]string{idemhttp.DefaultReplayHeaders, o.ReplayHeaders} {
 		for _, name := range list {
 			name = http.CanonicalHeaderKey(name)
-			if !neverStored[name] {
+			if !idemhttp.NeverStored(name) {
 				c.allow[name] = true
 			}
 		}

@@ -51,6 +51,13 @@ var neverStored = map[string]bool{
 	"Trailer": true, "Te": true, "Content-Length": true,
 }
 
+// NeverStored reports whether the header field name (in canonical form,
+// as [http.CanonicalHeaderKey] makes it) is one that no option adds to
+// the replayed fields: credentials, cookies and the fields of one
+// connection. A transport of another framework uses it to keep the same
+// list as this package.
+func NeverStored(name string) bool { return neverStored[name] }
+
 // FailurePolicy says what the middleware does when the ledger cannot be
 // reached.
 type FailurePolicy int

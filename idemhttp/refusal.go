@@ -150,9 +150,13 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, ref Refusal) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// retryAfterSeconds converts a lease remainder to a Retry-After value (RFC
-// 9110 Section 10.2.3): whole seconds, rounded up, at least 1 (an answer of
-// 0 invites a busy loop) and at most the lease, which bounds any wait.
+// RetryAfterSeconds converts a wait d to the value of a Retry-After field
+// (RFC 9110 Section 10.2.3), in whole seconds: d rounded up, at least 1 (an
+// answer of 0 invites a busy loop) and at most limit rounded up (the lease,
+// which bounds any wait, or a configured cap). A transport of another
+// framework uses it to answer as this package does.
+func RetryAfterSeconds(d, limit time.Duration) int64 { return retryAfterSeconds(d, limit) }
+
 func retryAfterSeconds(d, lease time.Duration) int64 {
 	s := int64((d + time.Second - 1) / time.Second)
 	max := int64((lease + time.Second - 1) / time.Second)

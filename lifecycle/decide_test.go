@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestDecide(t *testing.T) {
 		}
 		first.Run.Stop()
 		first.Run.Complete(created, "", 201, nil)
-		if got, want := ev.take(), []string{"claimed", "stored"}; !equal(got, want) {
+		if got, want := ev.take(), []string{"claimed", "stored"}; !slices.Equal(got, want) {
 			t.Errorf("run's events %v, want %v", got, want)
 		}
 		if got, want := summary(lifecycle.Decide(ctx, l, request("k1", "a"), cfg)), (verdict{Verdict: lifecycle.Replayed, Body: "paid", Event: "replayed"}); got != want {
@@ -212,7 +213,7 @@ func TestNotStoredIsFinal(t *testing.T) {
 		}
 		// The store answers again, and the first run's answer arrives.
 		first.Run.Complete(created, "", 201, nil)
-		if got, want := ev.take(), []string{"claimed", "committed", "lease_lost/complete"}; !equal(got, want) {
+		if got, want := ev.take(), []string{"claimed", "committed", "lease_lost/complete"}; !slices.Equal(got, want) {
 			t.Errorf("first run's events %v, want %v", got, want)
 		}
 		for i := range 2 {
@@ -294,16 +295,4 @@ func TestAnswerAfterLostLeaseNotStored(t *testing.T) {
 			t.Errorf("retry: %+v, want %+v (the refusal given after the lease was lost must not be stored)", got, want)
 		}
 	})
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

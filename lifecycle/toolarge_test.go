@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func testTooLargeKeepsMarker[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	}
 	first.Run.Stop()
 	first.Run.Complete(ledger.Outcome{Kind: "test", Status: 201, Body: bytes.Repeat([]byte("x"), int(limit))}, "", 201, nil)
-	if got, want := ev.take(), []string{"claimed", "stored"}; !equal(got, want) {
+	if got, want := ev.take(), []string{"claimed", "stored"}; !slices.Equal(got, want) {
 		t.Errorf("run's events %v, want %v", got, want)
 	}
 	clk.Advance(2 * lease)
