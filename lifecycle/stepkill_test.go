@@ -12,13 +12,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemledger/idemledger/consume"
 	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/lifecycle"
-	"github.com/idemledger/idemledger/sqlite"
 )
 
 // The kill matrix runs this test binary again as a worker process that
@@ -298,28 +296,12 @@ func count[TTx any](t *testing.T, d *testdb.DB[TTx], table, key string) int {
 // until its kill point.
 func killWorker(t *testing.T, name string) {
 	source, point, key := os.Getenv(killSourceEnv), os.Getenv(killPointEnv), os.Getenv(killKeyEnv)
-	var db *sql.DB
-	var err error
-	switch name {
-	case testdb.SQLite:
-		db, err = sqlite.Open(source)
-	case testdb.MySQL:
-		db, err = sql.Open("mysql", source)
-	default:
-		db, err = sql.Open("pgx", source)
-	}
+	err := testdb.Connect(name, source, testdb.Conns{},
+		func(d *testdb.DB[*sql.Tx]) { killWork(t, d, point, key) },
+		func(d *testdb.DB[pgx.Tx]) { killWork(t, d, point, key) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name == testdb.PgxV5 {
-		pool, err := pgxpool.New(context.Background(), source)
-		if err != nil {
-			t.Fatal(err)
-		}
-		killWork(t, testdb.WrapPgx(pool, db, source), point, key)
-		return
-	}
-	killWork(t, testdb.WrapSQL(name, db, source), point, key)
 }
 
 func killWork[TTx any](t *testing.T, d *testdb.DB[TTx], point, key string) {
