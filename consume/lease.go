@@ -115,8 +115,8 @@ func (c *Consumer[TTx]) Handle(ctx context.Context, msg Message, fn Handler) Dec
 // into the record before Commit returns ([ledger.Ledger.Commit]): should the
 // process die before the outcome is stored, a redelivery after the lease
 // gets [DeadLetter] ([ReasonOutcomeNotStored]), or with [Options.Recover] runs
-// again knowing it (Recovered). If the mark cannot be written, an event
-// with Op "commit" reports it and the mark holds in this process only.
+// again knowing it (Recovered). A store that fails or blocks meanwhile is
+// waited out, for as long as [lifecycle.Run.Commit] says.
 //
 // It reports whether ctx belongs to a run of Handle (HandleTx has no
 // commit point: the transaction is one). Calling it again is harmless. It

@@ -15,9 +15,9 @@ import (
 // (ledger.Ledger.Commit): should the process die before the answer is
 // stored, a retry after the lease gets data_loss
 // (IDEMPOTENCY_OUTCOME_NOT_STORED) instead of a second run, or, with
-// Options.Recover, runs knowing it (Recovered). If the mark cannot be
-// written, an event with Op "commit" reports it and the mark holds in this
-// process only.
+// Options.Recover, runs knowing it (Recovered). A store that fails or
+// blocks meanwhile is waited out, for as long as [lifecycle.Run.Commit]
+// says.
 //
 // It reports whether ctx is the context of a protected call; calling it
 // again is harmless and writes nothing more. It is safe to call from any

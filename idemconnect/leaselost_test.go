@@ -16,7 +16,9 @@ import (
 // after a retry's takeover.
 type takenOver struct{ idemconnect.Ledger }
 
-func (takenOver) Extend(context.Context, *ledger.Claim) error { return ledger.ErrLeaseLost }
+func (takenOver) Extend(context.Context, *ledger.Claim) (time.Time, error) {
+	return time.Time{}, ledger.ErrLeaseLost
+}
 
 // TestLeaseLostCancelsHandler: when an extension finds the lease taken
 // over, the procedure's context is cancelled with ledger.ErrLeaseLost as

@@ -9,20 +9,15 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/idemledger/idemledger/ledger"
+	"github.com/idemledger/idemledger/lifecycle"
 )
 
-// Ledger is what the interceptor needs of a ledger: the lease-mode
-// operations bound to their database, with the contracts of the ledger
-// package's methods of the same names. A *ledger.Ledger of any driver
-// implements it. An implementation must be safe for concurrent use.
+// Ledger is what the interceptor needs of a ledger: the lifecycle's
+// lease-mode operations ([lifecycle.Ledger]) and the longest key. A
+// *[ledger.Ledger] of any driver implements it. An implementation must be
+// safe for concurrent use.
 type Ledger interface {
-	Claim(ctx context.Context, req ledger.Request) (*ledger.Claim, error)
-	Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error
-	Release(ctx context.Context, c *ledger.Claim) error
-	Extend(ctx context.Context, c *ledger.Claim) error
-	Commit(ctx context.Context, c *ledger.Claim) error
-	// Lease is how long a claim holds its key unless extended.
-	Lease() time.Duration
+	lifecycle.Ledger
 	// MaxKeyLength is the longest key Claim accepts, in bytes.
 	MaxKeyLength() int
 }

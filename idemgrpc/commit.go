@@ -18,9 +18,9 @@ import (
 // (ledger.Ledger.Commit): should the process die before the answer is
 // stored, a retry after the lease runs out gets DATA_LOSS
 // (ReasonOutcomeNotStored) instead of a second run, or, with
-// ServerOptions.Recover, runs the handler knowing it (Recovered). If the
-// mark cannot be written, an event with Op "commit" reports it and the
-// mark holds in this process only.
+// ServerOptions.Recover, runs the handler knowing it (Recovered). A store
+// that fails or blocks meanwhile is waited out, for as long as
+// [lifecycle.Run.Commit] says.
 //
 // It reports whether ctx is the context of a call protected by the server
 // interceptor (a call without a key is not); calling it again is harmless

@@ -17,7 +17,9 @@ import (
 // after a retry's takeover.
 type takenOver struct{ idemgrpc.Ledger }
 
-func (takenOver) Extend(context.Context, *ledger.Claim) error { return ledger.ErrLeaseLost }
+func (takenOver) Extend(context.Context, *ledger.Claim) (time.Time, error) {
+	return time.Time{}, ledger.ErrLeaseLost
+}
 
 // TestLeaseLostCancelsHandler: when an extension finds the lease taken
 // over, the handler's context is cancelled with ledger.ErrLeaseLost as its

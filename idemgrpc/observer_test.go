@@ -74,7 +74,7 @@ type takeover struct {
 	err   error // the takeover's failure, read after lost is closed
 }
 
-func (l *takeover) Extend(ctx context.Context, c *ledger.Claim) error {
+func (l *takeover) Extend(ctx context.Context, c *ledger.Claim) (time.Time, error) {
 	if l.first.Swap(true) {
 		return l.Ledger.Extend(ctx, c)
 	}
@@ -88,7 +88,7 @@ func (l *takeover) Extend(ctx context.Context, c *ledger.Claim) error {
 		}
 		if err != nil {
 			l.err = err
-			return err
+			return time.Time{}, err
 		}
 		break
 	}
@@ -342,10 +342,10 @@ func (l *leaky) Release(ctx context.Context, c *ledger.Claim) error {
 	return l.Ledger.Release(ctx, c)
 }
 
-func (l *leaky) Extend(ctx context.Context, c *ledger.Claim) error {
+func (l *leaky) Extend(ctx context.Context, c *ledger.Claim) (time.Time, error) {
 	if err := l.leak("extend", c.Request); err != nil && l.extends.Add(1) == 1 {
 		close(l.extendFailed)
-		return err
+		return time.Time{}, err
 	}
 	return l.Ledger.Extend(ctx, c)
 }

@@ -90,15 +90,15 @@ type extendCounter struct {
 	extended chan struct{}
 }
 
-func (e extendCounter) Extend(ctx context.Context, c *ledger.Claim) error {
-	err := e.Ledger.Extend(ctx, c)
+func (e extendCounter) Extend(ctx context.Context, c *ledger.Claim) (time.Time, error) {
+	until, err := e.Ledger.Extend(ctx, c)
 	if err == nil {
 		select {
 		case e.extended <- struct{}{}:
 		default: // nobody counts any more
 		}
 	}
-	return err
+	return until, err
 }
 
 // TestHeartbeat: a handler slower than the lease keeps its key, since the

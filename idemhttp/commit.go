@@ -94,12 +94,10 @@ func ClaimFrom(ctx context.Context) (Claim, bool) {
 // connection faults within the lease): should the process die before the
 // answer is stored, a retry after the lease runs out gets 410
 // ([CodeOutcomeNotStored]) instead of a second run, or, with
-// [Options.Recover], runs the handler knowing it ([Claim.CommittedAt]). If
-// the mark cannot be written (the store stays unreachable), an
-// EventStoreUnavailable or EventOutcomeUnknown with Op "commit" is
-// reported and the mark holds in this process only: the answer is still
-// stored at the end, but a crash before that lets a retry run again after
-// the lease.
+// [Options.Recover], runs the handler knowing it ([Claim.CommittedAt]). A
+// store that fails or blocks meanwhile is waited out, each failed attempt
+// reported (EventStoreUnavailable, EventStoreBusy or EventOutcomeUnknown
+// with Op "commit"), for as long as [lifecycle.Run.Commit] says.
 //
 // Commit reports whether a Middleware's claim protects the request, and
 // so whether the mark has any effect. It returns false for an unprotected

@@ -169,13 +169,13 @@ func testCommittedThenGone[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	}
 }
 
-// TestCommitMarkFails: when the commit mark cannot be written (a fault the
-// ledger does not retry, here an injected error on the mark's UPDATE), the
-// request goes on: an event store_unavailable with Op "commit" reports it,
-// the mark holds in the process, so the handler's 503 is stored after all,
-// and the retry replays it instead of running the handler again. (What is
-// lost is only the protection against a crash before the answer is stored,
-// as docs/guarantees.md says.) SQLite, whose faults faultdb injects by statement.
+// TestCommitMarkFails: when the commit mark's write fails (a fault the
+// ledger does not retry, here an injected error on the mark's UPDATE), an
+// event store_unavailable with Op "commit" reports it and Commit writes the
+// mark again (the effect is made: without the mark a crash would let a
+// retry run it twice), so the handler's 503 is stored after all, and the
+// retry replays it instead of running the handler again. SQLite, whose
+// faults faultdb injects by statement.
 func TestCommitMarkFails(t *testing.T) {
 	b, plan, _ := faultSetup(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
 		Commit(r.Context())
@@ -200,6 +200,10 @@ func TestCommitMarkFails(t *testing.T) {
 	b.obs.check(t,
 		ev(ledger.EventClaimed, "", 0),
 		ledger.Event{Kind: ledger.EventStoreUnavailable, Op: "commit", Method: "POST"},
+		ev(ledger.EventCommitted, "", 0),
 		ev(ledger.EventStored, ledger.ReasonStatus, 503),
 		ev(ledger.EventReplayed, "", 503))
+	if r, err := b.l.Get(context.Background(), testScope, "k"); err != nil || r == nil || r.CommittedAt.IsZero() {
+		t.Errorf("record %+v, %v; want the commit mark written by the second try", r, err)
+	}
 }

@@ -129,9 +129,12 @@
 // ends when the client hangs up or an http.TimeoutHandler outside fires,
 // and a run that stopped then would release the key, so that a handler
 // slower than the client's timeout would never finish.
-// When Commit returns false after the effect, the answer will not be
-// stored and another run owns the key: answer 503 with Retry-After rather
-// than the effect's result, so that clients end with the stored outcome.
+// Commit waits out a store that blocks past the lease (it keeps trying to
+// write the mark: see [lifecycle.Run.Commit]). When it returns false after
+// the effect, another run took the key over, or the store stayed out of
+// reach for [lifecycle.CommitPatience] leases: the answer will not be
+// stored, so answer 503 with Retry-After rather than the effect's result,
+// and clients end with the stored outcome.
 // A cancellation because the lease ran out unconfirmed may be a false
 // alarm (nobody took the key, the late extension lands and Commit returns
 // true): stopping then costs a retry, not a second effect. Past a written

@@ -66,8 +66,9 @@ func Example_outsideCall() {
 		defer resp.Body.Close()
 		receipt, _ := io.ReadAll(resp.Body)
 		if !idemhttp.Commit(r.Context()) {
-			// The lease was lost while the call ran: this answer is not
-			// stored, and another run owns the key.
+			// The lease was lost while the call ran (taken over, or the
+			// store out of reach for many leases): this answer is not
+			// stored.
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "retry", http.StatusServiceUnavailable)
 			return

@@ -65,7 +65,7 @@ type ledgerAPI interface {
 	Claim(ctx context.Context, req ledger.Request) (*ledger.Claim, error)
 	Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error
 	Release(ctx context.Context, c *ledger.Claim) error
-	Extend(ctx context.Context, c *ledger.Claim) error
+	Extend(ctx context.Context, c *ledger.Claim) (time.Time, error)
 	Get(ctx context.Context, scope, key string) (*ledger.Record, error)
 	Purge(ctx context.Context, opts ledger.PurgeOptions) (int64, error)
 	Stats(ctx context.Context) (ledger.Stats, error)

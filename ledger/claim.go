@@ -15,8 +15,9 @@ import (
 // key (Replay is nil), which the caller ends with Complete or Release, or
 // the stored outcome of an earlier request (Replay is non-nil).
 //
-// A Claim is a value owned by the caller; Extend updates its
-// LeaseExpiresAt, so it must not be used by several goroutines at once.
+// A Claim never changes once Claim returned it, so goroutines may share
+// it: [Ledger.Extend] returns the lease's new end instead of writing it
+// here, and [Claim.WithLease] makes the claim that carries it.
 type Claim struct {
 	Request Request
 	// Token is the secret of the lease; empty for a replay.
@@ -38,12 +39,14 @@ type Claim struct {
 	// failing (a retry budget); a claim never refuses on it.
 	Failures int
 	// LeaseExpiresAt is when the lease runs out unless extended; zero for a
-	// replay.
+	// replay. The lease operations retry transient faults until then
+	// (see [Ledger.Complete]).
 	LeaseExpiresAt time.Time
 	// CommittedAt is non-zero when the claim recovered ([Request.Recover]) a
 	// record whose earlier holder passed its commit point at that time and
 	// vanished: the operation's effect happened, so look it up rather than
-	// make it again. [Ledger.Commit] sets it too.
+	// make it again. [Ledger.Commit] does not set it: the claim's own mark
+	// is in its record.
 	CommittedAt time.Time
 	// claimedAt is when the claim won (Unix milliseconds), the record's
 	// created_at: with the fence and the fingerprint it tells this claim's
@@ -57,6 +60,15 @@ type Claim struct {
 
 // Replayed reports whether the claim is a replay of a completed record.
 func (c *Claim) Replayed() bool { return c.Replay != nil }
+
+// WithLease returns a copy of c whose lease ends at until, the time
+// [Ledger.Extend] returned: passed to Complete, Release or Commit, it lets
+// their retries run to the extended end rather than the first one.
+func (c *Claim) WithLease(until time.Time) *Claim {
+	d := *c
+	d.LeaseExpiresAt = until
+	return &d
+}
 
 func (c *Claim) lease() driver.LeaseParams {
 	return driver.LeaseParams{Scope: c.Request.Scope, Key: c.Request.Key, Token: c.Token, Fence: c.Fence}

@@ -154,7 +154,8 @@ func cutOp[TTx any](ctx context.Context, l *ledger.Ledger[TTx], op string, r led
 	case "release":
 		return l.Release(ctx, held)
 	case "extend":
-		return l.Extend(ctx, held)
+		_, err := l.Extend(ctx, held)
+		return err
 	}
 	panic(op)
 }

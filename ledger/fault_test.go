@@ -284,7 +284,8 @@ func faultCases() []faultCase {
 			f.clock.Advance(10 * time.Second)
 		},
 		run: func(ctx context.Context, f *faultEnv, db *sql.DB) error {
-			return f.l.Extend(ctx, f.claim)
+			_, err := f.l.Extend(ctx, f.claim)
+			return err
 		},
 		check: func(t *testing.T, f *faultEnv) {
 			if r := f.record(t, "k"); r == nil || !r.LeaseExpiresAt.Equal(t0.Add(70*time.Second)) {
@@ -649,7 +650,7 @@ func TestFaultReadOnly(t *testing.T) {
 	writes := map[string]error{}
 	_, writes["Claim"] = rol.Claim(ctx, req("k", "p"))
 	writes["Complete"] = rol.Complete(ctx, held, ledger.Outcome{Status: 200})
-	writes["Extend"] = rol.Extend(ctx, held)
+	_, writes["Extend"] = rol.Extend(ctx, held)
 	writes["Release"] = rol.Release(ctx, held)
 	f.clock.Advance(2 * time.Hour) // so that "held" has expired
 	_, writes["Purge"] = rol.Purge(ctx, ledger.PurgeOptions{})
@@ -739,7 +740,7 @@ func TestFaultDatabaseFull(t *testing.T) {
 	if _, err := dl.Get(ctx, "tenant-1", "fill-0"); err != nil {
 		t.Errorf("Get on a full database: %v", err)
 	}
-	if err := dl.Extend(ctx, held[0]); err != nil {
+	if _, err := dl.Extend(ctx, held[0]); err != nil {
 		t.Errorf("Extend on a full database: %v", err)
 	}
 

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -273,7 +272,7 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 // vanish before Complete, retries get a *[CommittedError] ([ErrCommitted])
 // once the lease runs out, or, with [Request.Recover], run again knowing it
 // ([Claim.CommittedAt]); and Release refuses to delete it. Calling it again
-// is harmless and keeps the first mark's time. It sets c.CommittedAt.
+// is harmless and keeps the first mark's time. It leaves c as it is.
 //
 // Like Complete it ignores the cancellation of ctx and retries transient
 // faults until the lease runs out. It returns [ErrLeaseLost] when c's lease
@@ -300,23 +299,22 @@ func (l *Ledger[TTx]) Commit(ctx context.Context, c *Claim) error {
 	if !ok {
 		return ErrLeaseLost
 	}
-	if c.CommittedAt.IsZero() {
-		c.CommittedAt = fromMillis(cmp.Or(p.Now, time.Now().UnixMilli()))
-	}
 	return nil
 }
 
 // Extend pushes the lease of claim c to now plus the ledger's lease
-// duration and updates c.LeaseExpiresAt: the heartbeat of long work. It
-// acts only while c's lease holds ([ErrLeaseLost] otherwise). It does not move
-// the record's ExpiresAt: an in-flight record expires only once both it and
-// the lease have passed. A nil c returns ErrInvalidRequest.
-func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) error {
+// duration, by the store's clock, and returns the lease's new end: the
+// heartbeat of long work. It leaves c as it is; [Claim.WithLease] makes
+// the claim that carries the new end. It acts only while c's lease holds
+// ([ErrLeaseLost] otherwise). It does not move the record's ExpiresAt: an
+// in-flight record expires only once both it and the lease have passed. A
+// nil c returns ErrInvalidRequest.
+func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) (time.Time, error) {
 	if err := l.checkCall(ctx); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if err := checkClaim(c); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	// Extend is repeatable like MarkCommitted; its retries end with the
 	// lease, past which extending it means nothing.
@@ -327,13 +325,12 @@ func (l *Ledger[TTx]) Extend(ctx context.Context, c *Claim) error {
 		return ok, err
 	})
 	if err != nil {
-		return wrapOp("extend", err)
+		return time.Time{}, wrapOp("extend", err)
 	}
 	if !ok {
-		return ErrLeaseLost
+		return time.Time{}, ErrLeaseLost
 	}
-	c.LeaseExpiresAt = fromMillis(until)
-	return nil
+	return fromMillis(until), nil
 }
 
 // checkOutcome refuses an outcome that the headers column cannot keep: a

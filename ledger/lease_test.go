@@ -95,7 +95,7 @@ func testStaleOwner[TTx any](t *testing.T, b0 *bundle[TTx]) {
 			if err := b.l.Complete(b.ctx, a, ledger.Outcome{Status: 200, Body: []byte("A")}); err != ledger.ErrLeaseLost {
 				t.Errorf("stale Complete = %v, want ErrLeaseLost", err)
 			}
-			if err := b.l.Extend(b.ctx, a); err != ledger.ErrLeaseLost {
+			if _, err := b.l.Extend(b.ctx, a); err != ledger.ErrLeaseLost {
 				t.Errorf("stale Extend = %v, want ErrLeaseLost", err)
 			}
 			if err := b.l.Release(b.ctx, a); err != ledger.ErrLeaseLost {
@@ -149,15 +149,22 @@ func TestExtend(t *testing.T) { eachDriver(t, testExtend[*sql.Tx], testExtend[pg
 func testExtend[TTx any](t *testing.T, b *bundle[TTx]) {
 	c := b.claim(t, req("k", "p"))
 	b.clock.Advance(50 * time.Second)
-	if err := b.l.Extend(b.ctx, c); err != nil {
+	until, err := b.l.Extend(b.ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if want := t0.Add(110 * time.Second); !c.LeaseExpiresAt.Equal(want) {
-		t.Errorf("LeaseExpiresAt = %v, want %v", c.LeaseExpiresAt, want)
+	if want := t0.Add(110 * time.Second); !until.Equal(want) {
+		t.Errorf("Extend returned %v, want %v", until, want)
+	}
+	if want := t0.Add(60 * time.Second); !c.LeaseExpiresAt.Equal(want) {
+		t.Errorf("after Extend the claim says %v, want %v as Claim returned it", c.LeaseExpiresAt, want)
+	}
+	if got := c.WithLease(until); !got.LeaseExpiresAt.Equal(until) || got.Token != c.Token || got.Fence != c.Fence {
+		t.Errorf("WithLease(%v) = %+v, want c with that lease end", until, got)
 	}
 	// Past the original lease, a retry still sees the key in flight.
 	b.clock.Advance(30 * time.Second)
-	_, err := b.l.Claim(b.ctx, req("k", "p"))
+	_, err = b.l.Claim(b.ctx, req("k", "p"))
 	var inflight *ledger.InFlightError
 	if !errors.As(err, &inflight) || inflight.RetryAfter != 30*time.Second {
 		t.Fatalf("Claim after Extend = %v, want in flight for 30s", err)
@@ -179,7 +186,7 @@ func testExtendPastExpiry[TTx any](t *testing.T, b *bundle[TTx]) {
 	c := b.claim(t, req("k", "p"))
 	for range 61 { // 61 heartbeats of 1 min: past claim time + TTL
 		b.clock.Advance(time.Minute)
-		if err := b.l.Extend(b.ctx, c); err != nil {
+		if _, err := b.l.Extend(b.ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}

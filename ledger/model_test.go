@@ -353,9 +353,10 @@ func runModel[TTx any](t *testing.T, d *testdb.DB[TTx], cfg struct{ lease, ttl t
 				want = m.release(h)
 			case opExtend:
 				step = fmt.Sprintf("Extend(claim #%d)", h.id)
-				err := l.Extend(ctx, h.real)
+				until, err := l.Extend(ctx, h.real)
 				got = errString(err)
 				if err == nil {
+					h.real = h.real.WithLease(until)
 					got += " until " + h.real.LeaseExpiresAt.Format(time.RFC3339Nano)
 				}
 				want = m.extend(h)

@@ -148,11 +148,12 @@ func TestPostgresServerClock(t *testing.T) {
 		t.Errorf("duplicate = %v, want in flight for at most 1 min", err)
 	}
 	// Extend and Complete take the server's clock too.
-	if err := long.Extend(ctx, c); err != nil {
+	until, err := long.Extend(ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c.LeaseExpiresAt.Before(r.LeaseExpiresAt) {
-		t.Errorf("Extend moved the lease back: %v before %v", c.LeaseExpiresAt, r.LeaseExpiresAt)
+	if until.Before(r.LeaseExpiresAt) || !c.LeaseExpiresAt.Equal(r.LeaseExpiresAt) {
+		t.Errorf("Extend returned %v (the claim now says %v); want no earlier than %v, the claim unchanged", until, c.LeaseExpiresAt, r.LeaseExpiresAt)
 	}
 	if err := long.Complete(ctx, c, ledger.Outcome{Status: 200}); err != nil {
 		t.Fatal(err)

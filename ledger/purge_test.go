@@ -57,7 +57,7 @@ func purgeFixture[TTx any](t *testing.T, b *bundle[TTx], expired int) (keep []st
 	b.clock.Advance(2 * time.Minute) // new-s's lease ran out; its TTL did not
 	// The l rows' TTL has passed too, but a heartbeat keeps their leases.
 	for _, c := range live {
-		if err := b.l.Extend(b.ctx, c); err != nil {
+		if _, err := b.l.Extend(b.ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,7 +294,7 @@ func testPurgeTies[TTx any](t *testing.T, b0 *bundle[TTx]) {
 			keep = append(keep, "0-late")
 			b.clock.Advance(time.Hour - time.Millisecond)
 			for _, c := range live {
-				if err := b.l.Extend(b.ctx, c); err != nil {
+				if _, err := b.l.Extend(b.ctx, c); err != nil {
 					t.Fatal(err)
 				}
 			}

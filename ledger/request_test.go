@@ -132,7 +132,7 @@ func testNilArguments[TTx any](t *testing.T, b *bundle[TTx]) {
 			return l.CompleteTx(ctx, tx, c, ledger.Outcome{Status: 200})
 		}},
 		{"Release", func(l *ledger.Ledger[TTx], ctx context.Context) error { return l.Release(ctx, c) }},
-		{"Extend", func(l *ledger.Ledger[TTx], ctx context.Context) error { return l.Extend(ctx, c) }},
+		{"Extend", func(l *ledger.Ledger[TTx], ctx context.Context) error { _, err := l.Extend(ctx, c); return err }},
 		{"Get", func(l *ledger.Ledger[TTx], ctx context.Context) error {
 			_, err := l.Get(ctx, "tenant-1", "held")
 			return err
@@ -173,7 +173,7 @@ func testNilArguments[TTx any](t *testing.T, b *bundle[TTx]) {
 	}{
 		{"Complete nil claim", func() error { return b.l.Complete(b.ctx, nil, ledger.Outcome{}) }, "ledger: invalid request: nil claim"},
 		{"Release nil claim", func() error { return b.l.Release(b.ctx, nil) }, "ledger: invalid request: nil claim"},
-		{"Extend nil claim", func() error { return b.l.Extend(b.ctx, nil) }, "ledger: invalid request: nil claim"},
+		{"Extend nil claim", func() error { _, err := b.l.Extend(b.ctx, nil); return err }, "ledger: invalid request: nil claim"},
 		{"Close nil ledger", func() error { return nl.Close() }, "ledger: invalid request: nil ledger"},
 		{"Mutate nil context", func() error {
 			_, err := ledger.Mutate(nilCtx, b.l, tx, req("k", "p"), fn)

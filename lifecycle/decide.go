@@ -15,7 +15,7 @@ type Ledger interface {
 	Claim(ctx context.Context, req ledger.Request) (*ledger.Claim, error)
 	Complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) error
 	Release(ctx context.Context, c *ledger.Claim) error
-	Extend(ctx context.Context, c *ledger.Claim) error
+	Extend(ctx context.Context, c *ledger.Claim) (time.Time, error)
 	Commit(ctx context.Context, c *ledger.Claim) error
 	Lease() time.Duration
 }
@@ -212,12 +212,14 @@ func decided(ctx context.Context, l Ledger, c *ledger.Claim, cfg Config, sent ti
 			// handler starts with a whole one and the heartbeat counts
 			// from the renewal.
 			sent = time.Now()
-			if err := l.Extend(context.WithoutCancel(ctx), c); err != nil {
+			until, err := l.Extend(context.WithoutCancel(ctx), c)
+			if err != nil {
 				if errors.Is(err, ledger.ErrLeaseLost) {
 					err = &ledger.InFlightError{RetryAfter: time.Second}
 				}
 				return Refuse(ctx, err, cfg)
 			}
+			c = c.WithLease(until)
 		}
 		return Decision{Verdict: Claimed, Run: start(ctx, l, c, cfg.emit(), sent)}
 	}

@@ -244,9 +244,9 @@ func (u unreachable) silent() bool {
 	}
 }
 
-func (u unreachable) Extend(ctx context.Context, c *ledger.Claim) error {
+func (u unreachable) Extend(ctx context.Context, c *ledger.Claim) (time.Time, error) {
 	if u.silent() {
-		return errSilent
+		return time.Time{}, errSilent
 	}
 	return u.Ledger.Extend(ctx, c)
 }

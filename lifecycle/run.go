@@ -16,13 +16,12 @@ import (
 // is stored. Commit and Committed may be called from any goroutine;
 // Complete or Release ends the run, once, after the handler returned.
 type Run struct {
-	l     Ledger
+	l Ledger
+	// claim is the claim as won; it never changes. until is its lease's
+	// end as last extended (Unix nanoseconds), which the heartbeat moves.
 	claim *ledger.Claim
-	// marked is the claim Commit works on: a copy taken before the
-	// heartbeat starts, which updates claim's lease end from its own
-	// goroutine.
-	marked ledger.Claim
-	emit   func(ledger.Event)
+	until atomic.Int64
+	emit  func(ledger.Event)
 	// base carries the request context's values, not its cancellation.
 	base      context.Context
 	hb        *beat
@@ -53,12 +52,17 @@ func Start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Even
 // start is Start for a claim whose lease, as last confirmed, began at
 // sent: the heartbeat counts the lease's end from there.
 func start(ctx context.Context, l Ledger, c *ledger.Claim, emit func(ledger.Event), sent time.Time) *Run {
-	r := &Run{l: l, claim: c, marked: *c, emit: emit, base: context.WithoutCancel(ctx)}
+	r := &Run{l: l, claim: c, emit: emit, base: context.WithoutCancel(ctx)}
+	r.until.Store(c.LeaseExpiresAt.UnixNano())
 	emit(ledger.Event{Kind: ledger.EventClaimed})
 	extend := func() error {
 		ctx, cancel := r.detached()
 		defer cancel()
-		return l.Extend(ctx, c)
+		until, err := l.Extend(ctx, c)
+		if err == nil {
+			r.until.Store(until.UnixNano())
+		}
+		return err
 	}
 	failed := func(err error) { emit(ledger.Event{Kind: FailureKind(err), Op: "extend", Err: err}) }
 	lost := func(err error) {
@@ -111,6 +115,12 @@ func (r *Run) lose(cause error) {
 	r.cancels = nil
 }
 
+// current is the run's claim with its lease's end as last extended, for
+// the ledger's lease operations, whose retries run until then.
+func (r *Run) current() *ledger.Claim {
+	return r.claim.WithLease(time.Unix(0, r.until.Load()))
+}
+
 // Lost returns why the lease is taken as lost (matching
 // [ledger.ErrLeaseLost]), or nil while it is not.
 func (r *Run) Lost() error {
@@ -146,32 +156,27 @@ func (r *Run) Recovered() time.Time { return r.claim.CommittedAt }
 
 // Commit marks the commit point: from now on the run's end is stored
 // whatever it is. The mark is written into the record once, before the
-// first call returns (every call returns after that write); a failure to
-// write it is reported with Op "commit", and the mark then holds in this
-// process only.
+// first call returns (every call returns after that write).
 //
-// It returns false when the lease is lost: known lost before, or found
-// taken over by the mark's write. The run's end will not be stored then,
-// and a retry may run the request again.
+// The effect is made by then, so a failure to write the mark is not the
+// end of it: while nobody is known to have taken the key over, Commit
+// tries again, for up to [CommitPatience] leases. A store that was locked
+// or unreachable past the lease is then waited out: the mark's write is
+// guarded by the lease's token, so once it lands no retry took the key
+// over meanwhile, and Commit returns true. Each failed attempt is
+// reported with Op "commit"; when the last one fails, the mark holds in
+// this process only.
+//
+// It returns false when the lease is lost: known taken over before, found
+// taken over by the mark's write, or run out with no mark written after
+// the patience. The run's end will not be stored then.
 func (r *Run) Commit(ctx context.Context) bool {
 	r.committed.Store(true)
 	r.markOnce.Do(func() {
 		if err := r.Lost(); err != nil && !errors.Is(err, ErrLeaseExpired) {
 			return
 		}
-		err := r.l.Commit(ctx, &r.marked)
-		switch {
-		case err == nil:
-			r.mu.Lock()
-			r.markHeld = true
-			r.mu.Unlock()
-			r.emit(ledger.Event{Kind: ledger.EventCommitted})
-		case errors.Is(err, ledger.ErrLeaseLost):
-			r.emit(ledger.Event{Kind: ledger.EventLeaseLost, Op: "commit", Err: err})
-			r.lose(err)
-		default:
-			r.emit(ledger.Event{Kind: FailureKind(err), Op: "commit", Err: err})
-		}
+		r.mark(ctx, time.Now().Add(CommitPatience*r.l.Lease()))
 	})
 	err := r.Lost()
 	held := err == nil || (errors.Is(err, ErrLeaseExpired) && r.markWritten())
@@ -179,6 +184,38 @@ func (r *Run) Commit(ctx context.Context) bool {
 		r.refused.Store(true)
 	}
 	return held
+}
+
+// CommitPatience is how many leases [Run.Commit] goes on trying to write
+// the commit mark through a store that fails, before it gives up.
+const CommitPatience = 10
+
+// mark writes the commit mark, trying again after failures that are not a
+// takeover until giveUp.
+func (r *Run) mark(ctx context.Context, giveUp time.Time) {
+	for {
+		err := r.l.Commit(ctx, r.current())
+		switch {
+		case err == nil:
+			r.mu.Lock()
+			r.markHeld = true
+			r.mu.Unlock()
+			r.emit(ledger.Event{Kind: ledger.EventCommitted})
+			return
+		case errors.Is(err, ledger.ErrLeaseLost):
+			r.emit(ledger.Event{Kind: ledger.EventLeaseLost, Op: "commit", Err: err})
+			r.lose(err)
+			return
+		}
+		r.emit(ledger.Event{Kind: FailureKind(err), Op: "commit", Err: err})
+		if !time.Now().Before(giveUp) {
+			return
+		}
+		// The ledger's Commit retried transient faults for at least a
+		// second; a store that answers at once with an error (refused
+		// connections) is not asked again in a loop without pause.
+		time.Sleep(min(r.l.Lease()/10, time.Second))
+	}
 }
 
 // Committed reports whether the handler passed its commit point.
@@ -204,22 +241,30 @@ func (r *Run) Stop() {
 // ReasonOversized: retries are told the answer is lost, never run again.
 //
 // An answer given after [Run.Commit] returned false is not stored: the
-// handler was told that its lease is lost and not to make its effect, so
-// its answer is most likely that refusal, and a retry may be running the
-// request. The key is released instead, when the lease still allows it,
-// and EventLeaseLost is reported with Op "complete".
+// handler was told that its lease is lost, so its answer is most likely a
+// refusal, and a retry may be running the request. Nor is the key
+// released, since Commit says the effect is made: when nobody is known to
+// have taken the key over, the commit mark is tried once more, so that
+// retries are told the answer is lost rather than run again.
+// EventLeaseLost is reported with Op "complete".
 func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause error) {
 	r.hb.Stop()
 	if r.refused.Load() {
 		r.emit(withStatus(ledger.Event{Kind: ledger.EventLeaseLost, Op: "complete", Err: errAnsweredAfterLoss}, status))
-		ctx, cancel := r.detached()
-		defer cancel()
-		_ = r.l.Release(ctx, r.claim)
+		if errors.Is(r.Lost(), ErrLeaseExpired) {
+			// Nobody is known to hold the key, and the effect is made: a
+			// release would invite a second run. One more try at the
+			// mark instead, for a store that is back by now.
+			ctx, cancel := r.detached()
+			defer cancel()
+			r.mark(ctx, time.Time{})
+		}
 		return
 	}
 	ctx, cancel := r.detached()
 	defer cancel()
-	err := r.l.Complete(ctx, r.claim, out)
+	c := r.current()
+	err := r.l.Complete(ctx, c, out)
 	if errors.Is(err, ledger.ErrOutcomeTooLarge) {
 		// The lease still holds: keep a marker in its place, so that a
 		// retry learns the answer is lost instead of running again.
@@ -227,7 +272,7 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 		if status != NoStatus {
 			marker.Status = status
 		}
-		merr := r.l.Complete(ctx, r.claim, marker)
+		merr := r.l.Complete(ctx, c, marker)
 		if merr == nil {
 			r.emit(withStatus(ledger.Event{Kind: ledger.EventStored, Reason: ledger.ReasonOversized, Err: err}, status))
 			return
@@ -265,7 +310,7 @@ func (r *Run) Release(why ledger.Reason, status int) {
 	r.hb.Stop()
 	ctx, cancel := r.detached()
 	defer cancel()
-	if err := r.l.Release(ctx, r.claim); err != nil {
+	if err := r.l.Release(ctx, r.current()); err != nil {
 		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "release", Err: err}, status))
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/idemledger/idemledger/hash"
 	"github.com/idemledger/idemledger/ledger"
@@ -188,15 +187,10 @@ func (r *Run) holds() error {
 	return err
 }
 
-// stepClaim is the run's claim for the steps' statements, made afresh for
-// each: the heartbeat updates the run's claim from its goroutine, and
-// Commit the marked copy. Only the fields that never change after Start
-// are read; the lease end is estimated (it bounds the retries of a record
-// whose outcome was unknown).
-func (r *Run) stepClaim() *ledger.Claim {
-	c := &r.marked
-	return &ledger.Claim{Request: c.Request, Token: c.Token, Fence: c.Fence, LeaseExpiresAt: time.Now().Add(r.l.Lease())}
-}
+// stepClaim is the claim for the steps' statements: the run's, with its
+// lease's end as last extended, which bounds the retries of a record whose
+// outcome was unknown.
+func (r *Run) stepClaim() *ledger.Claim { return r.current() }
 
 // forgetSteps deletes the steps of a run that used any, after its outcome
 // was stored; a failure is reported with Op "forget steps" and left to
