@@ -2,7 +2,6 @@ package idemfiber
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -95,18 +94,7 @@ func (cfg *config) replay(c fiber.Ctx, p *request, out ledger.Outcome) error {
 // (idemhttp.CodeOutcomeNotStored) with the replay field, in idemhttp's
 // words. status is the handler's, or 0.
 func (cfg *config) refuseNotStored(c fiber.Ctx, status int, why reason) error {
-	detail := "the request with this idempotency key completed"
-	if status >= 100 && status <= 999 {
-		detail += " with status " + strconv.Itoa(status)
-	}
-	switch why {
-	case reasonOversized:
-		detail += ", but its answer was too large to keep, so it cannot be sent again"
-	case reasonCommitted:
-		detail = "the request with this idempotency key made its effect, then stopped before its answer was kept, so it cannot be sent again"
-	default:
-		detail += ", but its answer could not be kept, so it cannot be sent again"
-	}
 	c.Set(cfg.replayHeader, "true")
-	return cfg.refuse(c, idemhttp.Refusal{Status: http.StatusGone, Code: idemhttp.CodeOutcomeNotStored, Detail: detail})
+	return cfg.refuse(c, idemhttp.Refusal{Status: http.StatusGone, Code: idemhttp.CodeOutcomeNotStored,
+		Detail: idemhttp.NotStoredDetail(status, string(why))})
 }

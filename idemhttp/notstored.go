@@ -40,20 +40,29 @@ func notStoredMarker(status int, why reason) ledger.Outcome {
 // outcome of the key. See CodeOutcomeNotStored for why 410. status is the
 // handler's, or 0.
 func (cfg *config) refuseNotStored(w http.ResponseWriter, r *http.Request, status int, why reason) {
+	w.Header().Set(cfg.replayHeader, "true")
+	cfg.refuse(w, r, Refusal{Status: http.StatusGone, Code: CodeOutcomeNotStored, Detail: NotStoredDetail(status, string(why))})
+}
+
+// NotStoredDetail is the detail of the 410 problem document
+// ([CodeOutcomeNotStored]) that answers a retry of an operation whose
+// answer is not kept. status is the first run's, or 0; why is the reason
+// kept in the record's marker: "oversized" (the answer was too large to
+// keep), "committed" (the run passed its commit point and vanished), or
+// any other (the answer could not be kept). A transport of another
+// framework uses it to answer in this package's words.
+func NotStoredDetail(status int, why string) string {
+	if why == string(reasonCommitted) {
+		return "the request with this idempotency key made its effect, then stopped before its answer was kept, so it cannot be sent again"
+	}
 	detail := "the request with this idempotency key completed"
 	if status >= 100 && status <= 999 {
 		detail += " with status " + strconv.Itoa(status)
 	}
-	switch why {
-	case reasonOversized:
-		detail += ", but its answer was too large to keep, so it cannot be sent again"
-	case reasonCommitted:
-		detail = "the request with this idempotency key made its effect, then stopped before its answer was kept, so it cannot be sent again"
-	default:
-		detail += ", but its answer could not be kept, so it cannot be sent again"
+	if why == string(reasonOversized) {
+		return detail + ", but its answer was too large to keep, so it cannot be sent again"
 	}
-	w.Header().Set(cfg.replayHeader, "true")
-	cfg.refuse(w, r, Refusal{Status: http.StatusGone, Code: CodeOutcomeNotStored, Detail: detail})
+	return detail + ", but its answer could not be kept, so it cannot be sent again"
 }
 
 // failure is the Outcome stored for a handler that panicked after its
