@@ -74,10 +74,13 @@
 //
 // # Speed
 //
-// Every statement is a round trip, and round trips, not the server's work,
-// are what a request costs (BENCHMARKS.md). ledger.New prepares the three
-// statements every request runs (the claim's read, its INSERT, the
-// outcome's UPDATE) on the pool (see [Driver.Prepare]), so that each is one
+// Every statement is a round trip, and each costs the client and the
+// server their work around it: at one client the round trips set a
+// request's pace; with many clients on few cores, the CPU both sides spend
+// per statement does (BENCHMARKS.md). ledger.New prepares the
+// statements every request runs (the claim's read, its INSERT in the two
+// forms of lease mode and of Mutate, the outcome's UPDATE) on the pool
+// (see [Driver.Prepare]), so that each is one
 // round trip on any connection, a caller's *sql.Tx included, instead of a
 // prepare and an execute. A first Mutate is then five round trips of the
 // ledger's own (the read, which carries the server's clock, SAVEPOINT, the

@@ -1,10 +1,13 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -145,7 +148,11 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 		return idriver.GetResult{}, err
 	}
 	// Get answers a miss too, with the clock and a NULL row.
-	return idriver.GetResult{Now: at(p.Now, g.Now), Row: found(g)}, nil
+	r, err := found(g)
+	if err != nil {
+		return idriver.GetResult{}, err
+	}
+	return idriver.GetResult{Now: at(p.Now, g.Now), Row: r}, nil
 }
 
 // at is now, or the server's clock read with a statement when now is 0.
@@ -372,19 +379,67 @@ func row(g mysqldb.IdempotencyLedger) idriver.Row {
 }
 
 // found is row for Get's answer, whose row columns are all NULL when the
-// key has no row: nil then.
-func found(g mysqldb.GetRow) *idriver.Row {
-	if !g.State.Valid {
-		return nil
+// key has no row: nil then. Get's columns are aggregates, which sqlc leaves
+// untyped (queries/mysql): each is converted here as database/sql's Scan
+// would, from what go-sql-driver returns in either protocol (int64, or the
+// digits as []byte; []byte for the binary strings and state), its []byte
+// copied, since the driver may reuse its buffer for the next row.
+func found(g mysqldb.GetRow) (*idriver.Row, error) {
+	if g.State == nil {
+		return nil, nil
 	}
-	r := row(mysqldb.IdempotencyLedger{
-		Scope: g.Scope, Key: g.Key, Fingerprint: g.Fingerprint, State: g.State.String,
-		LeaseToken: g.LeaseToken, LeaseExpiresAt: g.LeaseExpiresAt, Fence: g.Fence.Int64,
-		Status: g.Status, Headers: g.Headers, Body: g.Body, CreatedAt: g.CreatedAt.Int64,
-		CompletedAt: g.CompletedAt, ExpiresAt: g.ExpiresAt.Int64, CommittedAt: g.CommittedAt, Kind: g.Kind,
-		Failures: g.Failures.Int64,
-	})
-	return &r
+	var c converter
+	r := idriver.Row{
+		Scope: string(c.bytes(g.Scope)), Key: string(c.bytes(g.Key)), Fingerprint: c.bytes(g.Fingerprint),
+		State: string(c.bytes(g.State)), LeaseToken: string(c.bytes(g.LeaseToken)),
+		LeaseExpiresAt: c.int(g.LeaseExpiresAt), Fence: c.int(g.Fence), Status: c.int(g.Status),
+		Headers: c.bytes(g.Headers), Body: emptyNil(c.bytes(g.Body)), CreatedAt: c.int(g.CreatedAt),
+		CompletedAt: c.int(g.CompletedAt), ExpiresAt: c.int(g.ExpiresAt), CommittedAt: c.int(g.CommittedAt),
+		Kind: string(c.bytes(g.Kind)), Failures: c.int(g.Failures),
+	}
+	if c.err != nil {
+		return nil, fmt.Errorf("mysql: read the record: %w", c.err)
+	}
+	return &r, nil
+}
+
+// converter converts Get's untyped columns, keeping the first error.
+type converter struct{ err error }
+
+// bytes is v as bytes, copied; nil for NULL.
+func (c *converter) bytes(v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case []byte:
+		return bytes.Clone(v)
+	case string:
+		return []byte(v)
+	}
+	if c.err == nil {
+		c.err = fmt.Errorf("a binary column read as %T", v)
+	}
+	return nil
+}
+
+// int is v as an integer; 0 for NULL (as driver.Row reads NULLs).
+func (c *converter) int(v any) int64 {
+	switch v := v.(type) {
+	case nil:
+		return 0
+	case int64:
+		return v
+	case []byte:
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+		return n
+	}
+	if c.err == nil {
+		c.err = fmt.Errorf("an integer column read as %T", v)
+	}
+	return 0
 }
 
 // emptyNil is b, or nil when b is empty: a body stored empty reads as nil,

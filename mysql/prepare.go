@@ -13,15 +13,18 @@ import (
 )
 
 // hot are the statements the driver prepares: those of every request (a
-// claim's read and INSERT, the outcome's UPDATE). Prepared, each is one
-// round trip (COM_STMT_EXECUTE) instead of two (prepare, then execute)
-// under go-sql-driver's default DSN. The others, rare, run as text: every
-// prepared statement costs the server memory on every connection of every
-// pool (max_prepared_stmt_count, 16,382 by default, bounds them all), and
-// three per connection leave room. On MariaDB the INSERT and the UPDATE
-// are prepared twice more, as the texts with the lock waits that lease
-// mode runs them with (wait.go): seven.
-var hot = [...]string{mysqldb.Get, mysqldb.ClaimInsert, mysqldb.Complete}
+// claim's read, its INSERT in both forms, the outcome's UPDATE). Prepared,
+// each is one round trip (COM_STMT_EXECUTE) instead of two (prepare, then
+// execute) under go-sql-driver's default DSN. The others, rare, run as
+// text: every prepared statement costs the server memory on every
+// connection of every pool (max_prepared_stmt_count, 16,382 by default,
+// bounds them all), and four per connection leave room. On MariaDB the
+// INSERT ... SELECT and the UPDATE are prepared twice more, as the texts
+// with the lock waits that lease mode runs them with (wait.go): eight.
+// (Lease mode's claims check a valid_until, so they take the INSERT ...
+// SELECT; the INSERT ... VALUES runs bounded only for a claim that brings
+// its own clock, and then as text.)
+var hot = [...]string{mysqldb.Get, mysqldb.ClaimInsert, mysqldb.ClaimInsertValues, mysqldb.Complete}
 
 // prepared is the set of statements prepared on the pool, by their text.
 type prepared struct {
@@ -74,7 +77,7 @@ func (d *Driver) prepare(ctx context.Context) error {
 		// The texts the lease-mode statements of a request run as on
 		// MariaDB, with their lock waits (wait.go).
 		for _, q := range hot {
-			if waits[q] {
+			if waits[q] && q != mysqldb.ClaimInsertValues {
 				texts = append(texts, bounded(q, 0), bounded(q, 1))
 			}
 		}

@@ -79,8 +79,8 @@ func countingDB(t *testing.T, d *testdb.DB[*sql.Tx], tweak func(*gomysql.Config)
 // TestRoundTrips counts the round trips of a first Mutate, of a replay and
 // of the baselines of BENCHMARKS.md (a plain transaction inserting one order,
 // and one read of a record), with and without interpolateParams, and holds
-// Mutate to the counts the driver is built for: round trips, not the
-// server's work, are what a first run costs on MySQL (BENCHMARKS.md, "MySQL / MariaDB").
+// Mutate to the counts the driver is built for: at one client round trips
+// set a first run's pace on MySQL (BENCHMARKS.md, "MySQL / MariaDB").
 // It counts; it does not time anything.
 func TestRoundTrips(t *testing.T) {
 	d := testdb.MySQLDB(t)

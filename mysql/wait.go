@@ -31,7 +31,7 @@ import (
 // waits are the statements that may wait for another transaction's row
 // lock.
 var waits = map[string]bool{
-	mysqldb.ClaimInsert: true, mysqldb.GetForUpdate: true, mysqldb.GetShared: true,
+	mysqldb.ClaimInsert: true, mysqldb.ClaimInsertValues: true, mysqldb.GetForUpdate: true, mysqldb.GetShared: true,
 	mysqldb.ClaimTakeover: true, mysqldb.Complete: true, mysqldb.Release: true,
 	mysqldb.MarkCommitted: true, mysqldb.Extend: true, mysqldb.Abandon: true,
 }

@@ -75,6 +75,46 @@ func (q *Queries) ClaimInsert(ctx context.Context, arg ClaimInsertParams) (int64
 	return result.RowsAffected()
 }
 
+const ClaimInsertValues = `-- name: ClaimInsertValues :execrows
+INSERT INTO idempotency_ledger (
+    scope, ` + "`" + `key` + "`" + `, fingerprint, state, lease_token, lease_expires_at, fence,
+    created_at, expires_at
+) VALUES (
+    ?, ?, ?, 'in_flight', ?,
+    ?, 1, ?, ?
+)
+`
+
+type ClaimInsertValuesParams struct {
+	Scope          []byte
+	IdempotencyKey []byte
+	Fingerprint    []byte
+	LeaseToken     []byte
+	LeaseExpiresAt sql.NullInt64
+	CreatedAt      int64
+	ExpiresAt      int64
+}
+
+// ClaimInsert for a claim with no valid_until for the server to check (a
+// claim in a caller's transaction, or one that brings its own clock): the
+// same row, as a plain INSERT ... VALUES, which the server runs with less
+// work than an INSERT ... SELECT.
+func (q *Queries) ClaimInsertValues(ctx context.Context, arg ClaimInsertValuesParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ClaimInsertValues,
+		arg.Scope,
+		arg.IdempotencyKey,
+		arg.Fingerprint,
+		arg.LeaseToken,
+		arg.LeaseExpiresAt,
+		arg.CreatedAt,
+		arg.ExpiresAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const ClaimTakeover = `-- name: ClaimTakeover :execrows
 UPDATE idempotency_ledger
 SET fingerprint      = ?,
@@ -323,10 +363,14 @@ func (q *Queries) FindSteps(ctx context.Context, arg FindStepsParams) ([]Idempot
 }
 
 const Get = `-- name: Get :one
-SELECT c.now, l.scope, l.` + "`" + `key` + "`" + `, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
-       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind, l.failures
-FROM (SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now) AS c
-LEFT JOIN idempotency_ledger AS l ON l.scope = ? AND l.` + "`" + `key` + "`" + ` = ?
+SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now,
+       MAX(scope) AS scope, MAX(` + "`" + `key` + "`" + `) AS ` + "`" + `key` + "`" + `, MAX(fingerprint) AS fingerprint, MAX(state) AS state,
+       MAX(lease_token) AS lease_token, MAX(lease_expires_at) AS lease_expires_at, MAX(fence) AS fence,
+       MAX(status) AS status, MAX(headers) AS headers, MAX(body) AS body, MAX(created_at) AS created_at,
+       MAX(completed_at) AS completed_at, MAX(expires_at) AS expires_at, MAX(committed_at) AS committed_at,
+       MAX(kind) AS kind, MAX(failures) AS failures
+FROM idempotency_ledger
+WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
 `
 
 type GetParams struct {
@@ -336,31 +380,38 @@ type GetParams struct {
 
 type GetRow struct {
 	Now            int64
-	Scope          []byte
-	Key            []byte
-	Fingerprint    []byte
-	State          sql.NullString
-	LeaseToken     []byte
-	LeaseExpiresAt sql.NullInt64
-	Fence          sql.NullInt64
-	Status         sql.NullInt64
-	Headers        []byte
-	Body           []byte
-	CreatedAt      sql.NullInt64
-	CompletedAt    sql.NullInt64
-	ExpiresAt      sql.NullInt64
-	CommittedAt    sql.NullInt64
-	Kind           sql.NullString
-	Failures       sql.NullInt64
+	Scope          interface{}
+	Key            interface{}
+	Fingerprint    interface{}
+	State          interface{}
+	LeaseToken     interface{}
+	LeaseExpiresAt interface{}
+	Fence          interface{}
+	Status         interface{}
+	Headers        interface{}
+	Body           interface{}
+	CreatedAt      interface{}
+	CompletedAt    interface{}
+	ExpiresAt      interface{}
+	CommittedAt    interface{}
+	Kind           interface{}
+	Failures       interface{}
 }
 
 // The row and the server's clock in one round trip: a replay's whole read,
 // and on a miss the clock the new claim's lease counts from (the row's
 // columns are then NULL, state included), so that the INSERT needs no
-// statement of its own to read it. The clock is the statement's start,
-// like the PostgreSQL driver's statement_timestamp(); the row comes from a
-// snapshot taken no later (in a caller's transaction, possibly much
-// earlier), so a row unexpired at that clock was unexpired in the snapshot.
+// statement of its own to read it. An aggregate without GROUP BY answers
+// exactly one row whether the key matches or not: over the one row the
+// primary key finds, each MAX is that row's value, byte for byte (a NULL
+// stays NULL); over none, NULL. (A derived table of the clock, left
+// joined to the row, answers the same, but the server materializes it in
+// a temporary table at every read.) sqlc cannot type an aggregate's
+// column (interface{}): the driver converts them (mysql/claim.go). The
+// clock is the statement's start, like the PostgreSQL driver's
+// statement_timestamp(); the row comes from a snapshot taken no later (in
+// a caller's transaction, possibly much earlier), so a row unexpired at
+// that clock was unexpired in the snapshot.
 func (q *Queries) Get(ctx context.Context, arg GetParams) (GetRow, error) {
 	row := q.db.QueryRowContext(ctx, Get, arg.Scope, arg.IdempotencyKey)
 	var i GetRow

@@ -20,14 +20,25 @@ SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS
 -- The row and the server's clock in one round trip: a replay's whole read,
 -- and on a miss the clock the new claim's lease counts from (the row's
 -- columns are then NULL, state included), so that the INSERT needs no
--- statement of its own to read it. The clock is the statement's start,
--- like the PostgreSQL driver's statement_timestamp(); the row comes from a
--- snapshot taken no later (in a caller's transaction, possibly much
--- earlier), so a row unexpired at that clock was unexpired in the snapshot.
-SELECT c.now, l.scope, l.`key`, l.fingerprint, l.state, l.lease_token, l.lease_expires_at, l.fence,
-       l.status, l.headers, l.body, l.created_at, l.completed_at, l.expires_at, l.committed_at, l.kind, l.failures
-FROM (SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now) AS c
-LEFT JOIN idempotency_ledger AS l ON l.scope = sqlc.arg(scope) AND l.`key` = sqlc.arg(idempotency_key);
+-- statement of its own to read it. An aggregate without GROUP BY answers
+-- exactly one row whether the key matches or not: over the one row the
+-- primary key finds, each MAX is that row's value, byte for byte (a NULL
+-- stays NULL); over none, NULL. (A derived table of the clock, left
+-- joined to the row, answers the same, but the server materializes it in
+-- a temporary table at every read.) sqlc cannot type an aggregate's
+-- column (interface{}): the driver converts them (mysql/claim.go). The
+-- clock is the statement's start, like the PostgreSQL driver's
+-- statement_timestamp(); the row comes from a snapshot taken no later (in
+-- a caller's transaction, possibly much earlier), so a row unexpired at
+-- that clock was unexpired in the snapshot.
+SELECT CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) AS now,
+       MAX(scope) AS scope, MAX(`key`) AS `key`, MAX(fingerprint) AS fingerprint, MAX(state) AS state,
+       MAX(lease_token) AS lease_token, MAX(lease_expires_at) AS lease_expires_at, MAX(fence) AS fence,
+       MAX(status) AS status, MAX(headers) AS headers, MAX(body) AS body, MAX(created_at) AS created_at,
+       MAX(completed_at) AS completed_at, MAX(expires_at) AS expires_at, MAX(committed_at) AS committed_at,
+       MAX(kind) AS kind, MAX(failures) AS failures
+FROM idempotency_ledger
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key);
 
 -- name: GetShared :one
 -- The latest committed row under a shared lock, until the transaction
@@ -66,6 +77,19 @@ INSERT INTO idempotency_ledger (
 FROM DUAL
 WHERE CAST(sqlc.narg(valid_until) AS SIGNED) IS NULL
    OR CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED) <= sqlc.narg(valid_until);
+
+-- name: ClaimInsertValues :execrows
+-- ClaimInsert for a claim with no valid_until for the server to check (a
+-- claim in a caller's transaction, or one that brings its own clock): the
+-- same row, as a plain INSERT ... VALUES, which the server runs with less
+-- work than an INSERT ... SELECT.
+INSERT INTO idempotency_ledger (
+    scope, `key`, fingerprint, state, lease_token, lease_expires_at, fence,
+    created_at, expires_at
+) VALUES (
+    sqlc.arg(scope), sqlc.arg(idempotency_key), sqlc.arg(fingerprint), 'in_flight', sqlc.arg(lease_token),
+    sqlc.arg(lease_expires_at), 1, sqlc.arg(created_at), sqlc.arg(expires_at)
+);
 
 -- name: ClaimTakeover :execrows
 -- Takes over the row read and locked by GetForUpdate, whose fence it
