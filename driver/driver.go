@@ -122,8 +122,9 @@ type Executor interface {
 	Get(ctx context.Context, p GetParams) (GetResult, error)
 	// Complete stores the outcome of the lease in p and reports whether
 	// the lease still held (the row was in flight with p's token and
-	// fence).
-	Complete(ctx context.Context, p CompleteParams) (bool, error)
+	// fence), and, when the engine returns them, the times it stored (see
+	// [CompleteResult]).
+	Complete(ctx context.Context, p CompleteParams) (CompleteResult, error)
 	// Release ends the in-flight row held by p's lease, unless it
 	// carries a commit mark, and reports whether it did: the row stays,
 	// in the state "released", with its fence, its fingerprint and its
@@ -203,7 +204,7 @@ type Batcher interface {
 	// the lease did not hold (the savepoint is still open then). When
 	// Complete stored the outcome and the RELEASE failed, ok is true,
 	// released false and err the RELEASE's.
-	CompleteRelease(ctx context.Context, p CompleteParams, name string) (ok, released bool, err error)
+	CompleteRelease(ctx context.Context, p CompleteParams, name string) (res CompleteResult, released bool, err error)
 	// CompleteReleaseCommit is CompleteRelease followed, only when the
 	// RELEASE succeeded, by the commit of the Executor's transaction, for
 	// a caller that owns the transaction and runs nothing in it
@@ -214,7 +215,7 @@ type Batcher interface {
 	// or, when the connection broke, with an unknown outcome). A driver
 	// that can sends the COMMIT in the same round trip as the outcome and
 	// the RELEASE.
-	CompleteReleaseCommit(ctx context.Context, p CompleteParams, name string) (ok, released, committed bool, err error)
+	CompleteReleaseCommit(ctx context.Context, p CompleteParams, name string) (res CompleteResult, released, committed bool, err error)
 }
 
 // ClaimParams is one claim attempt. It wins (inserts or takes over the row)
@@ -362,6 +363,20 @@ type CompleteParams struct {
 	Kind      string // "" stores NULL
 	TTLMillis int64
 	Now       int64
+}
+
+// CompleteResult is a Complete's answer. OK reports whether the lease held
+// and the outcome was stored. When it was, CompletedAt is the row's
+// completed_at as stored (its expires_at is CompletedAt plus
+// [CompleteParams.TTLMillis]), or 0 when the engine did not report it; and
+// when Marked is true, CommittedAt is the row's commit mark as stored (0
+// for none), or, when Marked is false, the mark is unknown. The ledger
+// keeps a completed row in its cache only from times the engine reported.
+type CompleteResult struct {
+	OK          bool
+	CompletedAt int64
+	CommittedAt int64
+	Marked      bool
 }
 
 // MarkParams writes the commit mark of a held lease at Now.

@@ -35,9 +35,9 @@ func (i *interpreted) Get(ctx context.Context, p GetParams) (GetResult, error) {
 	return r, i.f(err)
 }
 
-func (i *interpreted) Complete(ctx context.Context, p CompleteParams) (bool, error) {
-	ok, err := i.ex.Complete(ctx, p)
-	return ok, i.f(err)
+func (i *interpreted) Complete(ctx context.Context, p CompleteParams) (CompleteResult, error) {
+	r, err := i.ex.Complete(ctx, p)
+	return r, i.f(err)
 }
 
 func (i *interpreted) Release(ctx context.Context, p ReleaseParams) (bool, error) {
@@ -101,14 +101,14 @@ func (i *interpretedBatcher) SavepointClaim(ctx context.Context, name string, p 
 	return r, saved, i.f(err)
 }
 
-func (i *interpretedBatcher) CompleteRelease(ctx context.Context, p CompleteParams, name string) (bool, bool, error) {
-	ok, released, err := i.b.CompleteRelease(ctx, p, name)
-	return ok, released, i.f(err)
+func (i *interpretedBatcher) CompleteRelease(ctx context.Context, p CompleteParams, name string) (CompleteResult, bool, error) {
+	r, released, err := i.b.CompleteRelease(ctx, p, name)
+	return r, released, i.f(err)
 }
 
-func (i *interpretedBatcher) CompleteReleaseCommit(ctx context.Context, p CompleteParams, name string) (bool, bool, bool, error) {
-	ok, released, committed, err := i.b.CompleteReleaseCommit(ctx, p, name)
-	return ok, released, committed, i.f(err)
+func (i *interpretedBatcher) CompleteReleaseCommit(ctx context.Context, p CompleteParams, name string) (CompleteResult, bool, bool, error) {
+	r, released, committed, err := i.b.CompleteReleaseCommit(ctx, p, name)
+	return r, released, committed, i.f(err)
 }
 
 func (i *interpreted) TableExists(ctx context.Context, table string) (bool, error) {

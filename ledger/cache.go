@@ -285,6 +285,34 @@ func (l *Ledger[TTx]) remember(req Request, st *stood, mono, wall int64) {
 	l.cache.put(cacheKey{req.Scope, req.Key}, st.row, monoUntil, wall+life)
 }
 
+// keepCompleted keeps in the cache the record that c's holder completed
+// with p, as the driver's res reports it stored, by a call that began at
+// start: its remaining life at the write is exactly the TTL, counted from
+// the call's start as remember counts it. Only committed writes come here
+// (Complete on the pool, or MutateOutcomeCommit's once its COMMIT
+// succeeded): a record completed by this process cannot change until it
+// expires. A write whose times or commit mark the engine did not report is
+// not kept (the record is kept once read).
+func (l *Ledger[TTx]) keepCompleted(c *Claim, p driver.CompleteParams, res driver.CompleteResult, start time.Time) {
+	if l.cache == nil || !res.OK || res.CompletedAt <= 0 {
+		return
+	}
+	mark := res.CommittedAt
+	if !res.Marked {
+		if c.marking || !c.CommittedAt.IsZero() {
+			return // a mark whose stored time is unknown
+		}
+		mark = 0
+	}
+	row := &driver.Row{
+		Scope: c.Request.Scope, Key: c.Request.Key, Fingerprint: c.Request.Fingerprint[:], State: "completed",
+		Fence: c.Fence, Status: p.Status, Headers: p.Headers, Body: p.Body, Kind: p.Kind,
+		CreatedAt: c.claimedAt, CompletedAt: res.CompletedAt, ExpiresAt: res.CompletedAt + p.TTLMillis, CommittedAt: mark,
+	}
+	mono, wall := l.cacheClock(start)
+	l.remember(c.Request, &stood{row: row, now: res.CompletedAt}, mono, wall)
+}
+
 // throughCache is the cache around ask, a claim or a lookup of req on the
 // pool (which commits at once: what it reads is committed), reported as
 // op. A hit answers without ask; otherwise the completed row that ask

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemledger/idemledger/internal/testdb"
 	"github.com/idemledger/idemledger/ledger"
 )
 
@@ -61,14 +62,21 @@ func cachedLedger[TTx any](t *testing.T, b *bundle[TTx], cacheBytes int64) (*led
 
 var cacheOutcome = ledger.Outcome{Kind: "http", Status: 201, Header: http.Header{"Location": {"/orders/1"}}, Body: []byte(`{"id":1}`)}
 
-// complete claims r's key with l and stores out.
-func complete[TTx any](t *testing.T, ctx context.Context, l *ledger.Ledger[TTx], r ledger.Request, out ledger.Outcome) {
+// complete claims r's key and stores out, as another replica would:
+// through a ledger on b's database and clock with its cache off, so that a
+// ledger of the test keeps the record only once it reads it.
+func complete[TTx any](t *testing.T, b *bundle[TTx], r ledger.Request, out ledger.Outcome) {
 	t.Helper()
-	c, err := l.Claim(ctx, r)
+	l, err := ledger.New(b.d.Driver, ledger.Options{TTL: time.Hour, Lease: time.Minute, Now: b.clock.Now, CacheBytes: ledger.CacheOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := l.Claim(b.ctx, r)
 	if err != nil || c.Replayed() {
 		t.Fatalf("claim: %+v, %v", c, err)
 	}
-	if err := l.Complete(ctx, c, out); err != nil {
+	if err := l.Complete(b.ctx, c, out); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -100,7 +108,7 @@ func TestCacheAnswersFromMemory(t *testing.T) {
 func testCacheAnswersFromMemory[TTx any](t *testing.T, b *bundle[TTx]) {
 	l, ev := cachedLedger(t, b, 0)
 	k := req("k", "p")
-	complete(t, b.ctx, l, k, cacheOutcome)
+	complete(t, b, k, cacheOutcome)
 	ev.want(t) // a first claim is neither a hit nor a miss
 
 	if c, err := l.Recall(b.ctx, k); c != nil || err != nil {
@@ -179,7 +187,7 @@ func TestCacheNeverPastExpiry(t *testing.T) {
 func testCacheNeverPastExpiry[TTx any](t *testing.T, b *bundle[TTx]) {
 	l, ev := cachedLedger(t, b, 0)
 	k, other := req("k", "p"), req("k", "other")
-	complete(t, b.ctx, l, k, cacheOutcome) // expires at t0 + 1 h
+	complete(t, b, k, cacheOutcome) // expires at t0 + 1 h
 	wantReplay(t, b.ctx, l, k, cacheOutcome)
 	ev.want(t, "cache_miss/claim") // kept until t0 + 1 h - 1 s - 3.6 s
 
@@ -213,7 +221,7 @@ func testCacheNeverPastExpiry[TTx any](t *testing.T, b *bundle[TTx]) {
 	if _, err := l.Claim(b.ctx, k); !errors.Is(err, ledger.ErrKeyReused) {
 		t.Fatalf("first fingerprint after the takeover: %v, want ErrKeyReused", err)
 	}
-	ev.want(t, "cache_miss/claim")
+	ev.want(t, "cache_hit/claim") // kept from l's own Complete
 	wantReplay(t, b.ctx, l, other, two)
 	ev.want(t, "cache_hit/claim")
 }
@@ -227,7 +235,7 @@ func TestCacheAfterPurge(t *testing.T) {
 func testCacheAfterPurge[TTx any](t *testing.T, b *bundle[TTx]) {
 	l, ev := cachedLedger(t, b, 0)
 	k := req("k", "p")
-	complete(t, b.ctx, l, k, cacheOutcome)
+	complete(t, b, k, cacheOutcome)
 	wantReplay(t, b.ctx, l, k, cacheOutcome)
 	wantReplay(t, b.ctx, l, k, cacheOutcome)
 	ev.want(t, "cache_miss/claim", "cache_hit/claim")
@@ -257,7 +265,7 @@ func testCacheTwoLedgers[TTx any](t *testing.T, b *bundle[TTx]) {
 	a, aEv := cachedLedger(t, b, 0)
 	c, cEv := cachedLedger(t, b, 0)
 	k, other := req("k", "p"), req("k", "other")
-	complete(t, b.ctx, a, k, cacheOutcome)
+	complete(t, b, k, cacheOutcome)
 	wantReplay(t, b.ctx, c, k, cacheOutcome)
 	wantReplay(t, b.ctx, c, k, cacheOutcome)
 	cEv.want(t, "cache_miss/claim", "cache_hit/claim")
@@ -266,7 +274,7 @@ func testCacheTwoLedgers[TTx any](t *testing.T, b *bundle[TTx]) {
 
 	b.clock.Advance(time.Hour)
 	two := ledger.Outcome{Kind: "http", Status: 200, Body: []byte("two")}
-	complete(t, b.ctx, a, other, two)
+	complete(t, b, other, two)
 	if _, err := c.Claim(b.ctx, k); !errors.Is(err, ledger.ErrKeyReused) {
 		t.Fatalf("the other replica, first fingerprint: %v, want ErrKeyReused", err)
 	}
@@ -277,8 +285,9 @@ func testCacheTwoLedgers[TTx any](t *testing.T, b *bundle[TTx]) {
 // TestCacheMutateKeepsOnlyCommitted: a record completed in the caller's
 // transaction and replayed there by a second Mutate is not kept (the
 // transaction may roll back, and then the key has no record); a record
-// read by MutateOutcomeCommit, whose transaction is its own, is kept, and
-// its replay from memory still commits the transaction.
+// written by MutateOutcomeCommit, whose transaction is its own, is kept
+// once that commits, and its replay from memory still commits the
+// transaction.
 func TestCacheMutateKeepsOnlyCommitted(t *testing.T) {
 	eachDriver(t, testCacheMutateKeepsOnlyCommitted[*sql.Tx], testCacheMutateKeepsOnlyCommitted[pgx.Tx])
 }
@@ -309,7 +318,7 @@ func testCacheMutateKeepsOnlyCommitted[TTx any](t *testing.T, b *bundle[TTx]) {
 	for i, want := range []struct {
 		replayed bool
 		events   []string
-	}{{false, nil}, {true, []string{"cache_miss/mutate"}}, {true, []string{"cache_hit/mutate"}}} {
+	}{{false, nil}, {true, []string{"cache_hit/mutate"}}, {true, []string{"cache_hit/mutate"}}} { // kept once its own commit succeeded
 		tx := b.begin(t)
 		res, err := ledger.MutateOutcomeCommit(b.ctx, l, tx, k, fn)
 		if err != nil || res.Replayed != want.replayed {
@@ -336,7 +345,7 @@ func testCacheOff[TTx any](t *testing.T, b *bundle[TTx]) {
 		t.Run(fmt.Sprint(cacheBytes), func(t *testing.T) {
 			l, ev := cachedLedger(t, b, cacheBytes)
 			k := req(fmt.Sprint("off", cacheBytes), "p")
-			complete(t, b.ctx, l, k, cacheOutcome)
+			complete(t, b, k, cacheOutcome)
 			wantReplay(t, b.ctx, l, k, cacheOutcome)
 			wantReplay(t, b.ctx, l, k, cacheOutcome)
 			if _, err := b.db.Exec("DELETE FROM idempotency_ledger"); err != nil {
@@ -368,8 +377,94 @@ func testCacheCenturiesTTL[TTx any](t *testing.T, b *bundle[TTx]) {
 	}
 	t.Cleanup(func() { l.Close() })
 	k := req("k", "p")
-	complete(t, b.ctx, l, k, cacheOutcome)
+	c, err := l.Claim(b.ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Complete(b.ctx, c, cacheOutcome); err != nil {
+		t.Fatal(err)
+	}
 	wantReplay(t, b.ctx, l, k, cacheOutcome)
 	wantReplay(t, b.ctx, l, k, cacheOutcome)
-	rec.want(t, "cache_miss/claim", "cache_hit/claim")
+	rec.want(t, "cache_hit/claim", "cache_hit/claim") // kept from its own Complete
+}
+
+// TestCacheKeepsWhatItCompletes: a record this ledger completes on the pool
+// is kept from Complete's own statement, with the times the engine stored:
+// the replay right after it answers from memory (shown by deleting the row
+// by hand first) with exactly the record the database held, until the
+// cache's margin before the record's expiry (by the fake clock), and never
+// after. A record whose commit mark the driver does not report is kept only
+// once read: a hit must still be exactly the stored record.
+func TestCacheKeepsWhatItCompletes(t *testing.T) {
+	eachDriver(t, testCacheKeepsWhatItCompletes[*sql.Tx], testCacheKeepsWhatItCompletes[pgx.Tx])
+}
+
+func testCacheKeepsWhatItCompletes[TTx any](t *testing.T, b *bundle[TTx]) {
+	l, ev := cachedLedger(t, b, 0)
+	run := func(key string, mark bool) (stored *ledger.Record) {
+		t.Helper()
+		c, err := l.Claim(b.ctx, req(key, "p"))
+		if err != nil || c.Replayed() {
+			t.Fatalf("claim: %+v, %v", c, err)
+		}
+		b.clock.Advance(7 * time.Millisecond)
+		if mark {
+			if err := l.Commit(b.ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(5 * time.Millisecond)
+		}
+		if err := l.Complete(b.ctx, c, cacheOutcome); err != nil {
+			t.Fatal(err)
+		}
+		r, err := l.Get(b.ctx, "tenant-1", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	del := func(key string) {
+		t.Helper()
+		q := testdb.Rebind(b.d.Engine, `DELETE FROM idempotency_ledger WHERE scope = ? AND "key" = ?`)
+		if _, err := b.db.Exec(q, "tenant-1", key); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	stored := run("plain", false)
+	ev.want(t)
+	del("plain")
+	hit := wantReplay(t, b.ctx, l, req("plain", "p"), cacheOutcome)
+	ev.want(t, "cache_hit/claim")
+	if !reflect.DeepEqual(hit.Replay, stored) {
+		t.Fatalf("hit %+v, want the record as stored %+v", hit.Replay, stored)
+	}
+	if _, err := l.Claim(b.ctx, req("plain", "other")); err != ledger.ErrKeyReused {
+		t.Fatalf("other fingerprint: %v, want ErrKeyReused from memory", err)
+	}
+	ev.want(t, "cache_hit/claim")
+
+	stored = run("marked", true)
+	ev.want(t)
+	if c, err := l.Recall(b.ctx, req("marked", "p")); err != nil || (c != nil && !reflect.DeepEqual(c.Replay, stored)) {
+		t.Fatalf("Recall of a marked record: %+v, %v; want nothing, or the record as stored %+v", c, err, stored)
+	}
+	ev.take() // a hit when the driver reported the mark
+
+	// Expiry: kept until 1 s and 3.6 s (a thousandth of the TTL) before
+	// it, counted from the call's start (the clock does not move during
+	// Complete here); then a miss, from the database.
+	run("expiring", false) // expires 1 h after the clock reads now
+	b.clock.Advance(time.Hour - 4601*time.Millisecond)
+	wantReplay(t, b.ctx, l, req("expiring", "p"), cacheOutcome)
+	ev.want(t, "cache_hit/claim")
+	b.clock.Advance(time.Millisecond)
+	wantReplay(t, b.ctx, l, req("expiring", "p"), cacheOutcome)
+	ev.want(t, "cache_miss/claim")
+	b.clock.Advance(4600 * time.Millisecond) // expired
+	if c, err := l.Claim(b.ctx, req("expiring", "p")); err != nil || c.Replayed() {
+		t.Fatalf("after expiry: %+v, %v; want a fresh claim", c, err)
+	}
+	ev.want(t)
 }

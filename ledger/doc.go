@@ -122,10 +122,15 @@
 // written it and may roll it back), in a cache bounded by
 // [Options.CacheBytes] ([DefaultCacheBytes], on by default; [CacheOff] turns it
 // off), least recently used out first; a record over a quarter of one of
-// the cache's shards (each is at least 1 MiB) is not kept. Complete keeps
-// nothing (its statement does not return the record as stored), so each
-// process reads a record once before answering it from memory; a replica
-// that did not read it reads it from the database, as without the cache.
+// the cache's shards (each is at least 1 MiB) is not kept. Complete on the
+// pool, and MutateOutcomeCommit once its commit succeeded, keep the record
+// they wrote, with the times its statement reports the engine stored
+// (RETURNING on PostgreSQL and SQLite, the statement's LAST_INSERT_ID on
+// MySQL, whose drivers do not report a commit mark: a record with one is
+// kept there once read); so the process that completed a record answers
+// its replays from memory at once. CompleteTx and Mutate in a caller's
+// transaction keep nothing. A replica that did not write or read a record
+// reads it from the database, as without the cache.
 // A hit or a miss (a completed record answered from the database) is
 // reported to [Options.Observer].
 //

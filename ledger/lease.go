@@ -71,12 +71,22 @@ func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim
 		return err
 	}
 	if ex != l.db {
-		return completed(ex.Complete(context.WithoutCancel(ctx), p))
+		// Not kept: tx may still roll the outcome back.
+		res, err := ex.Complete(context.WithoutCancel(ctx), p)
+		return completed(res.OK, err)
 	}
+	start := time.Now()
 	ctx, deadline := context.WithoutCancel(ctx), leaseDeadline(c)
-	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (bool, error) { return ex.Complete(ctx, p) })
+	var res driver.CompleteResult
+	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (ok bool, err error) {
+		res, err = ex.Complete(ctx, p)
+		return res.OK, err
+	})
 	if err != nil {
 		return wrapOp("complete", err)
+	}
+	if ok {
+		l.keepCompleted(c, p, res, start)
 	}
 	if !ok && unsure {
 		// An earlier attempt may have stored the outcome: the record is
@@ -289,6 +299,7 @@ func (l *Ledger[TTx]) Commit(ctx context.Context, c *Claim) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	p := driver.MarkParams{LeaseParams: c.lease(), Now: l.clock()}
+	c.marking = true // the record may carry a mark from here on, whatever this call answers
 	// MarkCommitted is repeatable (a retry finds the lease still held and
 	// keeps the mark), so an attempt whose outcome was unknown needs no
 	// read to explain a later answer.

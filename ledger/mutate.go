@@ -282,27 +282,28 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 	// the RELEASE then runs only if the outcome was stored, so that a lost
 	// lease still finds the savepoint open to undo.
 	released, committed := false, false
+	var res driver.CompleteResult
+	wrote := time.Now()
 	if b, ok := tx.(driver.Batcher); ok && commit != nil {
-		var stored bool
-		stored, released, committed, err = b.CompleteReleaseCommit(context.WithoutCancel(ctx), p, sp)
+		res, released, committed, err = b.CompleteReleaseCommit(context.WithoutCancel(ctx), p, sp)
 		if err != nil && released {
 			// The COMMIT failed: the transaction is over, nothing to undo.
 			return zero, commitError(err)
 		}
-		if err != nil && stored {
+		if err != nil && res.OK {
 			return zero, undo(fmt.Errorf("ledger: mutate: %w", err))
 		}
-		err = completed(stored, err)
+		err = completed(res.OK, err)
 	} else if ok {
-		var stored bool
-		stored, released, err = b.CompleteRelease(context.WithoutCancel(ctx), p, sp)
-		if err != nil && stored {
+		res, released, err = b.CompleteRelease(context.WithoutCancel(ctx), p, sp)
+		if err != nil && res.OK {
 			// The RELEASE failed: undo below, as for release().
 			return zero, undo(fmt.Errorf("ledger: mutate: %w", err))
 		}
-		err = completed(stored, err)
+		err = completed(res.OK, err)
 	} else {
-		err = completed(tx.Complete(context.WithoutCancel(ctx), p))
+		res, err = tx.Complete(context.WithoutCancel(ctx), p)
+		err = completed(res.OK, err)
 	}
 	if err != nil {
 		if errors.Is(err, sql.ErrTxDone) {
@@ -323,6 +324,11 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 		if err := commit(context.WithoutCancel(ctx)); err != nil {
 			return zero, commitError(err)
 		}
+	}
+	if commit != nil {
+		// Committed: the record is kept as written. A caller's
+		// transaction may still roll it back, so nothing is kept then.
+		l.keepCompleted(c, p, res, wrote)
 	}
 	return Result[T]{Value: v, Fence: c.Fence}, nil
 }

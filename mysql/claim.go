@@ -148,32 +148,34 @@ func (e executor) SavepointClaim(ctx context.Context, name string, a idriver.Cla
 // CompleteRelease runs Complete and, when it stored the outcome, RELEASE
 // SAVEPOINT name (driver.Batcher), one round trip each: without the DSN's
 // multiStatements, go-sql-driver sends one statement at a time.
-func (e executor) CompleteRelease(ctx context.Context, p idriver.CompleteParams, name string) (ok, released bool, err error) {
+func (e executor) CompleteRelease(ctx context.Context, p idriver.CompleteParams, name string) (res idriver.CompleteResult, released bool, err error) {
 	if e.tx == nil {
-		return false, false, errNoTx
+		return res, false, errNoTx
 	}
-	if ok, err = e.complete(ctx, p); err != nil || !ok {
-		return ok, false, err
+	if res, err = e.complete(ctx, p, false); err != nil || !res.OK {
+		return res, false, err
 	}
 	err = e.ReleaseSavepoint(ctx, name)
-	return true, err == nil, err
+	return res, err == nil, err
 }
 
 // CompleteReleaseCommit stores the outcome and, when the lease held,
 // commits: the COMMIT releases the savepoint with the transaction, so no
 // RELEASE is sent (one round trip fewer; database/sql sends one statement
 // at a time, so there is nothing to batch).
-func (e executor) CompleteReleaseCommit(ctx context.Context, p idriver.CompleteParams, name string) (ok, released, committed bool, err error) {
+func (e executor) CompleteReleaseCommit(ctx context.Context, p idriver.CompleteParams, name string) (res idriver.CompleteResult, released, committed bool, err error) {
 	if e.tx == nil {
-		return false, false, false, errNoTx
+		return res, false, false, errNoTx
 	}
-	if ok, err = e.complete(ctx, p); err != nil || !ok {
-		return ok, false, false, err
+	// The transaction ends here, so the statement may report its times
+	// through the session (see complete).
+	if res, err = e.complete(ctx, p, true); err != nil || !res.OK {
+		return res, false, false, err
 	}
 	if err := e.tx.Commit(); err != nil {
-		return true, true, false, err
+		return res, true, false, err
 	}
-	return true, true, true, nil
+	return res, true, true, nil
 }
 
 // takeOverOnPool is takeOver in a transaction of the driver's own.

@@ -167,18 +167,24 @@ func at(now, server int64) int64 {
 // clock itself when it is NULL.
 func clockArg(now int64) sql.NullInt64 { return sql.NullInt64{Int64: now, Valid: now != 0} }
 
-func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (idriver.CompleteResult, error) {
 	if e.tx != nil {
-		return e.complete(ctx, p)
+		return e.complete(ctx, p, false)
 	}
-	return onPool(func() (bool, error) { return e.complete(ctx, p) })
+	return onPool(func() (idriver.CompleteResult, error) { return e.complete(ctx, p, true) })
 }
 
-func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+// complete stores the outcome. report asks the statement to report the
+// completed_at it stored, through the session's LAST_INSERT_ID (MySQL has
+// no RETURNING): only on a connection whose session is the driver's own
+// afterwards (the pool's, or a transaction that ends with the call), since
+// it changes what LAST_INSERT_ID() answers a caller's later statements. The
+// commit mark is not reported (Marked false).
+func (e executor) complete(ctx context.Context, p idriver.CompleteParams, report bool) (idriver.CompleteResult, error) {
 	if err := e.d.checkOutcome(p); err != nil {
-		return false, err
+		return idriver.CompleteResult{}, err
 	}
-	n, err := e.q().Complete(ctx, mysqldb.CompleteParams{
+	args := mysqldb.CompleteParams{
 		Status:         sql.NullInt64{Int64: p.Status, Valid: true},
 		Headers:        p.Headers,
 		Body:           p.Body,
@@ -189,8 +195,28 @@ func (e executor) complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		IdempotencyKey: []byte(p.Key),
 		LeaseToken:     token(p.Token),
 		Fence:          p.Fence,
+	}
+	if !report {
+		n, err := e.q().Complete(ctx, args)
+		return idriver.CompleteResult{OK: n == 1}, e.d.tooLarge(p, err)
+	}
+	res, err := e.q().CompleteReporting(ctx, mysqldb.CompleteReportingParams{
+		Status: args.Status, Headers: args.Headers, Body: args.Body, Kind: args.Kind, Now: args.Now,
+		TtlMillis: args.TtlMillis, Scope: args.Scope, IdempotencyKey: args.IdempotencyKey, LeaseToken: args.LeaseToken, Fence: args.Fence,
 	})
-	return n == 1, e.d.tooLarge(p, err)
+	if err != nil {
+		return idriver.CompleteResult{}, e.d.tooLarge(p, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n != 1 {
+		return idriver.CompleteResult{}, err
+	}
+	// The OK packet carries the LAST_INSERT_ID the statement set.
+	at, err := res.LastInsertId()
+	if err != nil {
+		at = 0 // stored, with times unknown
+	}
+	return idriver.CompleteResult{OK: true, CompletedAt: at}, nil
 }
 
 func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {

@@ -32,7 +32,7 @@ import (
 // lock.
 var waits = map[string]bool{
 	mysqldb.ClaimInsert: true, mysqldb.ClaimInsertValues: true, mysqldb.GetForUpdate: true, mysqldb.GetShared: true,
-	mysqldb.ClaimTakeover: true, mysqldb.Complete: true, mysqldb.Release: true,
+	mysqldb.ClaimTakeover: true, mysqldb.Complete: true, mysqldb.CompleteReporting: true, mysqldb.Release: true,
 	mysqldb.MarkCommitted: true, mysqldb.Extend: true, mysqldb.Abandon: true,
 }
 

@@ -113,59 +113,59 @@ func (e executor) SavepointClaim(ctx context.Context, name string, a idriver.Cla
 
 // CompleteRelease runs the outcome's UPDATE and, only when it stored the
 // outcome, RELEASE SAVEPOINT name, in one round trip (see driver.Batcher).
-func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams, name string) (ok, released bool, err error) {
+func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams, name string) (res idriver.CompleteResult, released bool, err error) {
 	if e.tx == nil {
-		return false, false, errNoTx
+		return res, false, errNoTx
 	}
 	if !e.batches() {
-		if ok, err = e.Complete(ctx, c); err != nil || !ok {
-			return ok, false, err
+		if res, err = e.Complete(ctx, c); err != nil || !res.OK {
+			return res, false, err
 		}
 		err = e.ReleaseSavepoint(ctx, name)
-		return true, err == nil, err
+		return res, err == nil, err
 	}
 	p := &pair{tx: e.tx, mode: e.mode, after: []string{"RELEASE SAVEPOINT " + name}, guard: true}
-	if ok, err = (executor{db: p, tx: e.tx, mode: e.mode}).Complete(ctx, c); err != nil || !ok {
-		return ok, false, err
+	if res, err = (executor{db: p, tx: e.tx, mode: e.mode}).Complete(ctx, c); err != nil || !res.OK {
+		return res, false, err
 	}
 	if p.afterErr != nil {
-		return true, false, txDone(p.afterErr)
+		return res, false, txDone(p.afterErr)
 	}
-	return true, true, nil
+	return res, true, nil
 }
 
 // CompleteReleaseCommit runs the outcome's UPDATE, RELEASE SAVEPOINT name
 // and COMMIT in one round trip when the transaction is the driver's own
 // ([Driver.Begin]'s, tx.go) and the driver batches; otherwise CompleteRelease,
 // then tx.Commit (see driver.Batcher).
-func (e executor) CompleteReleaseCommit(ctx context.Context, c idriver.CompleteParams, name string) (ok, released, committed bool, err error) {
+func (e executor) CompleteReleaseCommit(ctx context.Context, c idriver.CompleteParams, name string) (res idriver.CompleteResult, released, committed bool, err error) {
 	d, own := e.tx.(*deferredTx)
 	if !own || !e.batches() || d.inner != nil || !d.begun || d.closed {
-		if ok, released, err = e.CompleteRelease(ctx, c, name); err != nil || !released {
-			return ok, released, false, err
+		if res, released, err = e.CompleteRelease(ctx, c, name); err != nil || !released {
+			return res, released, false, err
 		}
 		err = txDone(e.tx.Commit(ctx))
-		return true, true, err == nil, err
+		return res, true, err == nil, err
 	}
 	p := &pair{tx: e.tx, mode: e.mode, after: []string{"RELEASE SAVEPOINT " + name, "COMMIT"}, guard: true}
-	if ok, err = (executor{db: p, tx: e.tx, mode: e.mode}).Complete(ctx, c); err != nil || !ok {
+	if res, err = (executor{db: p, tx: e.tx, mode: e.mode}).Complete(ctx, c); err != nil || !res.OK {
 		// The outcome failed, or the lease did not hold: the server
 		// skipped the rest, and the transaction is still open.
-		return ok, false, false, err
+		return res, false, false, err
 	}
 	switch {
 	case p.afterErr != nil && p.afterErrAt == 0:
 		// The RELEASE failed; the COMMIT did not run.
-		return true, false, false, txDone(p.afterErr)
+		return res, false, false, txDone(p.afterErr)
 	case p.afterErr == nil && p.commitTag.String() == "ROLLBACK":
 		p.afterErr = pgx.ErrTxCommitRollback
 	}
 	// The COMMIT ran, or may have: the transaction is over either way.
 	d.end(ctx, p.afterErr)
 	if p.afterErr != nil {
-		return true, true, false, p.afterErr
+		return res, true, false, p.afterErr
 	}
-	return true, true, true, nil
+	return res, true, true, nil
 }
 
 // pair is the pgxdb.DBTX of a batched step: the first statement that the
@@ -199,6 +199,14 @@ const guardedSQLState = "22012"
 // returns how many rows it changed, and fails when none.
 func guarded(stmt string) string {
 	return "WITH changed AS (\n" + stmt + "\nRETURNING 1)\nSELECT count(*), 1 / count(*) FROM changed"
+}
+
+// guardedRow wraps the UPDATE stmt, which returns the row it changed
+// (RETURNING), so that it returns that row as it is, and fails when it
+// changed none: the division is g's one column, which the join needs,
+// so the server computes it before it can answer anything.
+func guardedRow(stmt string) string {
+	return "WITH changed AS (\n" + stmt + "\n)\nSELECT changed.* FROM (SELECT 1 / count(*) AS one FROM changed) AS g LEFT JOIN changed ON g.one = 1"
 }
 
 func (p *pair) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -242,6 +250,9 @@ func (p *pair) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 		return p.tx.QueryRow(ctx, sql, args...)
 	}
 	p.used = true
+	if p.guard {
+		sql = guardedRow(sql)
+	}
 	s, err := p.send(ctx, sql, args)
 	if err != nil {
 		return errRow{err}
@@ -358,6 +369,11 @@ func (r *pairRow) Scan(dest ...any) error {
 	rows.Close()
 	if rerr := rows.Err(); rerr != nil {
 		err = rerr
+	}
+	if pgErr := (*pgconn.PgError)(nil); r.p.guard && errors.As(err, &pgErr) && pgErr.Code == guardedSQLState {
+		// No row changed; the server skipped after (see pair.Exec).
+		_ = r.s.close()
+		return pgx.ErrNoRows
 	}
 	return r.p.finish(r.s, err)
 }

@@ -78,21 +78,23 @@ func commitOnce(t *testing.T, d *pgxv5.Driver, l *ledger.Ledger[pgx.Tx], writes 
 // TestMutateOutcomeCommitRoundTrips: with the driver's own transaction,
 // MutateOutcomeCommit sends BEGIN with the savepoint and the claim, and the
 // outcome and RELEASE with the COMMIT, so a first execution costs the three
-// round trips of a plain transaction doing fn's INSERT, and a replay two;
-// with a Tracer, every statement goes alone.
+// round trips of a plain transaction doing fn's INSERT, and a replay from
+// the database two; with a Tracer, every statement goes alone. With the
+// cache on, the replay right after the first execution is answered from
+// memory: no round trip (with a Tracer, the BEGIN and the COMMIT).
 func TestMutateOutcomeCommitRoundTrips(t *testing.T) {
 	for _, c := range []struct {
-		mode          pgx.QueryExecMode
-		traced        bool
-		first, replay int64
+		mode                  pgx.QueryExecMode
+		traced                bool
+		first, replay, cached int64
 	}{
-		{pgx.QueryExecModeCacheStatement, false, 3, 2},
-		{pgx.QueryExecModeExec, false, 3, 2},
-		{pgx.QueryExecModeSimpleProtocol, false, 3, 2},
+		{pgx.QueryExecModeCacheStatement, false, 3, 2, 0},
+		{pgx.QueryExecModeExec, false, 3, 2, 0},
+		{pgx.QueryExecModeSimpleProtocol, false, 3, 2, 0},
 		// BEGIN, SAVEPOINT, claim, INSERT, outcome, RELEASE, COMMIT;
-		// BEGIN, SAVEPOINT, claim, COMMIT.
-		{pgx.QueryExecModeCacheStatement, true, 7, 4},
-		{pgx.QueryExecModeExec, true, 7, 4},
+		// BEGIN, SAVEPOINT, claim, COMMIT; BEGIN, COMMIT.
+		{pgx.QueryExecModeCacheStatement, true, 7, 4, 2},
+		{pgx.QueryExecModeExec, true, 7, 4, 2},
 	} {
 		name := c.mode.String()
 		if c.traced {
@@ -103,11 +105,16 @@ func TestMutateOutcomeCommitRoundTrips(t *testing.T) {
 			ctx := context.Background()
 			pool, writes := commitPool(t, c.mode, c.traced)
 			d := pgxv5.New(pool)
-			l, err := ledger.New(d, ledger.Options{TTL: time.Hour})
+			l, err := ledger.New(d, ledger.Options{TTL: time.Hour, CacheBytes: ledger.CacheOff})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
+			cached, err := ledger.New(d, ledger.Options{TTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cached.Close()
 			plain := func(item string) int64 {
 				start := writes.Load()
 				tx, err := pool.Begin(ctx)
@@ -139,6 +146,14 @@ func TestMutateOutcomeCommitRoundTrips(t *testing.T) {
 			res, err, n = commitOnce(t, d, l, writes, "k", "again", "k", nil)
 			if err != nil || !res.Replayed || string(res.Value.Body) != "first" || n != c.replay {
 				t.Errorf("replay: %+v, %v in %d round trips; want %d", res, err, n, c.replay)
+			}
+			res, err, n = commitOnce(t, d, cached, writes, "m", "first-m", "m", nil)
+			if err != nil || res.Replayed || n != c.first {
+				t.Errorf("first, cache on: %+v, %v in %d round trips; want %d", res, err, n, c.first)
+			}
+			res, err, n = commitOnce(t, d, cached, writes, "m", "again-m", "m", nil)
+			if err != nil || !res.Replayed || string(res.Value.Body) != "first-m" || n != c.cached {
+				t.Errorf("replay, cache on: %+v, %v in %d round trips; want %d", res, err, n, c.cached)
 			}
 		})
 	}

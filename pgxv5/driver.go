@@ -248,11 +248,11 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 	return idriver.GetResult{Now: g.Now, Row: &r}, nil
 }
 
-func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (idriver.CompleteResult, error) {
 	if err := pgerr.CheckOutcome(p); err != nil {
-		return false, err
+		return idriver.CompleteResult{}, err
 	}
-	n, err := pgxdb.New(e.db).Complete(ctx, pgxdb.CompleteParams{
+	got, err := pgxdb.New(e.db).Complete(ctx, pgxdb.CompleteParams{
 		LockTimeout: e.lockTimeout(ctx),
 		Status:      pgtype.Int8{Int64: p.Status, Valid: true},
 		Headers:     p.Headers,
@@ -265,7 +265,13 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		Fence:       p.Fence,
 		Now:         at(p.Now),
 	})
-	return n == 1, pgerr.TooLarge(p, txDone(err))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return idriver.CompleteResult{}, nil // the lease did not hold
+	}
+	if err != nil {
+		return idriver.CompleteResult{}, pgerr.TooLarge(p, txDone(err))
+	}
+	return idriver.CompleteResult{OK: true, CompletedAt: got.CompletedAt.Int64, CommittedAt: got.CommittedAt.Int64, Marked: true}, nil
 }
 
 func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {

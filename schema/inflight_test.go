@@ -87,8 +87,8 @@ func TestPostgresInFlightStatementsByKey(t *testing.T) {
 			if ok, err := ex.MarkCommitted(ctx, driver.MarkParams{LeaseParams: lease("a")}); !ok || err != nil {
 				t.Fatalf("MarkCommitted = %v, %v", ok, err)
 			}
-			if ok, err := ex.Complete(ctx, driver.CompleteParams{LeaseParams: lease("a"), Status: 201, Body: []byte("{}"), TTLMillis: 60000}); !ok || err != nil {
-				t.Fatalf("Complete = %v, %v", ok, err)
+			if res, err := ex.Complete(ctx, driver.CompleteParams{LeaseParams: lease("a"), Status: 201, Body: []byte("{}"), TTLMillis: 60000}); !res.OK || err != nil {
+				t.Fatalf("Complete = %+v, %v", res, err)
 			}
 			if ok, err := ex.Release(ctx, driver.ReleaseParams{LeaseParams: lease("b"), LeaseMillis: 60000}); !ok || err != nil {
 				t.Fatalf("Release = %v, %v", ok, err)

@@ -310,12 +310,12 @@ func (e executor) Get(ctx context.Context, p idriver.GetParams) (idriver.GetResu
 	return idriver.GetResult{Row: row(got), Now: now}, nil
 }
 
-func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (idriver.CompleteResult, error) {
 	if n := rowSize(p); n > maxLength {
-		return false, &idriver.TooLargeError{Size: n, Limit: maxLength}
+		return idriver.CompleteResult{}, &idriver.TooLargeError{Size: n, Limit: maxLength}
 	}
 	now := clock(p.Now)
-	n, err := e.queries(ctx).Complete(ctx, sqlitedb.CompleteParams{
+	mark, err := e.queries(ctx).Complete(ctx, sqlitedb.CompleteParams{
 		Status:     sql.NullInt64{Int64: p.Status, Valid: true},
 		Headers:    p.Headers,
 		Body:       p.Body,
@@ -327,10 +327,15 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (bool,
 		LeaseToken: sql.NullString{String: p.Token, Valid: true},
 		Fence:      p.Fence,
 	})
-	if isTooBig(err) {
-		return false, &idriver.TooLargeError{Size: rowSize(p), Limit: e.lengthLimit(ctx), Err: err}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return idriver.CompleteResult{}, nil // the lease did not hold
+	case isTooBig(err):
+		return idriver.CompleteResult{}, &idriver.TooLargeError{Size: rowSize(p), Limit: e.lengthLimit(ctx), Err: err}
+	case err != nil:
+		return idriver.CompleteResult{}, err
 	}
-	return n == 1, err
+	return idriver.CompleteResult{OK: true, CompletedAt: now, CommittedAt: mark.Int64, Marked: true}, nil
 }
 
 func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {

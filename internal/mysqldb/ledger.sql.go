@@ -228,6 +228,55 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 	return result.RowsAffected()
 }
 
+const CompleteReporting = `-- name: CompleteReporting :execresult
+UPDATE idempotency_ledger
+SET state            = 'completed',
+    lease_token      = NULL,
+    lease_expires_at = NULL,
+    status           = ?,
+    headers          = ?,
+    body             = ?,
+    kind             = ?,
+    completed_at     = LAST_INSERT_ID(COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED))),
+    expires_at       = COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) + CAST(? AS SIGNED)
+WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
+  AND state = 'in_flight' AND lease_token = ? AND fence = ?
+`
+
+type CompleteReportingParams struct {
+	Status         sql.NullInt64
+	Headers        []byte
+	Body           []byte
+	Kind           sql.NullString
+	Now            interface{}
+	TtlMillis      int64
+	Scope          []byte
+	IdempotencyKey []byte
+	LeaseToken     []byte
+	Fence          int64
+}
+
+// Complete, reporting the completed_at it stored as the statement's
+// LAST_INSERT_ID (MySQL has no RETURNING), which the ledger's cache keeps.
+// That changes the session's LAST_INSERT_ID(): the driver uses it only on
+// connections of its own (the pool, its own transactions), never in a
+// caller's transaction.
+func (q *Queries) CompleteReporting(ctx context.Context, arg CompleteReportingParams) (sql.Result, error) {
+	return q.db.ExecContext(ctx, CompleteReporting,
+		arg.Status,
+		arg.Headers,
+		arg.Body,
+		arg.Kind,
+		arg.Now,
+		arg.Now,
+		arg.TtlMillis,
+		arg.Scope,
+		arg.IdempotencyKey,
+		arg.LeaseToken,
+		arg.Fence,
+	)
+}
+
 const Extend = `-- name: Extend :execrows
 UPDATE idempotency_ledger
 SET lease_expires_at = GREATEST(lease_expires_at, CAST(? AS SIGNED))

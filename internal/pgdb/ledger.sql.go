@@ -226,7 +226,7 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 	return i, err
 }
 
-const complete = `-- name: Complete :execrows
+const complete = `-- name: Complete :one
 UPDATE idempotency_ledger AS l
 SET state            = 'completed',
     lease_token      = NULL,
@@ -246,6 +246,7 @@ FROM (
 ) AS clock
 WHERE l.scope = $6 AND l.key = $7
   AND l.state = 'in_flight' AND l.lease_token = $8 AND l.fence = $9
+RETURNING l.completed_at, l.committed_at
 `
 
 type CompleteParams struct {
@@ -262,10 +263,16 @@ type CompleteParams struct {
 	LockTimeout sql.NullString
 }
 
-// Stores the outcome if the caller still holds the lease (token and fence).
-// The fingerprint is left as it is.
-func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, complete,
+type CompleteRow struct {
+	CompletedAt sql.NullInt64
+	CommittedAt sql.NullInt64
+}
+
+// Stores the outcome if the caller still holds the lease (token and fence),
+// and returns the times it stored, which the ledger's cache keeps (no row
+// when the lease did not hold). The fingerprint is left as it is.
+func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (CompleteRow, error) {
+	row := q.db.QueryRowContext(ctx, complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
@@ -278,10 +285,9 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		arg.Now,
 		arg.LockTimeout,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	var i CompleteRow
+	err := row.Scan(&i.CompletedAt, &i.CommittedAt)
+	return i, err
 }
 
 const extend = `-- name: Extend :one

@@ -162,7 +162,7 @@ func (q *Queries) ClaimTakeover(ctx context.Context, arg ClaimTakeoverParams) (C
 	return i, err
 }
 
-const complete = `-- name: Complete :execrows
+const complete = `-- name: Complete :one
 UPDATE idempotency_ledger
 SET state            = 'completed',
     lease_token      = NULL,
@@ -175,6 +175,7 @@ SET state            = 'completed',
     expires_at       = ?6
 WHERE scope = ?7 AND key = ?8
   AND state = 'in_flight' AND lease_token = ?9 AND fence = ?10
+RETURNING committed_at
 `
 
 type CompleteParams struct {
@@ -190,10 +191,11 @@ type CompleteParams struct {
 	Fence      int64
 }
 
-// Stores the outcome if the caller still holds the lease (token and fence).
-// The fingerprint is left as it is.
-func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.exec(ctx, q.completeStmt, complete,
+// Stores the outcome if the caller still holds the lease (token and fence),
+// and returns the commit mark it kept, which the ledger's cache keeps (no
+// row when the lease did not hold). The fingerprint is left as it is.
+func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (sql.NullInt64, error) {
+	row := q.queryRow(ctx, q.completeStmt, complete,
 		arg.Status,
 		arg.Headers,
 		arg.Body,
@@ -205,10 +207,9 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 		arg.LeaseToken,
 		arg.Fence,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	var committed_at sql.NullInt64
+	err := row.Scan(&committed_at)
+	return committed_at, err
 }
 
 const extend = `-- name: Extend :execrows

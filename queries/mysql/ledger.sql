@@ -132,6 +132,25 @@ SET state            = 'completed',
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
   AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
 
+-- name: CompleteReporting :execresult
+-- Complete, reporting the completed_at it stored as the statement's
+-- LAST_INSERT_ID (MySQL has no RETURNING), which the ledger's cache keeps.
+-- That changes the session's LAST_INSERT_ID(): the driver uses it only on
+-- connections of its own (the pool, its own transactions), never in a
+-- caller's transaction.
+UPDATE idempotency_ledger
+SET state            = 'completed',
+    lease_token      = NULL,
+    lease_expires_at = NULL,
+    status           = sqlc.arg(status),
+    headers          = sqlc.narg(headers),
+    body             = sqlc.narg(body),
+    kind             = sqlc.narg(kind),
+    completed_at     = LAST_INSERT_ID(COALESCE(sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED))),
+    expires_at       = COALESCE(sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) + CAST(sqlc.arg(ttl_millis) AS SIGNED)
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
+  AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
+
 -- name: Release :execrows
 -- Ends an in-flight claim held by the caller, unless it passed its commit
 -- point, and counts the failed run; the row stays, released, with its

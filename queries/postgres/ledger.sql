@@ -143,9 +143,10 @@ SELECT sqlc.embed(idempotency_ledger),
 FROM idempotency_ledger
 WHERE scope = @scope AND key = @key;
 
--- name: Complete :execrows
--- Stores the outcome if the caller still holds the lease (token and fence).
--- The fingerprint is left as it is.
+-- name: Complete :one
+-- Stores the outcome if the caller still holds the lease (token and fence),
+-- and returns the times it stored, which the ledger's cache keeps (no row
+-- when the lease did not hold). The fingerprint is left as it is.
 UPDATE idempotency_ledger AS l
 SET state            = 'completed',
     lease_token      = NULL,
@@ -164,7 +165,8 @@ FROM (
     OFFSET 0
 ) AS clock
 WHERE l.scope = @scope AND l.key = @key
-  AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
+  AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence
+RETURNING l.completed_at, l.committed_at;
 
 -- name: Release :execrows
 -- Ends an in-flight claim held by the caller, never a completed row, nor

@@ -68,9 +68,10 @@ SELECT scope, key, fingerprint, state, lease_token, lease_expires_at, fence,
 FROM idempotency_ledger
 WHERE scope = @scope AND key = @key;
 
--- name: Complete :execrows
--- Stores the outcome if the caller still holds the lease (token and fence).
--- The fingerprint is left as it is.
+-- name: Complete :one
+-- Stores the outcome if the caller still holds the lease (token and fence),
+-- and returns the commit mark it kept, which the ledger's cache keeps (no
+-- row when the lease did not hold). The fingerprint is left as it is.
 UPDATE idempotency_ledger
 SET state            = 'completed',
     lease_token      = NULL,
@@ -82,7 +83,8 @@ SET state            = 'completed',
     completed_at     = @now,
     expires_at       = @expires_at
 WHERE scope = @scope AND key = @key
-  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
+  AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence
+RETURNING committed_at;
 
 -- name: Release :execrows
 -- Ends an in-flight claim held by the caller, never a completed row, nor
