@@ -44,29 +44,6 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 	if err := ctx.Err(); err != nil {
 		return nack(0, err) // shutting down: begin nothing
 	}
-	d := c.l.Driver()
-	// A redelivery whose record stands is answered before BEGIN: from a
-	// plain read where BEGIN takes the write lock (SQLite), else from the
-	// ledger's cache alone (Recall), which costs no round trip.
-	look := c.l.Lookup
-	if !d.BeginLocks() {
-		look = c.l.Recall
-	}
-	found, err := look(ctx, dv.req)
-	switch {
-	case err != nil:
-		return c.refuse(ctx, dv, lifecycle.Refuse(ctx, err, lifecycle.Config{}))
-	case found != nil:
-		return c.replay(ctx, dv, found.Replay.Outcome)
-	}
-	tctx := context.WithoutCancel(ctx)
-	tx, err := d.Begin(tctx)
-	if err != nil {
-		c.emit(ctx, dv, ledger.Event{Kind: lifecycle.FailureKind(err), Op: "claim", Err: err})
-		return nack(c.opts.NackDelay, err)
-	}
-	defer d.Rollback(tctx, tx) // after a commit, a no-op
-
 	var first Output
 	ran, finished := false, false
 	defer func() {
@@ -74,10 +51,7 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 			c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonPanic})
 		}
 	}()
-	// MutateOutcomeCommit commits tx too: on pgxv5 the COMMIT then travels
-	// with the stored outcome (and BEGIN with the claim), as in idemhttp's
-	// TxHandler.
-	res, err := ledger.MutateOutcomeCommit(tctx, c.l, tx, dv.req, func(ctx context.Context) (ledger.Outcome, error) {
+	res := lifecycle.DecideTx(ctx, c.l, dv.req, func(ctx context.Context, tx TTx) (ledger.Outcome, error) {
 		ran = true
 		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventClaimed})
 		out, err := fn(ctx, tx, msg)
@@ -90,21 +64,18 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 	finished = true
 	var he *handlerError
 	switch {
-	case errors.As(err, &he):
+	case res.Verdict == lifecycle.Refused:
+		return c.refuse(ctx, dv, lifecycle.Decision{Verdict: res.Verdict, Refusal: res.Refusal, Event: res.Event})
+	case res.Verdict == lifecycle.Replayed:
+		return c.replay(ctx, dv, res.Outcome)
+	case errors.As(res.Err, &he):
 		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Err: he.err})
-		return c.failed(ctx, tctx, dv, tx, he.err)
-	case err != nil && ran:
+		return c.failed(ctx, dv, he.err)
+	case res.Err != nil:
 		// fn ran, then storing its outcome or the commit failed: all of
 		// it is rolled back.
-		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Err: err})
-		return nack(c.opts.NackDelay, err)
-	case err != nil:
-		// The claim failed, or a replay's commit (a failure of the store,
-		// as refuse reports it).
-		return c.refuse(ctx, dv, lifecycle.Refuse(ctx, err, lifecycle.Config{}))
-	}
-	if res.Replayed {
-		return c.replay(ctx, dv, res.Value)
+		c.emit(ctx, dv, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonError, Err: res.Err})
+		return nack(c.opts.NackDelay, res.Err)
 	}
 	c.emit(ctx, dv, ledger.Event{Kind: ledger.EventStored})
 	return Decision{Action: Ack, Output: &first}
@@ -112,16 +83,14 @@ func (c *Consumer[TTx]) HandleTx(ctx context.Context, msg Message, fn TxHandler[
 
 // failed answers a run of HandleTx whose handler returned herr: the
 // rollback took the record's claim with it, so the failure is counted on
-// the record in a claim and release of its own, on the pool, once tx has
-// ended (on SQLite it holds the write lock). The failure that spends
+// the record in a claim and release of its own, on the pool (DecideTx
+// ended the transaction first: on SQLite it holds the write lock). The failure that spends
 // Options.MaxAttempts stores the message's end instead, and the Decision
 // is DeadLetter (ReasonMaxAttempts); every other is Nack with herr. A
 // claim that does not win (the message is in flight elsewhere, or was
 // completed meanwhile) or a store that fails counts nothing.
-func (c *Consumer[TTx]) failed(ctx, tctx context.Context, dv *delivery, tx TTx, herr error) Decision {
-	if err := c.l.Driver().Rollback(tctx, tx); err != nil {
-		return nack(c.opts.NackDelay, herr)
-	}
+func (c *Consumer[TTx]) failed(ctx context.Context, dv *delivery, herr error) Decision {
+	tctx := context.WithoutCancel(ctx)
 	claim, err := c.l.Claim(tctx, dv.req)
 	if err != nil || claim.Replayed() {
 		return nack(c.opts.NackDelay, herr)

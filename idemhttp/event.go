@@ -1,12 +1,10 @@
 package idemhttp
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/idemledger/idemledger/internal/redact"
 	"github.com/idemledger/idemledger/ledger"
-	"github.com/idemledger/idemledger/lifecycle"
 )
 
 // reason says why an answer was not stored as the handler gave it, or why
@@ -53,15 +51,6 @@ func (cfg *config) emit(p *prepared, e ledger.Event) {
 		e.Err = redact.Error(e.Err, p.req.Key, p.req.Scope)
 	}
 	cfg.observer.Observe(p.r.Context(), e)
-}
-
-// failureKind returns the event of a failed ledger operation, or of
-// TxHandler's own BEGIN and COMMIT, whose SQLite lock errors busy reads.
-func failureKind(err error) ledger.EventKind {
-	if !errors.Is(err, ledger.ErrLeaseLost) && busy(err) {
-		return ledger.EventStoreBusy
-	}
-	return lifecycle.FailureKind(err)
 }
 
 // route returns the route pattern of r for the events: r.Pattern, set by

@@ -57,30 +57,31 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := context.WithoutCancel(r.Context())
-	if p != nil && h.lookup(w, p, r) {
-		return
-	}
-	d := h.l.Driver()
-	tx, err := d.Begin(ctx)
-	if err != nil {
-		if p != nil {
-			cfg.emit(p, ledger.Event{Kind: failureKind(err), Op: "claim", Status: http.StatusServiceUnavailable, Err: err})
-		}
-		h.unavailable(w, r, err)
-		return
-	}
-	defer d.Rollback(ctx, tx) // after a commit, a no-op
-
-	if p == nil {
-		buf := h.run(w, r, tx)
+	// hold is fn's answer, for DecideTx: committed with fn's writes only
+	// when ShouldStore accepts it and it was short enough to hold back.
+	hold := func(buf *buffer) (ledger.Outcome, error) {
 		if buf.tooLarge() || !cfg.shouldStore(buf.status) {
-			_ = d.Rollback(ctx, tx)
-		} else if err := d.Commit(ctx, tx); err != nil {
-			h.unavailable(w, r, err)
-			return
+			return ledger.Outcome{}, &errNotStored{buf}
 		}
-		h.send(w, r, buf)
+		return ledger.Outcome{Kind: KindResponse, Status: buf.status, Header: buf.outcomeHeader(cfg.allow), Body: buf.body}, nil
+	}
+	if p == nil {
+		// No key: fn runs in a transaction all the same, and nothing is
+		// stored.
+		var buf *buffer
+		res := lifecycle.DecideTx(r.Context(), h.l, ledger.Request{}, func(_ context.Context, tx TTx) (ledger.Outcome, error) {
+			buf = h.run(w, r, tx)
+			return hold(buf)
+		})
+		var notStored *errNotStored
+		switch {
+		case res.Verdict == lifecycle.Refused:
+			h.unavailable(w, r, res.Refusal.Err)
+		case res.Err != nil && !errors.As(res.Err, &notStored):
+			h.unavailable(w, r, res.Err)
+		default:
+			h.send(w, r, buf)
+		}
 		return
 	}
 
@@ -94,94 +95,48 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fr = withHeld(p.r, &held{l: h.l, req: p.req})
 	}
 	var first *buffer
-	// ran: the claim won and fn was called; finished: MutateOutcome
-	// returned (it did not, when fn panicked).
+	// ran: the claim won and fn was called; finished: DecideTx returned
+	// (it did not, when fn panicked).
 	ran, finished := false, false
 	defer func() {
 		if ran && !finished {
-			// MutateOutcome rolled the claim and fn's writes back to its
-			// savepoint; the panic goes on.
-			_ = d.Rollback(ctx, tx)
+			// DecideTx rolled the claim and fn's writes back; the panic
+			// goes on.
 			cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonPanic})
 		}
 	}()
-	// MutateOutcomeCommit commits tx too: on pgxv5 the COMMIT then
-	// travels with the stored answer (and BEGIN with the claim).
-	res, err := ledger.MutateOutcomeCommit(ctx, h.l, tx, req, func(context.Context) (ledger.Outcome, error) {
+	res := lifecycle.DecideTx(r.Context(), h.l, req, func(_ context.Context, tx TTx) (ledger.Outcome, error) {
 		ran = true
 		cfg.emit(p, ledger.Event{Kind: ledger.EventClaimed})
 		first = h.run(w, fr, tx)
-		if first.tooLarge() || !cfg.shouldStore(first.status) {
-			return ledger.Outcome{}, &errNotStored{first}
-		}
-		return ledger.Outcome{Kind: KindResponse, Status: first.status, Header: first.outcomeHeader(cfg.allow), Body: first.body}, nil
+		return hold(first)
 	})
 	finished = true
 	var notStored *errNotStored
 	switch {
-	case errors.As(err, &notStored):
-		_ = d.Rollback(ctx, tx)
+	case res.Verdict == lifecycle.Refused:
+		// Refuse lets no request through without FailOpen: TxHandler's
+		// handler cannot run without the store.
+		cfg.answer(w, p, lifecycle.Decision{Verdict: res.Verdict, Refusal: res.Refusal, Event: res.Event}, h.l.Lease())
+	case res.Verdict == lifecycle.Replayed:
+		cfg.replay(w, p, res.Outcome)
+	case errors.As(res.Err, &notStored):
 		if notStored.buf.tooLarge() {
 			cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonOversized, Status: http.StatusInternalServerError})
 		} else {
 			cfg.emit(p, ledger.Event{Kind: ledger.EventReleased, Reason: ledger.ReasonStatus, Status: notStored.buf.status})
 		}
 		h.send(w, p.r, notStored.buf)
-		return
-	case err != nil && ran:
+	case res.Err != nil:
 		// fn ran, and then the transaction failed: storing the answer,
 		// releasing the savepoint or committing (the store failed, or fn
 		// ended the transaction itself). fn's writes and the claim are
 		// gone.
-		_ = d.Rollback(ctx, tx)
-		h.failed(w, p, err)
-		return
-	case err != nil:
-		// The claim failed, or a replay's commit.
-		_ = d.Rollback(ctx, tx)
-		// Refuse lets no request through without FailOpen: TxHandler's
-		// handler cannot run without the store.
-		cfg.answer(w, p, lifecycle.Refuse(r.Context(), err, lifecycle.Config{}), h.l.Lease())
-		return
+		h.failed(w, p, res.Err)
+	default:
+		cfg.emit(p, ledger.Event{Kind: ledger.EventStored, Status: first.status})
+		h.send(w, p.r, first)
 	}
-	if res.Replayed {
-		cfg.replay(w, p, res.Value)
-		return
-	}
-	cfg.emit(p, ledger.Event{Kind: ledger.EventStored, Status: first.status})
-	h.send(w, p.r, first)
-}
-
-// lookup answers a retry whose record stands (a replay, a live lease, a
-// reused key) from a plain read before BEGIN when BEGIN takes the write
-// lock (SQLite's immediate transactions: driver.Driver.BeginLocks), since
-// replays would otherwise queue behind every writer and one another. It
-// reports whether it answered; a read that failed is answered as a failed
-// claim (503). No record, or one that may be taken over, goes on to the
-// transaction, which decides as before. Where BEGIN locks nothing
-// (PostgreSQL) the claim in the transaction writes nothing for a record
-// that stands, and the extra round trip would slow first requests, so
-// only the ledger's cache is asked (ledger.Ledger.Recall), which costs
-// none and spares a replay its transaction.
-func (h *txHandler[TTx]) lookup(w http.ResponseWriter, p *prepared, r *http.Request) bool {
-	look := h.l.Lookup
-	if !h.l.Driver().BeginLocks() {
-		look = h.l.Recall
-	}
-	req := p.req
-	if underMiddleware(r, h.l, req) {
-		req.Key = nestedKey(req.Key) // as in ServeHTTP
-	}
-	c, err := look(r.Context(), req)
-	switch {
-	case err != nil:
-		h.cfg.answer(w, p, lifecycle.Refuse(r.Context(), err, lifecycle.Config{}), h.l.Lease())
-		return true
-	case c == nil:
-		return false
-	}
-	h.cfg.replay(w, p, c.Replay.Outcome)
-	return true
 }
 
 // run calls fn with a buffering writer.
