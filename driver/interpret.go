@@ -111,6 +111,17 @@ func (i *interpretedBatcher) CompleteReleaseCommit(ctx context.Context, p Comple
 	return ok, released, committed, i.f(err)
 }
 
+// QueueStep forwards to the Batcher when it is a StepQueuer; otherwise
+// nothing is queued.
+func (i *interpretedBatcher) QueueStep(ctx context.Context, p RecordStepParams) (bool, error) {
+	q, ok := i.b.(StepQueuer)
+	if !ok {
+		return false, nil
+	}
+	queued, err := q.QueueStep(ctx, p)
+	return queued, i.f(err)
+}
+
 func (i *interpreted) TableExists(ctx context.Context, table string) (bool, error) {
 	ok, err := i.ex.TableExists(ctx, table)
 	return ok, i.f(err)

@@ -100,9 +100,14 @@ func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context
 // cannot slip between the guard and the commit: commit tx promptly, and
 // call [Run.Commit] (or anything else that writes the record on the pool)
 // after tx ends, never between StepTx and the commit, where it would wait
-// for tx, which waits for it. The run's heartbeat waits for tx meanwhile. The result counts as recorded for r from the moment StepTx
-// returns: a caller that rolls tx back afterwards must not go on with r.
-// A nil r calls fn and records nothing, like [Run.Step].
+// for tx, which waits for it. The run's heartbeat waits for tx meanwhile.
+// On a transaction of pgxv5's Driver.Begin the record travels with tx's
+// COMMIT instead, in its round trip ([ledger.Ledger.RecordStepTx]): the
+// guard runs there, and a lease lost by then fails the commit with an
+// error matching [ledger.ErrLeaseLost], fn's writes rolled back. The
+// result counts as recorded for r from the moment StepTx returns: a
+// caller whose commit of tx fails, or who rolls tx back, must not go on
+// with r. A nil r calls fn and records nothing, like [Run.Step].
 func StepTx[TTx any](ctx context.Context, r *Run, l *ledger.Ledger[TTx], tx TTx, name string, fn func(ctx context.Context, tx TTx) ([]byte, error)) ([]byte, error) {
 	if r == nil {
 		return fn(ctx, tx)
