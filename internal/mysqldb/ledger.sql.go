@@ -860,6 +860,26 @@ func (q *Queries) StepsDelete(ctx context.Context, arg StepsDeleteParams) (int64
 	return result.RowsAffected()
 }
 
+const StepsEnd = `-- name: StepsEnd :execrows
+DELETE FROM idempotency_steps
+WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
+`
+
+type StepsEndParams struct {
+	Scope          []byte
+	IdempotencyKey []byte
+}
+
+// Deletes every step recorded under the key: a claim that took its record
+// over as a new operation runs it in the takeover's transaction.
+func (q *Queries) StepsEnd(ctx context.Context, arg StepsEndParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, StepsEnd, arg.Scope, arg.IdempotencyKey)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const StepsExist = `-- name: StepsExist :one
 SELECT CAST(EXISTS (
     SELECT 1 FROM idempotency_steps AS s

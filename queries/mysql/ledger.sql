@@ -275,6 +275,12 @@ WHERE idempotency_steps.scope = sqlc.arg(scope) AND idempotency_steps.`key` = sq
     WHERE l.scope = idempotency_steps.scope AND l.`key` = idempotency_steps.`key` AND l.state = 'in_flight'
   );
 
+-- name: StepsEnd :execrows
+-- Deletes every step recorded under the key: a claim that took its record
+-- over as a new operation runs it in the takeover's transaction.
+DELETE FROM idempotency_steps
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key);
+
 -- name: StepsPurgeBatch :execrows
 -- Deletes up to the limit steps recorded at the cutoff or earlier whose
 -- operation ended: no record in flight with their key and fingerprint
