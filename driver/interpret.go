@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Interpreted returns ex with every error it returns passed through
 // interpret, the driver's reading of its engine's errors (marking them
@@ -120,6 +123,20 @@ func (i *interpretedBatcher) QueueStep(ctx context.Context, p RecordStepParams) 
 	}
 	queued, err := q.QueueStep(ctx, p)
 	return queued, i.f(err)
+}
+
+func (i *interpreted) CompletesSteps() bool {
+	sc, ok := i.ex.(StepCompleter)
+	return ok && sc.CompletesSteps()
+}
+
+func (i *interpreted) CompleteSteps(ctx context.Context, p CompleteParams) (bool, error) {
+	sc, ok := i.ex.(StepCompleter)
+	if !ok {
+		return false, errors.New("driver: the executor cannot complete steps")
+	}
+	done, err := sc.CompleteSteps(ctx, p)
+	return done, i.f(err)
 }
 
 func (i *interpreted) TableExists(ctx context.Context, table string) (bool, error) {

@@ -49,6 +49,20 @@ type StepQueuer interface {
 	QueueStep(ctx context.Context, p RecordStepParams) (queued bool, err error)
 }
 
+// StepCompleter is implemented by Executors that can delete an
+// operation's steps in the statement that stores its outcome, so that a
+// handler with steps pays no statement of its own for their deletion.
+// Executors wrapped by [Interpreted] have its methods whatever the
+// driver's: CompletesSteps tells.
+type StepCompleter interface {
+	// CompletesSteps reports whether CompleteSteps can be called.
+	CompletesSteps() bool
+	// CompleteSteps is Executor.Complete that, when it stores the
+	// outcome, deletes every step recorded under p's key in the same
+	// statement, and nothing when the lease did not hold.
+	CompleteSteps(ctx context.Context, p CompleteParams) (bool, error)
+}
+
 // StepsParams names the steps of one operation: its key and fingerprint.
 type StepsParams struct {
 	Scope, Key  string

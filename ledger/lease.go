@@ -66,15 +66,21 @@ func (l *Ledger[TTx]) CompleteTx(ctx context.Context, tx TTx, c *Claim, out Outc
 // transient faults within the lease (see persist); in a transaction it
 // cannot, since a broken connection took the transaction with it.
 func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim, out Outcome) error {
+	return l.completeWith(ctx, ex, c, out, ex.Complete)
+}
+
+// completeWith is complete with store, ex's Complete or a statement like
+// it.
+func (l *Ledger[TTx]) completeWith(ctx context.Context, ex driver.Executor, c *Claim, out Outcome, store func(context.Context, driver.CompleteParams) (bool, error)) error {
 	p, err := l.completeParams(c, out)
 	if err != nil {
 		return err
 	}
 	if ex != l.db {
-		return completed(ex.Complete(context.WithoutCancel(ctx), p))
+		return completed(store(context.WithoutCancel(ctx), p))
 	}
 	ctx, deadline := context.WithoutCancel(ctx), leaseDeadline(c)
-	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (bool, error) { return ex.Complete(ctx, p) })
+	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (bool, error) { return store(ctx, p) })
 	if err != nil {
 		return wrapOp("complete", err)
 	}

@@ -173,6 +173,29 @@ func (l *Ledger[TTx]) ForgetSteps(ctx context.Context, c *Claim) error {
 	return nil
 }
 
+// CompleteSteps is Complete for an operation that recorded steps: where
+// the driver can (the PostgreSQL drivers), the statement that stores the
+// outcome also deletes the steps recorded under c's key, which served
+// their operation, and forgot is true. Elsewhere it is Complete alone,
+// forgot is false, and the caller deletes the steps with ForgetSteps
+// afterwards. The error is Complete's.
+func (l *Ledger[TTx]) CompleteSteps(ctx context.Context, c *Claim, out Outcome) (forgot bool, err error) {
+	if err := l.checkCall(ctx); err != nil {
+		return false, err
+	}
+	if err := checkClaim(c); err != nil {
+		return false, err
+	}
+	sc, ok := l.db.(idriver.StepCompleter)
+	if !ok || !sc.CompletesSteps() {
+		return false, l.complete(ctx, l.db, c, out)
+	}
+	if err := l.completeWith(ctx, l.db, c, out, sc.CompleteSteps); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // StepRecord is a recorded step as an operator sees it (FindSteps).
 type StepRecord struct {
 	Scope, Key, Name string

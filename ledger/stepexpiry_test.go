@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"database/sql"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -98,4 +99,44 @@ func testStepsNotResumedAfterExpiry[TTx any](t *testing.T, b *bundle[TTx]) {
 	past(2 * time.Hour)
 	c = b.claim(t, req("released", "p"))
 	check("same payload after the released record expired", c)
+}
+
+// TestCompleteSteps: CompleteSteps stores the outcome and, on the
+// PostgreSQL drivers, deletes the key's steps in the same statement
+// (forgot); elsewhere it stores the outcome alone and leaves them to
+// ForgetSteps. A lease lost stores and deletes nothing.
+func TestCompleteSteps(t *testing.T) {
+	eachDriver(t, testCompleteSteps[*sql.Tx], testCompleteSteps[pgx.Tx])
+}
+
+func testCompleteSteps[TTx any](t *testing.T, b *bundle[TTx]) {
+	ctx, l := b.ctx, b.l
+	inStatement := b.d.Engine == "postgres"
+	c := b.claim(t, req("k", "p"))
+	if err := l.RecordStep(ctx, c, "a", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	stale := *c
+	stale.Fence--
+	if forgot, err := l.CompleteSteps(ctx, &stale, ledger.Outcome{Status: 201}); forgot || !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Errorf("CompleteSteps under a stale fence: %v, %v; want false, ErrLeaseLost", forgot, err)
+	}
+	if n := b.count(t, "idempotency_steps"); n != 1 {
+		t.Errorf("after the refused CompleteSteps: %d steps; want 1", n)
+	}
+	forgot, err := l.CompleteSteps(ctx, c, ledger.Outcome{Status: 201, Body: []byte("done")})
+	if err != nil || forgot != inStatement {
+		t.Fatalf("CompleteSteps: %v, %v; want %v, nil", forgot, err, inStatement)
+	}
+	want := 1
+	if forgot {
+		want = 0
+	}
+	if n := b.count(t, "idempotency_steps"); n != want {
+		t.Errorf("after CompleteSteps: %d steps; want %d", n, want)
+	}
+	got, err := l.Get(ctx, "tenant-1", "k")
+	if err != nil || got.State != ledger.StateCompleted || string(got.Outcome.Body) != "done" {
+		t.Errorf("record after CompleteSteps: %+v, %v", got, err)
+	}
 }

@@ -18,6 +18,7 @@ type StepLedger interface {
 	HasSteps(ctx context.Context, scope, key string, fp hash.Digest) (bool, error)
 	RecordStep(ctx context.Context, c *ledger.Claim, name string, result []byte) error
 	ForgetSteps(ctx context.Context, c *ledger.Claim) error
+	CompleteSteps(ctx context.Context, c *ledger.Claim, out ledger.Outcome) (forgot bool, err error)
 }
 
 // ErrNoSteps is returned by [Run.Step] and [StepTx] when the run's ledger
@@ -197,16 +198,31 @@ func (r *Run) holds() error {
 // outcome was unknown.
 func (r *Run) stepClaim() *ledger.Claim { return r.current() }
 
-// forgetSteps deletes the steps of a run that used any, after its outcome
-// was stored; a failure is reported with Op "forget steps" and left to
-// Purge.
-func (r *Run) forgetSteps(ctx context.Context) {
+// complete stores out under c, the run's lease: for a run that used steps,
+// with [StepLedger.CompleteSteps], so that the steps go with the outcome's
+// statement where the ledger can; forgot reports whether they did.
+func (r *Run) complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) (forgot bool, err error) {
+	if sl, ok := r.l.(StepLedger); ok && r.usedSteps() {
+		return sl.CompleteSteps(ctx, c, out)
+	}
+	return false, r.l.Complete(ctx, c, out)
+}
+
+// usedSteps reports whether the run loaded or recorded a step.
+func (r *Run) usedSteps() bool {
 	s := &r.steps
 	s.mu.Lock()
-	used := s.used
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+// forgetSteps deletes the steps of a run that used any, after its outcome
+// was stored without them; a failure is reported with Op "forget steps"
+// and left to Purge (or to the claim that starts the key's next
+// operation).
+func (r *Run) forgetSteps(ctx context.Context) {
 	sl, ok := r.l.(StepLedger)
-	if !used || !ok {
+	if !r.usedSteps() || !ok {
 		return
 	}
 	if err := sl.ForgetSteps(ctx, r.stepClaim()); err != nil {

@@ -7,8 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pgerr"
 	"github.com/idemledger/idemledger/internal/pgxdb"
 )
 
@@ -250,4 +252,30 @@ func sendQueued(ctx context.Context, conn *pgx.Conn, mode batchMode, before []st
 		s.err = err
 	}
 	return s, nil
+}
+
+// CompletesSteps reports true: CompleteSteps deletes the steps in the
+// outcome's statement (driver.StepCompleter).
+func (e executor) CompletesSteps() bool { return true }
+
+// CompleteSteps is Complete that deletes the key's steps with the outcome,
+// in one statement (queries/postgres, CompleteSteps).
+func (e executor) CompleteSteps(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := pgerr.CheckOutcome(p); err != nil {
+		return false, err
+	}
+	n, err := pgxdb.New(e.db).CompleteSteps(ctx, pgxdb.CompleteStepsParams{
+		LockTimeout: e.lockTimeout(ctx),
+		Status:      pgtype.Int8{Int64: p.Status, Valid: true},
+		Headers:     p.Headers,
+		Body:        p.Body,
+		Kind:        pgtype.Text{String: p.Kind, Valid: p.Kind != ""},
+		TtlMillis:   p.TTLMillis,
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  text(p.Token),
+		Fence:       p.Fence,
+		Now:         at(p.Now),
+	})
+	return n == 1, pgerr.TooLarge(p, txDone(err))
 }

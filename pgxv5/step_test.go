@@ -127,6 +127,30 @@ func TestStepTxRoundTrips(t *testing.T) {
 				t.Errorf("a transaction after the refused record: %v", err)
 			}
 
+			// The outcome and the steps' deletion: one statement, as the
+			// outcome alone.
+			completes := func(key string, steps bool) int64 {
+				t.Helper()
+				cl := claim(key)
+				if err := l.RecordStep(ctx, cl, "a", nil); err != nil {
+					t.Fatal(err)
+				}
+				start := writes.Load()
+				if steps {
+					if forgot, err := l.CompleteSteps(ctx, cl, ledger.Outcome{Status: 201}); err != nil || !forgot {
+						t.Fatalf("CompleteSteps: %v, %v", forgot, err)
+					}
+				} else if err := l.Complete(ctx, cl, ledger.Outcome{Status: 201}); err != nil {
+					t.Fatal(err)
+				}
+				return writes.Load() - start
+			}
+			completes("warm-complete", false)
+			completes("warm-complete-steps", true)
+			if alone, with := completes("complete", false), completes("complete-steps", true); alone != 1 || with != 1 {
+				t.Errorf("Complete: %d round trips, CompleteSteps: %d; want 1 each", alone, with)
+			}
+
 			// A COMMIT that fails for another reason (the orders table's
 			// deferred unique check) keeps neither.
 			cl = claim("dup")
