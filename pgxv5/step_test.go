@@ -164,3 +164,33 @@ func TestStepTxRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// TestStepTxQueuedBeforeMutateCommit: a step record queued in a
+// transaction that MutateOutcomeCommit then commits is not dropped: the
+// COMMIT that ends the transaction carries it.
+func TestStepTxQueuedBeforeMutateCommit(t *testing.T) {
+	ctx := context.Background()
+	pool, writes := commitPool(t, pgx.QueryExecModeCacheStatement, false)
+	d := pgxv5.New(pool)
+	l, err := ledger.New(d, ledger.Options{TTL: time.Hour, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cl, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: "step", Fingerprint: hash.Bytes([]byte("step"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err, _ := commitOnce(t, d, l, writes, "mutate", "m1", "mutate", func(tx pgx.Tx) {
+		if err := l.RecordStepTx(ctx, tx, cl, "order", []byte("m1")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil || res.Replayed {
+		t.Fatalf("MutateOutcomeCommit: %+v, %v", res, err)
+	}
+	got, err := l.Steps(ctx, cl)
+	if err != nil || len(got) != 1 || string(got["order"]) != "m1" {
+		t.Errorf("Steps = %q, %v; want order = m1", got, err)
+	}
+}
