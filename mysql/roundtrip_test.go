@@ -223,6 +223,32 @@ func TestStepTxRoundTrips(t *testing.T) {
 			if step != plain+1 {
 				t.Errorf("with the step's record: %d round trips, the plain transaction %d; want 1 more", step, plain)
 			}
+			// An outside step's record and the steps' deletion after the
+			// outcome, on the pool: one round trip each.
+			pool := func(key string) (record, forget int64) {
+				t.Helper()
+				cl, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: key, Fingerprint: hash.Bytes([]byte(key))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := trips.Load()
+				if err := l.RecordStep(ctx, cl, "a", nil); err != nil {
+					t.Fatal(err)
+				}
+				record = trips.Load() - before
+				if err := l.Complete(ctx, cl, ledger.Outcome{Status: 201}); err != nil {
+					t.Fatal(err)
+				}
+				before = trips.Load()
+				if err := l.ForgetSteps(ctx, cl); err != nil {
+					t.Fatal(err)
+				}
+				return record, trips.Load() - before
+			}
+			pool(fmt.Sprintf("%v-warm-pool", interpolate))
+			if record, forget := pool(fmt.Sprintf("%v-pool", interpolate)); record != 1 || forget != 1 {
+				t.Errorf("RecordStep: %d round trips, ForgetSteps: %d; want 1 each", record, forget)
+			}
 		})
 	}
 }
