@@ -491,6 +491,11 @@ var (
 	// engine can store or the connection can carry; nothing was written.
 	// Drivers return it as a *TooLargeError.
 	ErrTooLarge = errors.New("driver: outcome too large")
+	// ErrLeaseLost is ledger.ErrLeaseLost itself, defined here so that a
+	// driver can return it where the ledger does not pass: from the
+	// commit of a transaction whose queued step record found its lease
+	// lost ([StepQueuer]).
+	ErrLeaseLost = errors.New("ledger: lease lost")
 )
 
 // TooLargeError is the error of a Complete whose outcome the engine cannot

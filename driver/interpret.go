@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Interpreted returns ex with every error it returns passed through
 // interpret, the driver's reading of its engine's errors (marking them
@@ -109,6 +112,31 @@ func (i *interpretedBatcher) CompleteRelease(ctx context.Context, p CompletePara
 func (i *interpretedBatcher) CompleteReleaseCommit(ctx context.Context, p CompleteParams, name string) (CompleteResult, bool, bool, error) {
 	r, released, committed, err := i.b.CompleteReleaseCommit(ctx, p, name)
 	return r, released, committed, i.f(err)
+}
+
+// QueueStep forwards to the Batcher when it is a StepQueuer; otherwise
+// nothing is queued.
+func (i *interpretedBatcher) QueueStep(ctx context.Context, p RecordStepParams) (bool, error) {
+	q, ok := i.b.(StepQueuer)
+	if !ok {
+		return false, nil
+	}
+	queued, err := q.QueueStep(ctx, p)
+	return queued, i.f(err)
+}
+
+func (i *interpreted) CompletesSteps() bool {
+	sc, ok := i.ex.(StepCompleter)
+	return ok && sc.CompletesSteps()
+}
+
+func (i *interpreted) CompleteSteps(ctx context.Context, p CompleteParams) (bool, error) {
+	sc, ok := i.ex.(StepCompleter)
+	if !ok {
+		return false, errors.New("driver: the executor cannot complete steps")
+	}
+	done, err := sc.CompleteSteps(ctx, p)
+	return done, i.f(err)
 }
 
 func (i *interpreted) TableExists(ctx context.Context, table string) (bool, error) {

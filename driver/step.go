@@ -34,6 +34,35 @@ type Stepper interface {
 	FindSteps(ctx context.Context, key string, limit int) ([]StepRow, error)
 }
 
+// StepQueuer is implemented by the Executors of drivers
+// ([Driver.TxExecutor]'s) that can send a step's record together with the
+// COMMIT of its transaction, in the COMMIT's round trip, so that a
+// database step costs the caller's transaction no round trip of its own.
+type StepQueuer interface {
+	// QueueStep queues the record of p (as RecordStep would run it, with
+	// its guard) to run just before the transaction commits, and reports
+	// whether it did; when it did not (the transaction is not one it can
+	// do this for), the caller runs RecordStep instead. A queued record
+	// whose guard finds the lease lost stops the COMMIT: the transaction
+	// rolls back, with the caller's writes, and the commit's error
+	// matches [ErrLeaseLost]. A rollback drops the queued records.
+	QueueStep(ctx context.Context, p RecordStepParams) (queued bool, err error)
+}
+
+// StepCompleter is implemented by Executors that can delete an
+// operation's steps in the statement that stores its outcome, so that a
+// handler with steps pays no statement of its own for their deletion.
+// Executors wrapped by [Interpreted] have its methods whatever the
+// driver's: CompletesSteps tells.
+type StepCompleter interface {
+	// CompletesSteps reports whether CompleteSteps can be called.
+	CompletesSteps() bool
+	// CompleteSteps is Executor.Complete that, when it stores the
+	// outcome, deletes every step recorded under p's key in the same
+	// statement, and nothing when the lease did not hold.
+	CompleteSteps(ctx context.Context, p CompleteParams) (bool, error)
+}
+
 // StepsParams names the steps of one operation: its key and fingerprint.
 type StepsParams struct {
 	Scope, Key  string

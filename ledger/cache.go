@@ -297,13 +297,14 @@ func (l *Ledger[TTx]) keepCompleted(c *Claim, p driver.CompleteParams, res drive
 	if l.cache == nil || !res.OK || res.CompletedAt <= 0 {
 		return
 	}
-	mark := res.CommittedAt
 	if !res.Marked {
-		if c.marking || !c.CommittedAt.IsZero() {
-			return // a mark whose stored time is unknown
-		}
-		mark = 0
+		// Whether the record carries a commit mark is unknown (MySQL's
+		// statement reports the completion time alone), and a Claim does
+		// not say whether Commit was called on it: the first replay
+		// reads the record instead.
+		return
 	}
+	mark := res.CommittedAt
 	row := &driver.Row{
 		Scope: c.Request.Scope, Key: c.Request.Key, Fingerprint: c.Request.Fingerprint[:], State: "completed",
 		Fence: c.Fence, Status: p.Status, Headers: p.Headers, Body: p.Body, Kind: p.Kind,

@@ -52,9 +52,6 @@ type Claim struct {
 	// created_at: with the fence and the fingerprint it tells this claim's
 	// record from a later one after a purge.
 	claimedAt int64
-	// marking reports that Commit was called on the claim: the record may
-	// carry a commit mark that CommittedAt does not show exactly.
-	marking bool
 	// Replay is the completed record with the same key and fingerprint,
 	// when there is one: answer with Replay.Outcome and do not run the
 	// operation again. No lease is held then.

@@ -45,8 +45,11 @@ var (
 	// a lease. The caller must not assume its outcome was stored. The
 	// integrations' handler contexts (idemhttp, idemgrpc, idemconnect,
 	// consume) end with a cause matching it when the lease is lost, or
-	// ran out with no extension confirmed.
-	ErrLeaseLost = errors.New("ledger: lease lost")
+	// ran out with no extension confirmed. The commit of a transaction
+	// whose database step's record travels with the COMMIT
+	// ([Ledger.RecordStepTx]) fails with an error matching it when that
+	// record finds the lease lost.
+	ErrLeaseLost = idriver.ErrLeaseLost
 
 	// ErrNotFound is returned (wrapped) by Get when no record exists for the
 	// scope and key.

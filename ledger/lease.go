@@ -66,20 +66,26 @@ func (l *Ledger[TTx]) CompleteTx(ctx context.Context, tx TTx, c *Claim, out Outc
 // transient faults within the lease (see persist); in a transaction it
 // cannot, since a broken connection took the transaction with it.
 func (l *Ledger[TTx]) complete(ctx context.Context, ex driver.Executor, c *Claim, out Outcome) error {
+	return l.completeWith(ctx, ex, c, out, ex.Complete)
+}
+
+// completeWith is complete with store, ex's Complete or a statement like
+// it.
+func (l *Ledger[TTx]) completeWith(ctx context.Context, ex driver.Executor, c *Claim, out Outcome, store func(context.Context, driver.CompleteParams) (driver.CompleteResult, error)) error {
 	p, err := l.completeParams(c, out)
 	if err != nil {
 		return err
 	}
 	if ex != l.db {
 		// Not kept: tx may still roll the outcome back.
-		res, err := ex.Complete(context.WithoutCancel(ctx), p)
+		res, err := store(context.WithoutCancel(ctx), p)
 		return completed(res.OK, err)
 	}
 	start := time.Now()
 	ctx, deadline := context.WithoutCancel(ctx), leaseDeadline(c)
 	var res driver.CompleteResult
 	ok, unsure, err := l.persist(ctx, deadline, func(ctx context.Context) (ok bool, err error) {
-		res, err = ex.Complete(ctx, p)
+		res, err = store(ctx, p)
 		return res.OK, err
 	})
 	if err != nil {
@@ -299,7 +305,6 @@ func (l *Ledger[TTx]) Commit(ctx context.Context, c *Claim) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	p := driver.MarkParams{LeaseParams: c.lease(), Now: l.clock()}
-	c.marking = true // the record may carry a mark from here on, whatever this call answers
 	// MarkCommitted is repeatable (a retry finds the lease still held and
 	// keeps the mark), so an attempt whose outcome was unknown needs no
 	// read to explain a later answer.

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/idemledger/idemledger/driver"
+	idriver "github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/hash"
 )
 
@@ -108,6 +108,14 @@ func (l *Ledger[TTx]) RecordStep(ctx context.Context, c *Claim, name string, res
 // is the same, and holds until tx ends: a takeover of the record waits for
 // tx on engines that lock rows, and cannot come between on SQLite. It does
 // not retry: a broken connection took tx with it.
+//
+// Where the driver can (the transactions of pgxv5's Driver.Begin,
+// when it batches), the record is not sent at once but with tx's COMMIT,
+// in its round trip, and its guard is checked there: RecordStepTx then
+// returns nil, and a guard that finds the lease lost makes the commit
+// fail with an error matching [ErrLeaseLost], tx rolled back with the
+// caller's writes. Either way, writes and record commit together or not
+// at all.
 func (l *Ledger[TTx]) RecordStepTx(ctx context.Context, tx TTx, c *Claim, name string, result []byte) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
@@ -119,7 +127,17 @@ func (l *Ledger[TTx]) RecordStepTx(ctx context.Context, tx TTx, c *Claim, name s
 	if err != nil {
 		return err
 	}
-	ok, err := l.d.TxExecutor(tx).RecordStep(ctx, p)
+	ex := l.d.TxExecutor(tx)
+	if q, ok := ex.(idriver.StepQueuer); ok {
+		queued, err := q.QueueStep(ctx, p)
+		if err != nil {
+			return wrapOp("record step", classify(err))
+		}
+		if queued {
+			return nil
+		}
+	}
+	ok, err := ex.RecordStep(ctx, p)
 	if err != nil {
 		return wrapOp("record step", classify(err))
 	}
@@ -153,6 +171,35 @@ func (l *Ledger[TTx]) ForgetSteps(ctx context.Context, c *Claim) error {
 		return wrapOp("forget steps", err)
 	}
 	return nil
+}
+
+// CompleteSteps is Complete for an operation that recorded steps: where
+// the driver can (the PostgreSQL drivers), the statement that stores the
+// outcome also deletes the steps recorded under c's key, which served
+// their operation, and forgot is true. Elsewhere it is Complete alone,
+// forgot is false, and the caller deletes the steps with ForgetSteps
+// afterwards. The error is Complete's.
+func (l *Ledger[TTx]) CompleteSteps(ctx context.Context, c *Claim, out Outcome) (forgot bool, err error) {
+	if err := l.checkCall(ctx); err != nil {
+		return false, err
+	}
+	if err := checkClaim(c); err != nil {
+		return false, err
+	}
+	sc, ok := l.db.(idriver.StepCompleter)
+	if !ok || !sc.CompletesSteps() {
+		return false, l.complete(ctx, l.db, c, out)
+	}
+	// The statement reports no times: the outcome is not kept in the
+	// cache, and the first replay reads it.
+	store := func(ctx context.Context, p idriver.CompleteParams) (idriver.CompleteResult, error) {
+		ok, err := sc.CompleteSteps(ctx, p)
+		return idriver.CompleteResult{OK: ok}, err
+	}
+	if err := l.completeWith(ctx, l.db, c, out, store); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // StepRecord is a recorded step as an operator sees it (FindSteps).
@@ -200,7 +247,7 @@ func (l *Ledger[TTx]) purgeSteps(ctx context.Context, before int64, size int) (i
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		n, err := l.db.PurgeSteps(ctx, driver.PurgeStepsParams{Before: before, Limit: size})
+		n, err := l.db.PurgeSteps(ctx, idriver.PurgeStepsParams{Before: before, Limit: size})
 		total += n
 		if err != nil {
 			return total, classify(err)
@@ -212,22 +259,22 @@ func (l *Ledger[TTx]) purgeSteps(ctx context.Context, before int64, size int) (i
 }
 
 // stepParams checks a step's record and makes its parameters.
-func (l *Ledger[TTx]) stepParams(c *Claim, name string, result []byte) (driver.RecordStepParams, error) {
+func (l *Ledger[TTx]) stepParams(c *Claim, name string, result []byte) (idriver.RecordStepParams, error) {
 	if err := checkClaim(c); err != nil {
-		return driver.RecordStepParams{}, err
+		return idriver.RecordStepParams{}, err
 	}
 	switch {
 	case name == "":
-		return driver.RecordStepParams{}, invalidRequest("empty step name")
+		return idriver.RecordStepParams{}, invalidRequest("empty step name")
 	case len(name) > MaxStepNameLength:
-		return driver.RecordStepParams{}, invalidRequest("step name is %d bytes, over the maximum of %d", len(name), MaxStepNameLength)
+		return idriver.RecordStepParams{}, invalidRequest("step name is %d bytes, over the maximum of %d", len(name), MaxStepNameLength)
 	case !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0:
-		return driver.RecordStepParams{}, invalidRequest("step name %q is not valid UTF-8 without NUL", name)
+		return idriver.RecordStepParams{}, invalidRequest("step name %q is not valid UTF-8 without NUL", name)
 	}
 	if result == nil {
 		result = []byte{}
 	}
-	return driver.RecordStepParams{
+	return idriver.RecordStepParams{
 		LeaseParams: c.lease(), Name: name, Result: result,
 		// The recording process's clock when the engine's is asked for:
 		// the time only orders the steps and ages them for Purge, whose
@@ -236,6 +283,6 @@ func (l *Ledger[TTx]) stepParams(c *Claim, name string, result []byte) (driver.R
 	}, nil
 }
 
-func stepsParams(scope, key string, fp hash.Digest) driver.StepsParams {
-	return driver.StepsParams{Scope: scope, Key: key, Fingerprint: fp[:]}
+func stepsParams(scope, key string, fp hash.Digest) idriver.StepsParams {
+	return idriver.StepsParams{Scope: scope, Key: key, Fingerprint: fp[:]}
 }

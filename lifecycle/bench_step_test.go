@@ -16,10 +16,12 @@ import (
 // row in the handler's transaction, two outside steps whose calls do
 // nothing) against the same handler with no steps (the same write and
 // calls, nothing recorded), each a first request with a new key: Decide,
-// the handler, Complete. The difference is the steps' own cost: the load
-// of the recorded steps, one record per step, and their deletion after
-// Complete. On every driver whose database is configured, in one run of
-// interleaved rounds; BENCHMARKS.md, "Steps", has the ratios.
+// the handler, Complete. The difference is the steps' own cost: one record
+// per step (the database step's rides its transaction's COMMIT on pgxv5)
+// and their deletion (in Complete's statement on PostgreSQL, after it
+// elsewhere); a new key's run loads no steps. On every driver whose
+// database is configured, in one run of interleaved rounds;
+// BENCHMARKS.md, "Steps", has the ratios.
 func BenchmarkSteps(b *testing.B) {
 	for _, name := range testdb.Drivers() {
 		b.Run(name, func(b *testing.B) {

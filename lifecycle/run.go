@@ -264,7 +264,7 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 	ctx, cancel := r.detached()
 	defer cancel()
 	c := r.current()
-	err := r.l.Complete(ctx, c, out)
+	forgot, err := r.complete(ctx, c, out)
 	if errors.Is(err, ledger.ErrOutcomeTooLarge) {
 		// The lease still holds: keep a marker in its place, so that a
 		// retry learns the answer is lost instead of running again.
@@ -272,8 +272,12 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 		if status != NoStatus {
 			marker.Status = status
 		}
-		merr := r.l.Complete(ctx, c, marker)
+		var merr error
+		forgot, merr = r.complete(ctx, c, marker)
 		if merr == nil {
+			if !forgot {
+				r.forgetSteps(ctx)
+			}
 			r.emit(withStatus(ledger.Event{Kind: ledger.EventStored, Reason: ledger.ReasonOversized, Err: err}, status))
 			return
 		}
@@ -283,7 +287,9 @@ func (r *Run) Complete(out ledger.Outcome, why ledger.Reason, status int, cause 
 		r.emit(withStatus(ledger.Event{Kind: FailureKind(err), Op: "complete", Err: err}, status))
 		return
 	}
-	r.forgetSteps(ctx)
+	if !forgot {
+		r.forgetSteps(ctx)
+	}
 	r.emit(withStatus(ledger.Event{Kind: ledger.EventStored, Reason: why, Err: cause}, status))
 }
 

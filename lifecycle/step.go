@@ -18,6 +18,7 @@ type StepLedger interface {
 	HasSteps(ctx context.Context, scope, key string, fp hash.Digest) (bool, error)
 	RecordStep(ctx context.Context, c *ledger.Claim, name string, result []byte) error
 	ForgetSteps(ctx context.Context, c *ledger.Claim) error
+	CompleteSteps(ctx context.Context, c *ledger.Claim, out ledger.Outcome) (forgot bool, err error)
 }
 
 // ErrNoSteps is returned by [Run.Step] and [StepTx] when the run's ledger
@@ -100,9 +101,14 @@ func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context
 // cannot slip between the guard and the commit: commit tx promptly, and
 // call [Run.Commit] (or anything else that writes the record on the pool)
 // after tx ends, never between StepTx and the commit, where it would wait
-// for tx, which waits for it. The run's heartbeat waits for tx meanwhile. The result counts as recorded for r from the moment StepTx
-// returns: a caller that rolls tx back afterwards must not go on with r.
-// A nil r calls fn and records nothing, like [Run.Step].
+// for tx, which waits for it. The run's heartbeat waits for tx meanwhile.
+// On a transaction of pgxv5's Driver.Begin the record travels with tx's
+// COMMIT instead, in its round trip ([ledger.Ledger.RecordStepTx]): the
+// guard runs there, and a lease lost by then fails the commit with an
+// error matching [ledger.ErrLeaseLost], fn's writes rolled back. The
+// result counts as recorded for r from the moment StepTx returns: a
+// caller whose commit of tx fails, or who rolls tx back, must not go on
+// with r. A nil r calls fn and records nothing, like [Run.Step].
 func StepTx[TTx any](ctx context.Context, r *Run, l *ledger.Ledger[TTx], tx TTx, name string, fn func(ctx context.Context, tx TTx) ([]byte, error)) ([]byte, error) {
 	if r == nil {
 		return fn(ctx, tx)
@@ -192,16 +198,31 @@ func (r *Run) holds() error {
 // outcome was unknown.
 func (r *Run) stepClaim() *ledger.Claim { return r.current() }
 
-// forgetSteps deletes the steps of a run that used any, after its outcome
-// was stored; a failure is reported with Op "forget steps" and left to
-// Purge.
-func (r *Run) forgetSteps(ctx context.Context) {
+// complete stores out under c, the run's lease: for a run that used steps,
+// with [StepLedger.CompleteSteps], so that the steps go with the outcome's
+// statement where the ledger can; forgot reports whether they did.
+func (r *Run) complete(ctx context.Context, c *ledger.Claim, out ledger.Outcome) (forgot bool, err error) {
+	if sl, ok := r.l.(StepLedger); ok && r.usedSteps() {
+		return sl.CompleteSteps(ctx, c, out)
+	}
+	return false, r.l.Complete(ctx, c, out)
+}
+
+// usedSteps reports whether the run loaded or recorded a step.
+func (r *Run) usedSteps() bool {
 	s := &r.steps
 	s.mu.Lock()
-	used := s.used
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+// forgetSteps deletes the steps of a run that used any, after its outcome
+// was stored without them; a failure is reported with Op "forget steps"
+// and left to Purge (or to the claim that starts the key's next
+// operation).
+func (r *Run) forgetSteps(ctx context.Context) {
 	sl, ok := r.l.(StepLedger)
-	if !used || !ok {
+	if !r.usedSteps() || !ok {
 		return
 	}
 	if err := sl.ForgetSteps(ctx, r.stepClaim()); err != nil {

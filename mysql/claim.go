@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -275,6 +276,16 @@ func (e executor) takeOver(ctx context.Context, a idriver.ClaimParams, shared bo
 			return idriver.ClaimResult{Late: true, Now: max(now, a.ValidUntil+1)}, nil
 		}
 		return idriver.ClaimResult{Now: now}, nil
+	}
+	if idriver.Expired(&r, now) || !bytes.Equal(r.Fingerprint, a.Fingerprint) {
+		// A new operation (the cases in which failures start again at
+		// 0): the steps of the operations before end with the takeover,
+		// in its transaction, so that neither this operation nor its
+		// retries resume them. The row read under its lock is the one
+		// taken over.
+		if _, err := e.q().StepsEnd(ctx, mysqldb.StepsEndParams{Scope: []byte(a.Scope), IdempotencyKey: []byte(a.Key)}); err != nil {
+			return idriver.ClaimResult{}, err
+		}
 	}
 	return idriver.ClaimResult{Won: true, Fence: r.Fence + 1, LeaseExpiresAt: now + a.LeaseMillis, CommittedAt: committed.Int64, Failures: failures}, nil
 }

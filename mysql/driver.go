@@ -178,8 +178,9 @@ func (e executor) Complete(ctx context.Context, p idriver.CompleteParams) (idriv
 // completed_at it stored, through the session's LAST_INSERT_ID (MySQL has
 // no RETURNING): only on a connection whose session is the driver's own
 // afterwards (the pool's, or a transaction that ends with the call), since
-// it changes what LAST_INSERT_ID() answers a caller's later statements. The
-// commit mark is not reported (Marked false).
+// it changes what LAST_INSERT_ID() answers a caller's later statements.
+// The mark's time is not reported: a record that carries one is reported
+// with Marked false.
 func (e executor) complete(ctx context.Context, p idriver.CompleteParams, report bool) (idriver.CompleteResult, error) {
 	if err := e.d.checkOutcome(p); err != nil {
 		return idriver.CompleteResult{}, err
@@ -211,12 +212,13 @@ func (e executor) complete(ctx context.Context, p idriver.CompleteParams, report
 	if err != nil || n != 1 {
 		return idriver.CompleteResult{}, err
 	}
-	// The OK packet carries the LAST_INSERT_ID the statement set.
-	at, err := res.LastInsertId()
-	if err != nil {
-		at = 0 // stored, with times unknown
+	// The OK packet carries the LAST_INSERT_ID the statement set:
+	// completed_at * 2, plus 1 when the record carries a commit mark.
+	v, err := res.LastInsertId()
+	if err != nil || v <= 0 {
+		return idriver.CompleteResult{OK: true}, nil // stored, with times unknown
 	}
-	return idriver.CompleteResult{OK: true, CompletedAt: at}, nil
+	return idriver.CompleteResult{OK: true, CompletedAt: v / 2, Marked: v%2 == 0}, nil
 }
 
 func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, error) {

@@ -13,18 +13,21 @@ import (
 )
 
 // hot are the statements the driver prepares: those of every request (a
-// claim's read, its INSERT in both forms, the outcome's UPDATE). Prepared,
-// each is one round trip (COM_STMT_EXECUTE) instead of two (prepare, then
-// execute) under go-sql-driver's default DSN. The others, rare, run as
-// text: every prepared statement costs the server memory on every
-// connection of every pool (max_prepared_stmt_count, 16,382 by default,
-// bounds them all), and four per connection leave room. On MariaDB the
-// INSERT ... SELECT and the UPDATE are prepared twice more, as the texts
-// with the lock waits that lease mode runs them with (wait.go): eight.
+// claim's read, its INSERT in both forms, the outcome's UPDATE) and those
+// of every request whose handler has steps (a step's record, once per step,
+// inside the handler's transaction for a database step; the steps'
+// deletion after the outcome). Prepared, each is one round trip
+// (COM_STMT_EXECUTE) instead of two (prepare, then execute) under
+// go-sql-driver's default DSN. The others, rare, run as text: every
+// prepared statement costs the server memory on every connection of every
+// pool (max_prepared_stmt_count, 16,382 by default, bounds them all), and
+// six per connection leave room. On MariaDB the INSERT ... SELECT and the
+// UPDATE are prepared twice more, as the texts with the lock waits that
+// lease mode runs them with (wait.go): ten.
 // (Lease mode's claims check a valid_until, so they take the INSERT ...
 // SELECT; the INSERT ... VALUES runs bounded only for a claim that brings
 // its own clock, and then as text.)
-var hot = [...]string{mysqldb.Get, mysqldb.ClaimInsert, mysqldb.ClaimInsertValues, mysqldb.Complete}
+var hot = [...]string{mysqldb.Get, mysqldb.ClaimInsert, mysqldb.ClaimInsertValues, mysqldb.Complete, mysqldb.StepRecord, mysqldb.StepsDelete}
 
 // prepared is the set of statements prepared on the pool, by their text.
 type prepared struct {

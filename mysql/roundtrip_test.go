@@ -169,3 +169,86 @@ func TestRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// TestStepTxRoundTrips: a database step's record (RecordStepTx) is one
+// statement of its own in the caller's transaction, one round trip more
+// than the same transaction without it, prepared or interpolated.
+func TestStepTxRoundTrips(t *testing.T) {
+	d := testdb.MySQLDB(t)
+	if _, err := d.SQL.Exec("CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, item VARCHAR(64) NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, interpolate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interpolateParams=%v", interpolate), func(t *testing.T) {
+			db := countingDB(t, d, func(c *gomysql.Config) { c.InterpolateParams = interpolate })
+			l, err := ledger.New(mysql.New(db), ledger.Options{TTL: time.Hour, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ctx := context.Background()
+			order := func(item string, record bool) int64 {
+				t.Helper()
+				key := fmt.Sprintf("%v-%s", interpolate, item)
+				var cl *ledger.Claim
+				if record {
+					if cl, err = l.Claim(ctx, ledger.Request{Scope: "s", Key: key, Fingerprint: hash.Bytes([]byte(item))}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before := trips.Load()
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				if _, err := tx.ExecContext(ctx, "INSERT INTO orders (item) VALUES (?)", key); err != nil {
+					t.Fatal(err)
+				}
+				if record {
+					if err := l.RecordStepTx(ctx, tx, cl, "order", []byte(item)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				return trips.Load() - before
+			}
+			for i := range 2 { // warm up: statements prepared on the connection
+				order(fmt.Sprintf("warm-%d", i), true)
+			}
+			plain, step := order("plain", false), order("step", true)
+			t.Logf("round trips: plain transaction %d, with the step's record %d", plain, step)
+			if step != plain+1 {
+				t.Errorf("with the step's record: %d round trips, the plain transaction %d; want 1 more", step, plain)
+			}
+			// An outside step's record and the steps' deletion after the
+			// outcome, on the pool: one round trip each.
+			pool := func(key string) (record, forget int64) {
+				t.Helper()
+				cl, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: key, Fingerprint: hash.Bytes([]byte(key))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := trips.Load()
+				if err := l.RecordStep(ctx, cl, "a", nil); err != nil {
+					t.Fatal(err)
+				}
+				record = trips.Load() - before
+				if err := l.Complete(ctx, cl, ledger.Outcome{Status: 201}); err != nil {
+					t.Fatal(err)
+				}
+				before = trips.Load()
+				if err := l.ForgetSteps(ctx, cl); err != nil {
+					t.Fatal(err)
+				}
+				return record, trips.Load() - before
+			}
+			pool(fmt.Sprintf("%v-warm-pool", interpolate))
+			if record, forget := pool(fmt.Sprintf("%v-pool", interpolate)); record != 1 || forget != 1 {
+				t.Errorf("RecordStep: %d round trips, ForgetSteps: %d; want 1 each", record, forget)
+			}
+		})
+	}
+}

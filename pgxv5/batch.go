@@ -140,7 +140,9 @@ func (e executor) CompleteRelease(ctx context.Context, c idriver.CompleteParams,
 // then tx.Commit (see driver.Batcher).
 func (e executor) CompleteReleaseCommit(ctx context.Context, c idriver.CompleteParams, name string) (res idriver.CompleteResult, released, committed bool, err error) {
 	d, own := e.tx.(*deferredTx)
-	if !own || !e.batches() || d.inner != nil || !d.begun || d.closed {
+	if !own || !e.batches() || d.inner != nil || !d.begun || d.closed || len(d.queued) > 0 {
+		// tx.Commit sends the COMMIT, with the step records queued
+		// before it (step.go), if any.
 		if res, released, err = e.CompleteRelease(ctx, c, name); err != nil || !released {
 			return res, released, false, err
 		}

@@ -77,9 +77,9 @@ func (d *Driver) Begin(ctx context.Context) (pgx.Tx, error) {
 			if err != nil {
 				return nil, pgerr.Interpret(err)
 			}
-			return &deferredTx{conn: c.Conn(), release: c.Release}, nil
+			return &deferredTx{conn: c.Conn(), release: c.Release, mode: d.mode}, nil
 		case *pgx.Conn:
-			return &deferredTx{conn: db}, nil
+			return &deferredTx{conn: db, mode: d.mode}, nil
 		}
 	}
 	tx, err := d.db.Begin(ctx)

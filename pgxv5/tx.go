@@ -30,6 +30,10 @@ type deferredTx struct {
 	inner, host pgx.Tx
 	begun       bool // BEGIN was sent, alone or batched
 	closed      bool
+	// mode is how the driver batches (never batchNone here); queued are
+	// the step records that travel with the COMMIT (step.go).
+	mode   batchMode
+	queued []queuedStmt
 }
 
 var _ pgx.Tx = (*deferredTx)(nil)
@@ -95,6 +99,11 @@ func (t *deferredTx) end(ctx context.Context, err error) {
 func (t *deferredTx) finish(ctx context.Context, commit bool) error {
 	if t.closed {
 		return pgx.ErrTxClosed
+	}
+	queued := t.queued
+	t.queued = nil
+	if commit && len(queued) > 0 {
+		return t.commitQueued(ctx, queued)
 	}
 	var err error
 	switch {

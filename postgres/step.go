@@ -6,6 +6,7 @@ import (
 
 	idriver "github.com/idemledger/idemledger/driver"
 	"github.com/idemledger/idemledger/internal/pgdb"
+	"github.com/idemledger/idemledger/internal/pgerr"
 )
 
 // The recorded steps of operations (driver.Stepper). RecordStep's guard
@@ -65,4 +66,30 @@ func (e executor) FindSteps(ctx context.Context, key string, limit int) ([]idriv
 		out[i] = idriver.StepRow{Scope: g.Scope, Key: g.Key, Name: g.Name, Fingerprint: g.Fingerprint, Fence: g.Fence, Result: g.Result, CreatedAt: g.CreatedAt}
 	}
 	return out, nil
+}
+
+// CompletesSteps reports true: CompleteSteps deletes the steps in the
+// outcome's statement (driver.StepCompleter).
+func (e executor) CompletesSteps() bool { return true }
+
+// CompleteSteps is Complete that deletes the key's steps with the outcome,
+// in one statement (queries/postgres, CompleteSteps).
+func (e executor) CompleteSteps(ctx context.Context, p idriver.CompleteParams) (bool, error) {
+	if err := pgerr.CheckOutcome(p); err != nil {
+		return false, err
+	}
+	n, err := pgdb.New(e.db).CompleteSteps(ctx, pgdb.CompleteStepsParams{
+		LockTimeout: e.lockTimeout(ctx),
+		Status:      sql.NullInt64{Int64: p.Status, Valid: true},
+		Headers:     p.Headers,
+		Body:        p.Body,
+		Kind:        sql.NullString{String: p.Kind, Valid: p.Kind != ""},
+		TtlMillis:   p.TTLMillis,
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
+		Fence:       p.Fence,
+		Now:         at(p.Now),
+	})
+	return n == 1, pgerr.TooLarge(p, err)
 }

@@ -33,6 +33,7 @@ func TestVersionDownUp(t *testing.T) {
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
 		"table idempotency_steps",
+		"trigger idemledger_steps_end",
 	}
 	bare := []string{"index version_unique", "table idemledger_schema_migrations"}
 

@@ -76,6 +76,7 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
 		"table idempotency_steps",
+		"trigger idemledger_steps_end",
 	}
 	if got := objects(t, db); !slices.Equal(got, want) {
 		t.Errorf("objects = %q, want %q", got, want)
@@ -133,6 +134,7 @@ func TestMigrateBesideApplication(t *testing.T) {
 		"table idempotency_steps",
 		"table orders",
 		"table schema_migrations",
+		"trigger idemledger_steps_end",
 	}
 	if got := objects(t, db); !slices.Equal(got, want) {
 		t.Errorf("objects = %q, want %q", got, want)

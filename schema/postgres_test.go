@@ -58,6 +58,7 @@ func TestPostgresVersionDownUp(t *testing.T) {
 	ctx := context.Background()
 	migrated := []string{
 		"function idemledger_claim_write",
+		"function idemledger_steps_end",
 		"index app_orders_pkey",
 		"index idemledger_ledger_created_at",
 		"index idemledger_ledger_expires_at",

@@ -237,7 +237,8 @@ SET state            = 'completed',
     headers          = ?,
     body             = ?,
     kind             = ?,
-    completed_at     = LAST_INSERT_ID(COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED))),
+    completed_at     = LAST_INSERT_ID(COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) * 2
+                                      + (committed_at IS NOT NULL)) DIV 2,
     expires_at       = COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) + CAST(? AS SIGNED)
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
   AND state = 'in_flight' AND lease_token = ? AND fence = ?
@@ -256,8 +257,10 @@ type CompleteReportingParams struct {
 	Fence          int64
 }
 
-// Complete, reporting the completed_at it stored as the statement's
-// LAST_INSERT_ID (MySQL has no RETURNING), which the ledger's cache keeps.
+// Complete, reporting the completed_at it stored, and whether the record
+// carries a commit mark, as the statement's LAST_INSERT_ID (MySQL has no
+// RETURNING): completed_at * 2, plus 1 for a mark. The ledger's cache keeps
+// what it reports.
 // That changes the session's LAST_INSERT_ID(): the driver uses it only on
 // connections of its own (the pool, its own transactions), never in a
 // caller's transaction.
@@ -903,6 +906,26 @@ type StepsDeleteParams struct {
 // is no longer in flight (its outcome stored).
 func (q *Queries) StepsDelete(ctx context.Context, arg StepsDeleteParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, StepsDelete, arg.Scope, arg.IdempotencyKey, arg.Fingerprint)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const StepsEnd = `-- name: StepsEnd :execrows
+DELETE FROM idempotency_steps
+WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
+`
+
+type StepsEndParams struct {
+	Scope          []byte
+	IdempotencyKey []byte
+}
+
+// Deletes every step recorded under the key: a claim that took its record
+// over as a new operation runs it in the takeover's transaction.
+func (q *Queries) StepsEnd(ctx context.Context, arg StepsEndParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, StepsEnd, arg.Scope, arg.IdempotencyKey)
 	if err != nil {
 		return 0, err
 	}

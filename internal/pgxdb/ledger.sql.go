@@ -291,6 +291,74 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (CompleteRow
 	return i, err
 }
 
+const completeSteps = `-- name: CompleteSteps :one
+WITH done AS (
+    UPDATE idempotency_ledger AS l
+    SET state            = 'completed',
+        lease_token      = NULL,
+        lease_expires_at = NULL,
+        status           = $1,
+        headers          = $2,
+        body             = $3,
+        kind             = $4,
+        completed_at     = clock.now,
+        expires_at       = clock.now + $5::bigint
+    FROM (
+        SELECT COALESCE($10::bigint,
+                        floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+               CASE WHEN $11::text IS NULL THEN NULL
+                    ELSE set_config('lock_timeout', $11::text, true) END AS lock_timeout
+        OFFSET 0
+    ) AS clock
+    WHERE l.scope = $6 AND l.key = $7
+      AND l.state = 'in_flight' AND l.lease_token = $8 AND l.fence = $9
+    RETURNING l.scope, l.key
+), gone AS (
+    DELETE FROM idempotency_steps AS s
+    USING done
+    WHERE s.scope = done.scope AND s.key = done.key
+)
+SELECT count(*)::bigint AS completed FROM done
+`
+
+type CompleteStepsParams struct {
+	Status      pgtype.Int8
+	Headers     []byte
+	Body        []byte
+	Kind        pgtype.Text
+	TtlMillis   int64
+	Scope       string
+	Key         string
+	LeaseToken  pgtype.Text
+	Fence       int64
+	Now         pgtype.Int8
+	LockTimeout pgtype.Text
+}
+
+// Complete for an operation that recorded steps: when it stores the
+// outcome it deletes every step recorded under the key, in the same
+// statement (the DELETE reads the UPDATE's RETURNING, so it deletes
+// nothing when the lease did not hold). Returns how many records it
+// completed, 1 or 0.
+func (q *Queries) CompleteSteps(ctx context.Context, arg CompleteStepsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, completeSteps,
+		arg.Status,
+		arg.Headers,
+		arg.Body,
+		arg.Kind,
+		arg.TtlMillis,
+		arg.Scope,
+		arg.Key,
+		arg.LeaseToken,
+		arg.Fence,
+		arg.Now,
+		arg.LockTimeout,
+	)
+	var completed int64
+	err := row.Scan(&completed)
+	return completed, err
+}
+
 const extend = `-- name: Extend :one
 UPDATE idempotency_ledger AS l
 SET lease_expires_at = clock.now + $1::bigint

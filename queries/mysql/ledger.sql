@@ -133,8 +133,10 @@ WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
   AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
 
 -- name: CompleteReporting :execresult
--- Complete, reporting the completed_at it stored as the statement's
--- LAST_INSERT_ID (MySQL has no RETURNING), which the ledger's cache keeps.
+-- Complete, reporting the completed_at it stored, and whether the record
+-- carries a commit mark, as the statement's LAST_INSERT_ID (MySQL has no
+-- RETURNING): completed_at * 2, plus 1 for a mark. The ledger's cache keeps
+-- what it reports.
 -- That changes the session's LAST_INSERT_ID(): the driver uses it only on
 -- connections of its own (the pool, its own transactions), never in a
 -- caller's transaction.
@@ -146,7 +148,8 @@ SET state            = 'completed',
     headers          = sqlc.narg(headers),
     body             = sqlc.narg(body),
     kind             = sqlc.narg(kind),
-    completed_at     = LAST_INSERT_ID(COALESCE(sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED))),
+    completed_at     = LAST_INSERT_ID(COALESCE(sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) * 2
+                                      + (committed_at IS NOT NULL)) DIV 2,
     expires_at       = COALESCE(sqlc.narg(now), CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) + CAST(sqlc.arg(ttl_millis) AS SIGNED)
 WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key)
   AND state = 'in_flight' AND lease_token = sqlc.arg(lease_token) AND fence = sqlc.arg(fence);
@@ -293,6 +296,12 @@ WHERE idempotency_steps.scope = sqlc.arg(scope) AND idempotency_steps.`key` = sq
     SELECT 1 FROM idempotency_ledger AS l
     WHERE l.scope = idempotency_steps.scope AND l.`key` = idempotency_steps.`key` AND l.state = 'in_flight'
   );
+
+-- name: StepsEnd :execrows
+-- Deletes every step recorded under the key: a claim that took its record
+-- over as a new operation runs it in the takeover's transaction.
+DELETE FROM idempotency_steps
+WHERE scope = sqlc.arg(scope) AND `key` = sqlc.arg(idempotency_key);
 
 -- name: StepsPurgeBatch :execrows
 -- Deletes up to the limit steps recorded at the cutoff or earlier whose

@@ -168,6 +168,40 @@ WHERE l.scope = @scope AND l.key = @key
   AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence
 RETURNING l.completed_at, l.committed_at;
 
+-- name: CompleteSteps :one
+-- Complete for an operation that recorded steps: when it stores the
+-- outcome it deletes every step recorded under the key, in the same
+-- statement (the DELETE reads the UPDATE's RETURNING, so it deletes
+-- nothing when the lease did not hold). Returns how many records it
+-- completed, 1 or 0.
+WITH done AS (
+    UPDATE idempotency_ledger AS l
+    SET state            = 'completed',
+        lease_token      = NULL,
+        lease_expires_at = NULL,
+        status           = @status,
+        headers          = @headers,
+        body             = @body,
+        kind             = sqlc.narg(kind),
+        completed_at     = clock.now,
+        expires_at       = clock.now + @ttl_millis::bigint
+    FROM (
+        SELECT COALESCE(sqlc.narg(now)::bigint,
+                        floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+               CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                    ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+        OFFSET 0
+    ) AS clock
+    WHERE l.scope = @scope AND l.key = @key
+      AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence
+    RETURNING l.scope, l.key
+), gone AS (
+    DELETE FROM idempotency_steps AS s
+    USING done
+    WHERE s.scope = done.scope AND s.key = done.key
+)
+SELECT count(*)::bigint AS completed FROM done;
+
 -- name: Release :execrows
 -- Ends an in-flight claim held by the caller, never a completed row, nor
 -- one that passed its commit point (its effect happened, and a retry must

@@ -22,3 +22,27 @@ CREATE TABLE IF NOT EXISTS idempotency_steps (
 
 -- Purge walks the steps oldest first.
 CREATE INDEX IF NOT EXISTS idemledger_steps_created_at ON idempotency_steps (created_at);
+
+-- A claim that takes a record over as a new operation (the record had
+-- expired, or the claim brings another fingerprint: the cases in which
+-- idemledger_claim_write starts the count of failures again) ends the
+-- steps of the operations before, in the claim's own transaction: a new
+-- operation must never resume an old one's steps, nor its retries after
+-- a crash. Only a claim's takeover sets fence, so the trigger fires for
+-- nothing else; a takeover of the same operation (a lease that ran out, a
+-- release) keeps them.
+CREATE OR REPLACE FUNCTION idemledger_steps_end() RETURNS trigger
+LANGUAGE plpgsql AS $idemledger$
+BEGIN
+    DELETE FROM idempotency_steps WHERE scope = NEW.scope AND key = NEW.key;
+    RETURN NULL;
+END
+$idemledger$;
+DROP TRIGGER IF EXISTS idemledger_steps_end ON idempotency_ledger;
+CREATE TRIGGER idemledger_steps_end
+    AFTER UPDATE OF fence ON idempotency_ledger
+    FOR EACH ROW
+    WHEN (OLD.fingerprint <> NEW.fingerprint OR (
+        OLD.expires_at <= NEW.created_at
+        AND (OLD.state <> 'in_flight' OR OLD.lease_expires_at <= NEW.created_at)))
+    EXECUTE FUNCTION idemledger_steps_end();
