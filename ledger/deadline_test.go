@@ -35,9 +35,12 @@ const deadlineSlack = 2 * time.Second
 // ErrOutcomeUnknown, the record is as before once the fault is gone and
 // whatever the statement left behind has landed. Under a lock on a server,
 // the answer must be ErrBusy: the server's own lock wait must end before
-// the lease, or the statement writes once the lock is gone.
+// the lease, or the statement writes once the lock is gone. It spends its
+// time waiting for leases and faults to end: the drivers run at once, and
+// alongside the package's other waiting tests.
 func TestLeaseStatementsAnswerWithinLease(t *testing.T) {
-	testdb.Each(t, testLeaseDeadline[*sql.Tx], testLeaseDeadline[pgx.Tx])
+	t.Parallel()
+	testdb.EachAtOnce(t, testLeaseDeadline[*sql.Tx], testLeaseDeadline[pgx.Tx])
 }
 
 func testLeaseDeadline[TTx any](t *testing.T, d *testdb.DB[TTx]) {
@@ -155,9 +158,11 @@ func recordOf[TTx any](t *testing.T, l *ledger.Ledger[TTx], key string) string {
 // stored for the key, and a retry claims it at once, where a claim that
 // landed would hold the key for a whole lease that no handler uses. One
 // case gives up at the ledger's own deadline, the other earlier, when the
-// caller's context ends (a client that hung up).
+// caller's context ends (a client that hung up). Like the test above, it
+// waits more than it computes: the drivers run at once.
 func TestLateClaimDoesNotHoldKey(t *testing.T) {
-	testdb.Each(t, testLateClaim[*sql.Tx], testLateClaim[pgx.Tx])
+	t.Parallel()
+	testdb.EachAtOnce(t, testLateClaim[*sql.Tx], testLateClaim[pgx.Tx])
 }
 
 func testLateClaim[TTx any](t *testing.T, d *testdb.DB[TTx]) {
