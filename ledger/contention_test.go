@@ -123,7 +123,7 @@ func checkExactlyOnce(t *testing.T, db *sql.DB, results ...[hammerKeys][hammerDu
 // each, in one process and one pool. The ledger uses the real clock: the
 // process's on SQLite, the server's on PostgreSQL.
 func TestExactlyOnceUnderContention(t *testing.T) {
-	eachDriver(t, testExactlyOnceUnderContention[*sql.Tx], testExactlyOnceUnderContention[pgx.Tx])
+	eachDriverInTurn(t, testExactlyOnceUnderContention[*sql.Tx], testExactlyOnceUnderContention[pgx.Tx])
 }
 
 func testExactlyOnceUnderContention[TTx any](t *testing.T, b *bundle[TTx]) {

@@ -46,7 +46,8 @@ var modelScopes = [...]string{"", "tenant-b"}
 // runs one seed and IDEMLEDGER_MODEL_STEPS sets the steps. A divergence fails with the seed
 // and the shortest failing sequence found by shrinking.
 func TestModel(t *testing.T) {
-	testdb.Each(t,
+	t.Parallel()
+	testdb.EachAtOnce(t,
 		func(t *testing.T, d *testdb.DB[*sql.Tx]) { testModel(t, d) },
 		func(t *testing.T, d *testdb.DB[pgx.Tx]) { testModel(t, d) })
 }

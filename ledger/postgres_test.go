@@ -188,7 +188,7 @@ func TestPostgresServerClock(t *testing.T) {
 // none fails (on PostgreSQL no purger waits for another's batch: SKIP
 // LOCKED).
 func TestPurgeConcurrently(t *testing.T) {
-	eachDriver(t, testPurgeConcurrently[*sql.Tx], testPurgeConcurrently[pgx.Tx])
+	eachDriverInTurn(t, testPurgeConcurrently[*sql.Tx], testPurgeConcurrently[pgx.Tx])
 }
 
 func testPurgeConcurrently[TTx any](t *testing.T, b0 *bundle[TTx]) {

@@ -83,7 +83,13 @@ func (b *bundle[TTx]) keys(t *testing.T) []string {
 	return out
 }
 
-func TestPurge(t *testing.T) { eachDriver(t, testPurge[*sql.Tx], testPurge[pgx.Tx]) }
+// TestPurge: every batch size and pace deletes the 45 purgeable rows and
+// nothing else. Each case fills a database of its own, round trip after
+// round trip: the test runs alongside the package's other waiting tests.
+func TestPurge(t *testing.T) {
+	t.Parallel()
+	eachDriver(t, testPurge[*sql.Tx], testPurge[pgx.Tx])
+}
 
 func testPurge[TTx any](t *testing.T, b0 *bundle[TTx]) {
 	const expired = 30 // 30 completed + 15 in flight: 45 purgeable rows
@@ -201,6 +207,7 @@ func testPurgeCancelled[TTx any](t *testing.T, b *bundle[TTx]) {
 // cancellation, and before the fix 12 to 18 rounds in 30 to 60 were off by
 // one batch on PostgreSQL.)
 func TestPurgeCountUnderRandomCancel(t *testing.T) {
+	t.Parallel()
 	eachDriver(t, testPurgeCountUnderRandomCancel[*sql.Tx], testPurgeCountUnderRandomCancel[pgx.Tx])
 }
 
@@ -245,8 +252,11 @@ func testPurgeCountUnderRandomCancel[TTx any](t *testing.T, b *bundle[TTx]) {
 // stopped inside an instant must leave the rest of it to the next, and
 // Purge must delete every expired record and nothing else. A record whose
 // expiry is the purge's instant has expired; one a millisecond later has
-// not.
-func TestPurgeTies(t *testing.T) { eachDriver(t, testPurgeTies[*sql.Tx], testPurgeTies[pgx.Tx]) }
+// not. Like TestPurge, it waits on its databases, alongside other tests.
+func TestPurgeTies(t *testing.T) {
+	t.Parallel()
+	eachDriver(t, testPurgeTies[*sql.Tx], testPurgeTies[pgx.Tx])
+}
 
 func testPurgeTies[TTx any](t *testing.T, b0 *bundle[TTx]) {
 	const purgeable = 4*4 + 1

@@ -92,7 +92,7 @@ func testReplayWritesNothing[TTx any](t *testing.T, b *bundle[TTx]) {
 // the claim): the read comes after that instant, so such a record was
 // expired at the read.
 func TestReplayRace(t *testing.T) {
-	eachDriver(t, testReplayRace[*sql.Tx], testReplayRace[pgx.Tx])
+	eachDriverInTurn(t, testReplayRace[*sql.Tx], testReplayRace[pgx.Tx])
 }
 
 func testReplayRace[TTx any](t *testing.T, b *bundle[TTx]) {

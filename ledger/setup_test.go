@@ -47,10 +47,23 @@ type bundle[TTx any] struct {
 	ctx   context.Context
 }
 
-// eachDriver runs the test body on every driver (sqlite, postgres, pgxv5),
-// each with a fresh bundle; the PostgreSQL ones skip, naming the variable,
-// when testdb.PostgresEnv is unset.
+// eachDriver runs the test body on every driver (sqlite, postgres, mysql,
+// pgxv5), each with a fresh bundle, all at once (testdb.EachAtOnce): a
+// behaviour test spends its time waiting on its database, and the bodies
+// share nothing but what they only read. The server engines' subtests
+// skip, naming their variable, when it is unset.
 func eachDriver(t *testing.T, sqlBody func(*testing.T, *bundle[*sql.Tx]), pgxBody func(*testing.T, *bundle[pgx.Tx])) {
+	t.Helper()
+	testdb.EachAtOnce(t,
+		func(t *testing.T, d *testdb.DB[*sql.Tx]) { sqlBody(t, setupOn(t, d)) },
+		func(t *testing.T, d *testdb.DB[pgx.Tx]) { pgxBody(t, setupOn(t, d)) })
+}
+
+// eachDriverInTurn is eachDriver one driver after the other
+// (testdb.Each), for the tests that hammer their database with many
+// goroutines: at once they would share the CPUs and each stretch out,
+// rather than overlap waits.
+func eachDriverInTurn(t *testing.T, sqlBody func(*testing.T, *bundle[*sql.Tx]), pgxBody func(*testing.T, *bundle[pgx.Tx])) {
 	t.Helper()
 	testdb.Each(t,
 		func(t *testing.T, d *testdb.DB[*sql.Tx]) { sqlBody(t, setupOn(t, d)) },

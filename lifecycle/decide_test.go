@@ -64,12 +64,18 @@ func (e *events) take() []string {
 
 const lease = time.Minute
 
-// eachLedger runs body on a fresh ledger of every driver; with fake set the
-// ledger's clock is c (lease 1 min, TTL 1 h), else the engine's, with the
-// lease given.
+// eachLedger runs body on a fresh ledger of every driver, built with opts.
+// On the engine's clock (opts.Now nil) the drivers run at once
+// (testdb.EachAtOnce): the bodies wait on leases and budgets and share
+// nothing. A fake clock is shared by every driver's ledger, so with one
+// they run in turn, each advancing it alone.
 func eachLedger(t *testing.T, opts ledger.Options, body func(t *testing.T, l lifecycle.Ledger)) {
 	t.Helper()
-	testdb.Each(t,
+	each := testdb.EachAtOnce
+	if opts.Now != nil {
+		each = testdb.Each
+	}
+	each(t,
 		func(t *testing.T, d *testdb.DB[*sql.Tx]) { body(t, newLedger(t, d, opts)) },
 		func(t *testing.T, d *testdb.DB[pgx.Tx]) { body(t, newLedger(t, d, opts)) })
 }

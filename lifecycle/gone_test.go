@@ -18,9 +18,12 @@ import (
 // network that delivers its statements late), is answered around truthfully:
 // retries meanwhile are told in flight, busy or unavailable, and once one
 // is told NotStored (410), no later request ever gets the first run's
-// answer, however late its statement lands.
+// answer, however late its statement lands. It waits out leases and
+// faults: the drivers run at once, alongside the package's other waiting
+// tests.
 func TestNoAnswerAfterGone(t *testing.T) {
-	testdb.Each(t, testNoAnswerAfterGone[*sql.Tx], testNoAnswerAfterGone[pgx.Tx])
+	t.Parallel()
+	testdb.EachAtOnce(t, testNoAnswerAfterGone[*sql.Tx], testNoAnswerAfterGone[pgx.Tx])
 }
 
 func testNoAnswerAfterGone[TTx any](t *testing.T, d *testdb.DB[TTx]) {

@@ -289,6 +289,26 @@ func Each(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*te
 	}
 }
 
+// EachAtOnce is [Each] with the drivers' subtests running at the same
+// time, each from a goroutine of its own; it returns when all have ended.
+// It is for tests that spend their time waiting (for a lease to run out,
+// a lock timeout, a silent network) rather than computing: their waits
+// overlap, whatever the number of CPUs (go test's -parallel does not bound
+// these subtests). The bodies must share nothing but their own database:
+// no package variable they set, no environment (t.Setenv), no
+// fault injector of another driver's.
+func EachAtOnce(t *testing.T, sqlBody func(*testing.T, *DB[*sql.Tx]), pgxBody func(*testing.T, *DB[pgx.Tx])) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, d := range sqlDrivers {
+		wg.Go(func() { t.Run(d.name, func(t *testing.T) { sqlBody(t, d.open(t)) }) })
+	}
+	for _, d := range pgxDrivers {
+		wg.Go(func() { t.Run(d.name, func(t *testing.T) { pgxBody(t, d.open(t)) }) })
+	}
+	wg.Wait()
+}
+
 // EachSQL runs body on the database/sql drivers only: for tests of what only database/sql has (a *[sql.Conn], a
 // faulty database/sql driver). Say why at the call.
 func EachSQL(t *testing.T, body func(*testing.T, *DB[*sql.Tx])) {
