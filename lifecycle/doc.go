@@ -23,6 +23,15 @@
 //     irreversible effect calls [Run.Commit] (reachable from its context
 //     through [FromContext]) right after it.
 //
+// # Transaction mode
+//
+// A handler whose effects are all writes in the ledger's database runs in
+// transaction mode instead: [DecideTx] begins a transaction, runs the
+// handler inside it under the key, and commits its writes, the record and
+// the outcome together, or answers from the record. Map its [TxDecision]
+// as above; a Claimed verdict with Err set means that nothing was kept.
+// idemhttp's TxHandler and consume's HandleTx are such mappings.
+//
 // # Refusals and what they mean
 //
 //	Why          HTTP   gRPC / Connect        consumer      final?
@@ -42,7 +51,9 @@
 // an answer after a retry was told the answer is gone. While the first run
 // may still answer, a retry is told [InFlight], or waits ([Config].Wait).
 // An answer given by a handler after its run learned that the lease is
-// lost is not stored ([Run.Complete]).
+// lost is not stored ([Run.Complete]). A store that blocks past the lease
+// after the handler's effect is waited out by [Run.Commit] rather than
+// answered as a lost lease.
 //
 // # Steps
 //
