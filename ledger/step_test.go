@@ -222,8 +222,8 @@ func testStepTx[TTx any](t *testing.T, b *bundle[TTx]) {
 	if atCommit {
 		err = b.d.Driver.Commit(ctx, tx)
 	}
-	if !errors.Is(err, ledger.ErrLeaseLost) || atCommit != (b.d.Name == "pgxv5") {
-		t.Errorf("RecordStepTx under a stale fence: %v (at the commit: %v); want ErrLeaseLost, at the commit on pgxv5 only", err, atCommit)
+	if !errors.Is(err, ledger.ErrLeaseLost) || atCommit != b.d.StepsWithCommit {
+		t.Errorf("RecordStepTx under a stale fence: %v (at the commit: %v); want ErrLeaseLost, at the commit where the record rides it (%v)", err, atCommit, b.d.StepsWithCommit)
 	}
 	if got, err := l.Steps(ctx, c); err != nil || len(got) != 1 || b.count(t, "orders") != 1 {
 		t.Errorf("after the refused record: steps %v, %v, %d orders; want the first step and order alone", names(got), err, b.count(t, "orders"))
@@ -275,7 +275,7 @@ func testStepTxTakeover[TTx any](t *testing.T, b *bundle[TTx]) {
 	cerr := b.d.Driver.Commit(ctx, tx)
 	got := <-done
 	want, orders := []string{"ride"}, 1
-	if b.d.Name == "pgxv5" {
+	if b.d.StepsWithCommit {
 		want, orders = nil, 0
 		if !errors.Is(cerr, ledger.ErrLeaseLost) {
 			t.Errorf("commit after the takeover: %v; want ErrLeaseLost", cerr)

@@ -170,7 +170,9 @@ func TestStepTxRoundTrips(t *testing.T) {
 // COMMIT that ends the transaction carries it.
 func TestStepTxQueuedBeforeMutateCommit(t *testing.T) {
 	ctx := context.Background()
-	pool, writes := commitPool(t, pgx.QueryExecModeCacheStatement, false)
+	// exec batches too, and works behind a transaction pooler, where the
+	// prepared statements of the default mode do not.
+	pool, writes := commitPool(t, pgx.QueryExecModeExec, false)
 	d := pgxv5.New(pool)
 	l, err := ledger.New(d, ledger.Options{TTL: time.Hour, Lease: time.Minute})
 	if err != nil {

@@ -202,7 +202,8 @@ func PgxDB(t testing.TB) *DB[pgx.Tx] {
 func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 	return &DB[pgx.Tx]{
 		Name: PgxV5, Engine: postgresEngine.Name, Eng: postgresEngine, Driver: pgxv5.New(pool), SQL: db, Source: dsn, Serial: postgresEngine.Serial,
-		closeDB: pool.Close,
+		StepsWithCommit: pgxBatches(pool.Config().ConnConfig),
+		closeDB:         pool.Close,
 		exec: func(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
 			_, err := tx.Exec(ctx, query, args...)
 			return err
@@ -212,6 +213,20 @@ func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 			return n, err
 		},
 	}
+}
+
+// pgxBatches reports whether the pgxv5 driver sends statements in batches
+// on connections of cfg (its batching modes: cache_statement, exec and
+// simple_protocol, with no tracer), which a database step's record rides.
+func pgxBatches(cfg *pgx.ConnConfig) bool {
+	if cfg.Tracer != nil {
+		return false
+	}
+	switch cfg.DefaultQueryExecMode {
+	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol:
+		return true
+	}
+	return false
 }
 
 // skipMessage is why a PostgreSQL test is skipped.

@@ -225,6 +225,11 @@ type DB[TTx any] struct {
 	// database package: a file's path, a connection URL or DSN (on
 	// PostgreSQL with the test's schema on its search_path).
 	Source string
+	// StepsWithCommit reports that a database step's record, written in
+	// the driver's own transaction, travels with its COMMIT instead of
+	// being sent at once (pgxv5 in a query mode that batches), so that a
+	// stale fence is refused by the commit.
+	StepsWithCommit bool
 
 	closeDB func()
 	exec    func(ctx context.Context, tx TTx, query string, args ...any) error
