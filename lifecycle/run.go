@@ -208,8 +208,8 @@ func (r *Run) mark(ctx context.Context, giveUp time.Time) {
 			return
 		}
 		r.emit(ledger.Event{Kind: FailureKind(err), Op: "commit", Err: err})
-		if !time.Now().Before(giveUp) {
-			return
+		if !time.Now().Before(giveUp) || errors.Is(err, ledger.ErrInvalidRequest) {
+			return // out of patience, or a call no retry mends
 		}
 		// The ledger's Commit retried transient faults for at least a
 		// second; a store that answers at once with an error (refused
