@@ -3,6 +3,7 @@ package idemconnect_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,10 +14,17 @@ import (
 )
 
 // takenOver is a ledger whose extensions find the lease taken over, as
-// after a retry's takeover.
-type takenOver struct{ idemconnect.Ledger }
+// after a retry's takeover, once armed (by the handler: a slow claim's
+// renewal before the handler runs goes through).
+type takenOver struct {
+	idemconnect.Ledger
+	armed *atomic.Bool
+}
 
-func (takenOver) Extend(context.Context, *ledger.Claim) (time.Time, error) {
+func (t takenOver) Extend(ctx context.Context, c *ledger.Claim) (time.Time, error) {
+	if !t.armed.Load() {
+		return t.Ledger.Extend(ctx, c)
+	}
 	return time.Time{}, ledger.ErrLeaseLost
 }
 
@@ -30,7 +38,9 @@ func TestLeaseLostCancelsHandler(t *testing.T) {
 			committed bool
 		}
 		got := make(chan seen, 1)
+		var armed atomic.Bool
 		p := &payments{handle: func(ctx context.Context, in *structpb.Struct) (*structpb.Struct, error) {
+			armed.Store(true)
 			select {
 			case <-ctx.Done():
 			case <-time.After(10 * time.Second):
@@ -39,7 +49,7 @@ func TestLeaseLostCancelsHandler(t *testing.T) {
 			got <- seen{cause: context.Cause(ctx), committed: idemconnect.Commit(ctx)}
 			return nil, ctx.Err()
 		}}
-		c := serve(t, p, takenOver{l}, idemconnect.Options{}, nil)
+		c := serve(t, p, takenOver{l, &armed}, idemconnect.Options{}, nil)
 		call(context.Background(), c, "k", mapMessage(t, 1))
 		var s seen
 		select {

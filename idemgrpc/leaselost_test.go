@@ -3,6 +3,7 @@ package idemgrpc_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,10 +15,17 @@ import (
 )
 
 // takenOver is a ledger whose extensions find the lease taken over, as
-// after a retry's takeover.
-type takenOver struct{ idemgrpc.Ledger }
+// after a retry's takeover, once armed (by the handler: a slow claim's
+// renewal before the handler runs goes through).
+type takenOver struct {
+	idemgrpc.Ledger
+	armed *atomic.Bool
+}
 
-func (takenOver) Extend(context.Context, *ledger.Claim) (time.Time, error) {
+func (t takenOver) Extend(ctx context.Context, c *ledger.Claim) (time.Time, error) {
+	if !t.armed.Load() {
+		return t.Ledger.Extend(ctx, c)
+	}
 	return time.Time{}, ledger.ErrLeaseLost
 }
 
@@ -32,7 +40,9 @@ func TestLeaseLostCancelsHandler(t *testing.T) {
 			committed bool
 		}
 		got := make(chan seen, 1)
+		var armed atomic.Bool
 		p := &payments{handle: func(hctx context.Context, m string, req *structpb.Struct) (*structpb.Struct, error) {
+			armed.Store(true)
 			select {
 			case <-hctx.Done():
 			case <-time.After(10 * time.Second):
@@ -42,7 +52,7 @@ func TestLeaseLostCancelsHandler(t *testing.T) {
 			return nil, hctx.Err()
 		}}
 		conn := serve(t, p, []grpc.UnaryServerInterceptor{recoverPanics,
-			idemgrpc.UnaryServerInterceptor(takenOver{l}, idemgrpc.ServerOptions{Scope: tenantScope})})
+			idemgrpc.UnaryServerInterceptor(takenOver{l, &armed}, idemgrpc.ServerOptions{Scope: tenantScope})})
 		invoke(t, conn, withKey(context.Background(), "k"), methodCharge, mustStruct(t, map[string]any{"amount": 1}))
 		var s seen
 		select {

@@ -63,19 +63,21 @@ func eventList(es []ledger.Event) string {
 	return b.String()
 }
 
-// takeover is a Ledger whose first heartbeat extension waits until the
-// lease has run out and a retry has taken the key over, as it would when
-// the heartbeat stalls: the extension and the completion then find the
-// lease lost. lost is closed after that extension.
+// takeover is a Ledger whose first heartbeat extension once armed (by the
+// handler, so that a slow claim's renewal before the handler runs is not
+// the one) waits until the lease has run out and a retry has taken the key
+// over, as it would when the heartbeat stalls: the extension and the
+// completion then find the lease lost. lost is closed after that extension.
 type takeover struct {
 	idemgrpc.Ledger
+	armed atomic.Bool
 	first atomic.Bool
 	lost  chan struct{}
 	err   error // the takeover's failure, read after lost is closed
 }
 
 func (l *takeover) Extend(ctx context.Context, c *ledger.Claim) (time.Time, error) {
-	if l.first.Swap(true) {
+	if !l.armed.Load() || l.first.Swap(true) {
 		return l.Ledger.Extend(ctx, c)
 	}
 	defer close(l.lost)
@@ -265,6 +267,7 @@ func TestObserverEvents(t *testing.T) {
 			l, _ := newLedger(t, engine, 300*time.Millisecond)
 			tl := &takeover{Ledger: l, lost: make(chan struct{})}
 			p := &payments{handle: func(ctx context.Context, m string, in *structpb.Struct) (*structpb.Struct, error) {
+				tl.armed.Store(true)
 				<-tl.lost
 				return charged(ctx, m, in)
 			}}
