@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	idriver "github.com/idemledger/idemledger/driver"
+	"github.com/idemledger/idemledger/internal/pgxbatch"
 )
 
 // Mutate's savepoint statements travel with the ledger statement next to
@@ -35,44 +36,28 @@ import (
 //   - Any mode with a Tracer in the connection's configuration: one
 //     statement at a time, through pgx's Exec and Query, which trace.
 
-// batchMode is how the driver sends Mutate's pairs of statements.
-type batchMode int8
+// batchMode is how the driver sends Mutate's pairs of statements
+// (pgxbatch.Mode, the rule the tests read too).
+type batchMode = pgxbatch.Mode
 
 const (
-	batchNone     batchMode = iota // one statement at a time
-	batchPipeline                  // a pgconn pipeline, ledger statement prepared
-	batchBatch                     // a pgx.Batch
+	batchNone     = pgxbatch.None     // one statement at a time
+	batchPipeline = pgxbatch.Pipeline // a pgconn pipeline, ledger statement prepared
+	batchBatch    = pgxbatch.Batch    // a pgx.Batch
 )
 
 // modeOf returns how to batch on db's connections, read from its
 // configuration (no round trip).
 func modeOf(db DB) batchMode {
-	var cfg *pgx.ConnConfig
 	switch c := db.(type) {
 	case *pgxpool.Pool:
-		if c == nil {
-			return batchNone
+		if c != nil {
+			return pgxbatch.Of(c.Config().ConnConfig)
 		}
-		cfg = c.Config().ConnConfig
 	case *pgx.Conn:
-		if c == nil {
-			return batchNone
+		if c != nil {
+			return pgxbatch.Of(c.Config())
 		}
-		cfg = c.Config()
-	default:
-		return batchNone
-	}
-	if cfg.Tracer != nil {
-		// The pipeline runs below pgx's tracers, and a pgx.Batch would
-		// prepare each new savepoint name in a round trip of its own:
-		// one statement at a time, so that the tracer sees every one.
-		return batchNone
-	}
-	switch cfg.DefaultQueryExecMode {
-	case pgx.QueryExecModeCacheStatement:
-		return batchPipeline
-	case pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol:
-		return batchBatch
 	}
 	return batchNone
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemledger/idemledger/internal/faultnet"
+	"github.com/idemledger/idemledger/internal/pgxbatch"
 	"github.com/idemledger/idemledger/pgxv5"
 	"github.com/idemledger/idemledger/postgres"
 	"github.com/idemledger/idemledger/schema"
@@ -202,7 +203,7 @@ func PgxDB(t testing.TB) *DB[pgx.Tx] {
 func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 	return &DB[pgx.Tx]{
 		Name: PgxV5, Engine: postgresEngine.Name, Eng: postgresEngine, Driver: pgxv5.New(pool), SQL: db, Source: dsn, Serial: postgresEngine.Serial,
-		StepsWithCommit: pgxBatches(pool.Config().ConnConfig),
+		StepsWithCommit: pgxbatch.Of(pool.Config().ConnConfig) != pgxbatch.None,
 		closeDB:         pool.Close,
 		exec: func(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
 			_, err := tx.Exec(ctx, query, args...)
@@ -213,20 +214,6 @@ func WrapPgx(pool *pgxpool.Pool, db *sql.DB, dsn string) *DB[pgx.Tx] {
 			return n, err
 		},
 	}
-}
-
-// pgxBatches reports whether the pgxv5 driver sends statements in batches
-// on connections of cfg (its batching modes: cache_statement, exec and
-// simple_protocol, with no tracer), which a database step's record rides.
-func pgxBatches(cfg *pgx.ConnConfig) bool {
-	if cfg.Tracer != nil {
-		return false
-	}
-	switch cfg.DefaultQueryExecMode {
-	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol:
-		return true
-	}
-	return false
 }
 
 // skipMessage is why a PostgreSQL test is skipped.
