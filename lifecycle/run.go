@@ -116,9 +116,14 @@ func (r *Run) lose(cause error) {
 }
 
 // current is the run's claim with its lease's end as last extended, for
-// the ledger's lease operations, whose retries run until then.
+// the ledger's lease operations (the steps' too), whose retries run until
+// then: the claim itself until an extension moves the end.
 func (r *Run) current() *ledger.Claim {
-	return r.claim.WithLease(time.Unix(0, r.until.Load()))
+	until := time.Unix(0, r.until.Load())
+	if until.Equal(r.claim.LeaseExpiresAt) {
+		return r.claim
+	}
+	return r.claim.WithLease(until)
 }
 
 // Lost returns why the lease is taken as lost (matching

@@ -78,7 +78,7 @@ func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context
 	if err != nil {
 		return nil, err
 	}
-	if err := sl.RecordStep(ctx, r.stepClaim(), name, result); err != nil {
+	if err := sl.RecordStep(ctx, r.current(), name, result); err != nil {
 		return nil, r.stepFailed(name, err)
 	}
 	r.keep(name, result)
@@ -120,7 +120,7 @@ func StepTx[TTx any](ctx context.Context, r *Run, l *ledger.Ledger[TTx], tx TTx,
 	if err != nil {
 		return nil, err
 	}
-	if err := l.RecordStepTx(ctx, tx, r.stepClaim(), name, result); err != nil {
+	if err := l.RecordStepTx(ctx, tx, r.current(), name, result); err != nil {
 		return nil, r.stepFailed(name, err)
 	}
 	r.keep(name, result)
@@ -150,7 +150,7 @@ func (r *Run) recorded(ctx context.Context, sl StepLedger, name string) (result 
 		s.loaded = true
 	}
 	if !s.loaded {
-		got, err := sl.Steps(ctx, r.stepClaim())
+		got, err := sl.Steps(ctx, r.current())
 		if err != nil {
 			r.emit(ledger.Event{Kind: FailureKind(err), Op: "steps", Err: err})
 			return nil, false, fmt.Errorf("lifecycle: step %q not run: %w", name, err)
@@ -193,11 +193,6 @@ func (r *Run) holds() error {
 	return err
 }
 
-// stepClaim is the claim for the steps' statements: the run's, with its
-// lease's end as last extended, which bounds the retries of a record whose
-// outcome was unknown.
-func (r *Run) stepClaim() *ledger.Claim { return r.current() }
-
 // complete stores out under c, the run's lease: for a run that used steps,
 // with [StepLedger.CompleteSteps], so that the steps go with the outcome's
 // statement where the ledger can; forgot reports whether they did.
@@ -225,7 +220,7 @@ func (r *Run) forgetSteps(ctx context.Context) {
 	if !r.usedSteps() || !ok {
 		return
 	}
-	if err := sl.ForgetSteps(ctx, r.stepClaim()); err != nil {
+	if err := sl.ForgetSteps(ctx, r.current()); err != nil {
 		r.emit(ledger.Event{Kind: FailureKind(err), Op: "forget steps", Err: err})
 	}
 }
