@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash"
 	"strings"
+	"sync"
 
 	"github.com/idemledger/idemledger/canonical"
 )
@@ -58,41 +59,71 @@ const (
 // from this description with printf and sha256sum; changing it requires a
 // new tag.
 func Request(method, target, contentType string, body []byte) Digest {
-	h := sha256.New()
-	h.Write([]byte(requestTag))
-
-	var tmp [64]byte
-	m := tmp[:0]
-	if len(method) > len(tmp) {
-		m = make([]byte, 0, len(method))
-	}
+	rh := requestHashers.Get().(*requestHasher)
+	defer rh.put()
+	b := append(rh.buf[:0], requestTag...)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(method)))
 	for i := 0; i < len(method); i++ {
 		c := method[i]
 		if 'a' <= c && c <= 'z' {
 			c -= 'a' - 'A'
 		}
-		m = append(m, c)
+		b = append(b, c)
 	}
-	writeField(h, m)
-	writeField(h, []byte(target))
+	b = appendField(b, target)
 	essence := mediaEssence(contentType)
-	writeField(h, []byte(essence))
+	b = appendField(b, essence)
 
-	form, payload := formRaw, body
+	rh.h.Reset()
+	fields := len(b)
 	if isJSONEssence(essence) {
-		buf := getBuf()
-		defer putBuf(buf)
-		if out, err := exactJSON.Append((*buf)[:0], body); err == nil {
-			*buf = out
-			form, payload = formCanonical, out
+		// The canonical form goes straight after its length's place, which
+		// is filled in once the form's length is known.
+		b = appendField(b, formCanonical)
+		b = binary.BigEndian.AppendUint64(b, 0)
+		if out, err := exactJSON.Append(b, body); err == nil {
+			binary.BigEndian.PutUint64(out[len(b)-8:], uint64(len(out)-len(b)))
+			rh.buf = out
+			rh.h.Write(out)
+			return rh.sum()
 		}
 	}
-	writeField(h, []byte(form))
-	writeField(h, payload)
+	b = appendField(b[:fields], formRaw)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(body)))
+	rh.buf = b
+	rh.h.Write(b)
+	rh.h.Write(body)
+	return rh.sum()
+}
 
-	var d Digest
-	h.Sum(d[:0])
-	return d
+// requestHasher is what one Request call needs, kept between calls so that
+// a fingerprint allocates nothing: the SHA-256 state, the buffer that
+// holds the fields (and a JSON body's canonical form), and the sum's room.
+type requestHasher struct {
+	h   hash.Hash
+	buf []byte
+	out [Size]byte
+}
+
+var requestHashers = sync.Pool{New: func() any { return &requestHasher{h: sha256.New()} }}
+
+func (rh *requestHasher) sum() Digest {
+	return Digest(rh.h.Sum(rh.out[:0]))
+}
+
+// put returns rh to the pool, without a buffer grown past maxPooledBuf by
+// a large body.
+func (rh *requestHasher) put() {
+	if cap(rh.buf) > maxPooledBuf {
+		rh.buf = nil
+	}
+	requestHashers.Put(rh)
+}
+
+// appendField appends s with its length before it, as the layout has it.
+func appendField(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // exactJSON canonicalizes request bodies: a number whose canonical form
