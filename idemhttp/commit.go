@@ -2,7 +2,6 @@ package idemhttp
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/idemledger/idemledger/ledger"
@@ -42,11 +41,6 @@ type held struct {
 	// run is a Middleware's lease-mode run, the only kind a commit point
 	// applies to; nil under TxHandler.
 	run *lifecycle.Run
-}
-
-// withHeld returns r with h in its context.
-func withHeld(r *http.Request, h *held) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), ctxKey{}, h))
 }
 
 func heldFrom(ctx context.Context) *held {

@@ -55,11 +55,11 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := m.cfg
-	if underMiddleware(p.r, m.l, p.req) {
+	if underMiddleware(r, m.l, p.req) {
 		// An outer Middleware of the same ledger holds this very key for
 		// this request and will store the answer: claiming it again would
 		// find that claim and answer 409 for ever.
-		m.next.ServeHTTP(w, p.r)
+		m.next.ServeHTTP(w, p.forHandler(r.Context()))
 		return
 	}
 
@@ -69,7 +69,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.Verdict != lifecycle.Claimed {
 		if !cfg.answer(w, p, d, m.l.Lease()) {
 			// Fail open: the handler runs without a claim.
-			m.next.ServeHTTP(w, p.r)
+			m.next.ServeHTTP(w, p.forHandler(r.Context()))
 		}
 		return
 	}
@@ -77,6 +77,7 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	cw := newCapture(w, cfg.allow, cfg.maxBody)
 	h := &held{l: m.l, req: p.req, fence: run.Fence(), run: run}
+	hr := p.forHandler(context.WithValue(run.Context(r.Context()), ctxKey{}, h))
 	finished := false
 	defer func() {
 		if finished {
@@ -87,13 +88,13 @@ func (m *middleware[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// after it, a 500 is stored so that a retry cannot repeat the
 		// effect. The panic goes on either way.
 		if run.Committed() {
-			failure := cfg.failure(p.r)
+			failure := cfg.failure(hr)
 			run.Complete(failure, ledger.ReasonPanic, failure.Status, nil)
 			return
 		}
 		run.Release(ledger.ReasonPanic, lifecycle.NoStatus)
 	}()
-	m.next.ServeHTTP(cw, p.r.WithContext(context.WithValue(run.Context(p.r.Context()), ctxKey{}, h)))
+	m.next.ServeHTTP(cw, hr)
 	finished = true
 	run.Stop()
 	cw.finish()
@@ -139,15 +140,29 @@ func (m *middleware[TTx]) outcome(cw *capture, committed bool) (out ledger.Outco
 	return ledger.Outcome{}, why, false
 }
 
-// prepared is a protected request, ready for the ledger: r has its body
-// replaced by the bytes read, and req names the record. start is when the
+// prepared is a protected request, ready for the ledger: r is the request
+// as it came (its body read: the handler's request is made by forHandler),
+// body the bytes read, and req names the record. start is when the
 // middleware began its work on it, route its route pattern (see route):
 // the events report both.
 type prepared struct {
 	r     *http.Request
+	body  []byte
 	req   ledger.Request
 	start time.Time
 	route string
+}
+
+// forHandler returns the request the handler gets, with the context ctx:
+// a copy of p.r whose body holds the same bytes that were fingerprinted.
+// It is made only when a handler runs, since a replay needs no copy.
+func (p *prepared) forHandler(ctx context.Context) *http.Request {
+	r := p.r.WithContext(ctx)
+	body := p.body
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	return r
 }
 
 // prepare reads the key, the scope and the body, and takes the fingerprint.
@@ -211,18 +226,19 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 		return nil, false
 	}
-	// The handler reads the same bytes that were fingerprinted.
-	r2 := r.WithContext(r.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	r2.ContentLength = int64(len(body))
-	fp, err := cfg.fingerprint(r2, body)
+	p := &prepared{r: r, body: body, start: start}
+	fr := r
+	if cfg.customFingerprint {
+		// A fingerprint of the service's own may read the body.
+		fr = p.forHandler(r.Context())
+	}
+	fp, err := cfg.fingerprint(fr, body)
 	if err != nil {
 		cfg.refuse(w, r, Refusal{Status: http.StatusBadRequest, Code: CodeBadRequest,
 			Detail: "the request could not be fingerprinted", Err: err})
 		return nil, false
 	}
-	p := &prepared{r: r2, req: ledger.Request{Scope: scope, Key: key, Fingerprint: fp, Recover: cfg.recover}, start: start}
+	p.req = ledger.Request{Scope: scope, Key: key, Fingerprint: fp, Recover: cfg.recover}
 	if cfg.observer != nil {
 		p.route = route(r, next) // a route lookup only for the events
 	}
@@ -230,7 +246,8 @@ func (cfg *config) prepare(w http.ResponseWriter, r *http.Request, next http.Han
 }
 
 // readBody reads the whole request body, refusing one longer than the
-// limit with an *http.MaxBytesError.
+// limit with an *http.MaxBytesError. A declared length sizes the buffer at
+// once, with a byte to spare for the end of the body.
 func (cfg *config) readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > cfg.maxBody {
 		return nil, &http.MaxBytesError{Limit: cfg.maxBody}
@@ -238,14 +255,31 @@ func (cfg *config) readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, cfg.maxBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("idemhttp: reading the request body: %w", err)
+	limit := cfg.maxBody + 1
+	size := int64(512)
+	if r.ContentLength >= 0 {
+		size = r.ContentLength + 1
 	}
-	if int64(len(body)) > cfg.maxBody {
-		return nil, &http.MaxBytesError{Limit: cfg.maxBody}
+	body := make([]byte, 0, min(size, limit))
+	for {
+		if int64(len(body)) >= limit {
+			return nil, &http.MaxBytesError{Limit: cfg.maxBody}
+		}
+		if len(body) == cap(body) {
+			body = append(body, 0)[:len(body)]
+		}
+		n, err := r.Body.Read(body[len(body):min(int64(cap(body)), limit)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			if int64(len(body)) >= limit {
+				return nil, &http.MaxBytesError{Limit: cfg.maxBody}
+			}
+			return body, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("idemhttp: reading the request body: %w", err)
+		}
 	}
-	return body, nil
 }
 
 // keyProblem says what is wrong with a key without quoting it.

@@ -272,13 +272,16 @@ type config struct {
 	allow            map[string]bool
 	policy           FailurePolicy
 	fingerprint      func(*http.Request, []byte) (hash.Digest, error)
-	reused           string // the detail of a 422 for a reused key
-	refuse           RefuseFunc
-	replayHeader     string
-	retryAfter       time.Duration
-	wait             time.Duration
-	observer         ledger.Observer
-	now              func() time.Time
+	// customFingerprint: fingerprint is the service's own, which may read
+	// the request's body, and so gets a request whose body holds the bytes.
+	customFingerprint bool
+	reused            string // the detail of a 422 for a reused key
+	refuse            RefuseFunc
+	replayHeader      string
+	retryAfter        time.Duration
+	wait              time.Duration
+	observer          ledger.Observer
+	now               func() time.Time
 }
 
 func newConfig(o Options, maxKey int) *config {
@@ -286,23 +289,24 @@ func newConfig(o Options, maxKey int) *config {
 		panic("idemhttp: " + err.Error())
 	}
 	c := &config{
-		scope:            o.Scope,
-		required:         o.Required,
-		methods:          make(map[string]bool),
-		keyRules:         KeyRules{MaxLength: maxKey, Strict: o.StrictKey},
-		maxBody:          o.MaxBodyBytes,
-		shouldStore:      o.ShouldStore,
-		releaseOversized: o.ReleaseOversized,
-		recover:          o.Recover,
-		allow:            make(map[string]bool),
-		policy:           o.FailurePolicy,
-		fingerprint:      o.Fingerprint,
-		refuse:           o.Refuse,
-		replayHeader:     http.CanonicalHeaderKey(o.ReplayHeader),
-		retryAfter:       o.InFlightRetryAfter,
-		wait:             o.Wait,
-		observer:         o.Observer,
-		now:              o.Now,
+		scope:             o.Scope,
+		required:          o.Required,
+		methods:           make(map[string]bool),
+		keyRules:          KeyRules{MaxLength: maxKey, Strict: o.StrictKey},
+		maxBody:           o.MaxBodyBytes,
+		shouldStore:       o.ShouldStore,
+		releaseOversized:  o.ReleaseOversized,
+		recover:           o.Recover,
+		allow:             make(map[string]bool),
+		policy:            o.FailurePolicy,
+		fingerprint:       o.Fingerprint,
+		customFingerprint: o.Fingerprint != nil,
+		refuse:            o.Refuse,
+		replayHeader:      http.CanonicalHeaderKey(o.ReplayHeader),
+		retryAfter:        o.InFlightRetryAfter,
+		wait:              o.Wait,
+		observer:          o.Observer,
+		now:               o.Now,
 	}
 	methods := o.Methods
 	if len(methods) == 0 {

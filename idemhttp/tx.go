@@ -86,13 +86,11 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	req := p.req
-	fr := p.r
-	if underMiddleware(r, h.l, req) {
+	// ClaimFrom gives the handler the client's key; under a Middleware it
+	// gives the Middleware's claim, already in r's context.
+	nested := underMiddleware(r, h.l, req)
+	if nested {
 		req.Key = nestedKey(req.Key) // see nested.go
-	} else {
-		// ClaimFrom gives the handler the client's key; under a
-		// Middleware it gives the Middleware's claim, already in r.
-		fr = withHeld(p.r, &held{l: h.l, req: p.req})
 	}
 	var first *buffer
 	// ran: the claim won and fn was called; finished: DecideTx returned
@@ -108,7 +106,11 @@ func (h *txHandler[TTx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := lifecycle.DecideTx(r.Context(), h.l, req, func(_ context.Context, tx TTx) (ledger.Outcome, error) {
 		ran = true
 		cfg.emit(p, ledger.Event{Kind: ledger.EventClaimed})
-		first = h.run(w, fr, tx)
+		ctx := r.Context()
+		if !nested {
+			ctx = context.WithValue(ctx, ctxKey{}, &held{l: h.l, req: p.req})
+		}
+		first = h.run(w, p.forHandler(ctx), tx)
 		return hold(first)
 	})
 	finished = true
