@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"reflect"
 	"runtime"
 	"strconv"
 	"sync"
@@ -33,7 +34,11 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 		t.Fatalf("%d shards of %d bytes, largest entry %d", len(c.shards), c.limit, c.maxEntry)
 	}
 	// Each entry is a quarter of the shard, less a little: four fit.
-	body := int(c.maxEntry) - cacheEntryOverhead - len("tenant-1") - 1 - 32 - len(cacheHeaders) - len("http")
+	// The header as the cache charges it: its struct and the allocator's
+	// rounding (48 and 32 bytes), one field (40) of one value (16), and
+	// their bytes.
+	header := 48 + 32 + 40 + 16 + len("Content-Type") + len("application/json")
+	body := int(c.maxEntry) - cacheEntryOverhead - len("tenant-1") - 1 - 32 - header - len("http")
 	k := func(s string) cacheKey { return cacheKey{"tenant-1", s} }
 	for _, s := range []string{"a", "b", "c", "d"} {
 		c.put(k(s), cacheRow(s, body), 10, 10)
@@ -189,8 +194,8 @@ func TestCacheConcurrent(t *testing.T) {
 			for i := range 3000 {
 				key := fmt.Sprintf("g%d-%d", g, i%700)
 				k := cacheKey{"tenant-1", key}
-				if row := c.get(k, 0, 0); row != nil && (row.Key != key || len(row.Body) != 100+i%700) {
-					t.Errorf("%s: got the row of %s with a body of %d bytes", key, row.Key, len(row.Body))
+				if e := c.get(k, 0, 0); e != nil && (e.row.Key != key || len(e.row.Body) != 100+i%700) {
+					t.Errorf("%s: got the row of %s with a body of %d bytes", key, e.row.Key, len(e.row.Body))
 					return
 				}
 				c.put(k, cacheRow(key, 100+i%700), 10, 10)
@@ -212,5 +217,55 @@ func TestCacheNeedsTheEngineTime(t *testing.T) {
 	l.remember(Request{Scope: "tenant-1", Key: "k"}, &stood{row: row, now: 0}, 0, 0)
 	if n, _ := l.cache.stats(); n != 0 {
 		t.Fatalf("%d records kept, want none", n)
+	}
+}
+
+// TestCachedHeader: the header a hit answers with is the one stored, a
+// null list and an empty one kept apart, and it is the caller's own: what
+// one caller changes in it, the next hit does not see.
+func TestCachedHeader(t *testing.T) {
+	tests := []struct {
+		name string
+		h    map[string][]string
+	}{
+		{"null", nil},
+		{"empty", map[string][]string{}},
+		{"one", map[string][]string{"Content-Type": {"application/json"}}},
+		{"several", map[string][]string{"Location": {"/orders/1"}, "Set-Cookie": {"a=1", "b=2", ""}, "X-Empty": {}, "X-Null": nil}},
+		{"bytes", map[string][]string{"X-Latin-1": {"caf\xe9", "ok"}, "": {"no name"}}},
+	}
+	for _, tt := range tests {
+		col, err := headerJSON(Outcome{Header: tt.h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newOutcomeCache(DefaultCacheBytes)
+		k := cacheKey{"tenant-1", tt.name}
+		row := cacheRow(tt.name, 10)
+		row.Headers = col
+		c.put(k, row, 10, 10)
+		e := c.get(k, 0, 0)
+		if e == nil {
+			t.Fatalf("%s: not kept", tt.name)
+		}
+		if e.row.Headers != nil {
+			t.Errorf("%s: the entry keeps the column's %d bytes besides the decoded header", tt.name, len(e.row.Headers))
+		}
+		got := e.header.clone()
+		if !reflect.DeepEqual(got, tt.h) {
+			t.Errorf("%s: got %#v, want %#v", tt.name, got, tt.h)
+		}
+		for name, values := range got {
+			if len(values) > 0 {
+				values[0] = "changed"
+			}
+			got[name] = append(values, "appended")
+		}
+		if got != nil {
+			got["X-New"] = []string{"new"}
+		}
+		if again := e.header.clone(); !reflect.DeepEqual(again, tt.h) {
+			t.Errorf("%s: after a caller changed its copy, got %#v, want %#v", tt.name, again, tt.h)
+		}
 	}
 }
