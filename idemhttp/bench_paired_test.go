@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -19,7 +20,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/idemledger/idemledger/internal/pgdb"
+	"github.com/idemledger/idemledger/internal/pgxdb"
+	"github.com/idemledger/idemledger/ledger"
 	"github.com/idemledger/idemledger/sqlite"
 )
 
@@ -47,6 +52,11 @@ import (
 //     canonical JSON and SHA-256), and the answer carrying the stored
 //     header lines and the replay marker. What is left between it and
 //     replay is the ledger's and Middleware's own machinery;
+//   - claim-fp: decide-fp with the ledger's own Claim statement in place
+//     of pairedDecideSQL, run on the pool as the driver runs it (the
+//     parameters a claim in lease mode sends, a lock timeout included),
+//     and answered from its row: the statement's cost without the
+//     ledger's and Middleware's Go around it;
 //   - replay: Middleware answering a stored key;
 //   - first: Middleware with a fresh key, the handler inserting an order
 //     in autocommit;
@@ -128,6 +138,14 @@ func BenchmarkPostgresPaired(b *testing.B) {
 				err := db.QueryRowContext(ctx, pairedDecideSQL, scope, key, fp, false, nil).Scan(d.dest()...)
 				return d.answer(err)
 			},
+			claim: func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error) {
+				c := claimParams()
+				row, err := pgdb.New(db).Claim(ctx, pgdb.ClaimParams{
+					ValidUntil: sql.NullInt64{Int64: c.validUntil, Valid: true}, LockTimeout: sql.NullString{String: c.lockTimeout, Valid: true},
+					Fingerprint: fp, Scope: scope, Key: key, LeaseToken: c.token, LeaseMillis: c.leaseMillis, TtlMillis: c.ttl,
+				})
+				return pairedClaimAnswer(row.State, row.Status, row.Body, err)
+			},
 		})
 	})
 	b.Run("driver=pgxv5", func(b *testing.B) {
@@ -191,6 +209,14 @@ func BenchmarkPostgresPaired(b *testing.B) {
 				err := pool.QueryRow(ctx, pairedDecideSQL, scope, key, fp, false, nil).Scan(d.dest()...)
 				return d.answer(err)
 			},
+			claim: func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error) {
+				c := claimParams()
+				row, err := pgxdb.New(pool).Claim(ctx, pgxdb.ClaimParams{
+					ValidUntil: pgtype.Int8{Int64: c.validUntil, Valid: true}, LockTimeout: pgtype.Text{String: c.lockTimeout, Valid: true},
+					Fingerprint: fp, Scope: scope, Key: key, LeaseToken: c.token, LeaseMillis: c.leaseMillis, TtlMillis: c.ttl,
+				})
+				return pairedClaimAnswer(row.State, row.Status, row.Body, err)
+			},
 		})
 	})
 }
@@ -220,10 +246,11 @@ const pairedReadSQL = `SELECT status, headers, body FROM idempotency_ledger WHER
 // pairedKinds are BenchmarkPostgresPaired's kinds, and pairedRatios the
 // ratios it reports: the first kind's time over the second's.
 var (
-	pairedKinds = []string{"read", "decide", "decide-fp", "replay", "first", "bare-tx", "tx-first", "tx-replay",
+	pairedKinds = []string{"read", "decide", "decide-fp", "claim-fp", "replay", "first", "bare-tx", "tx-first", "tx-replay",
 		"tx-floor", "tx-floor-row", "tx-read", "replay-off", "first-off", "tx-first-off", "tx-replay-off", "http-floor"}
 	pairedRatios = [][2]string{{"read", "replay"}, {"decide", "replay"}, {"read", "decide"},
 		{"decide-fp", "replay"}, {"read", "decide-fp"},
+		{"decide-fp", "claim-fp"}, {"claim-fp", "replay-off"},
 		{"bare-tx", "tx-first"}, {"replay", "tx-replay"},
 		{"tx-floor", "tx-first"}, {"bare-tx", "tx-floor"}, {"tx-floor-row", "tx-first"}, {"bare-tx", "tx-floor-row"},
 		{"tx-read", "tx-replay"}, {"replay", "tx-read"},
@@ -306,6 +333,35 @@ type pairedFloors struct {
 	floor  func(ctx context.Context, fw pairedFloorWrite, key, body string) (int64, error)
 	read   func(ctx context.Context, scope, key string) (int, []byte, error)
 	decide func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error)
+	// claim runs the Claim query as the driver does (claim-fp), with
+	// the parameters claimParams gives.
+	claim func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error)
+}
+
+// pairedClaim is what the claim-fp kind sends as the Claim query's
+// parameters besides scope, key and fingerprint: those of a claim in lease
+// mode with the ledger's defaults (a 30 s lease, a day's TTL, 5 s to
+// answer: the lock timeout and the latest clock the claim may write at).
+type pairedClaim struct {
+	token            string
+	leaseMillis, ttl int64
+	validUntil       int64
+	lockTimeout      string
+}
+
+func claimParams() pairedClaim {
+	return pairedClaim{token: "paired-token", leaseMillis: 30_000, ttl: 86_400_000,
+		validUntil: time.Now().Add(5*time.Second + ledger.MaxClockSkew).UnixMilli(), lockTimeout: "4000ms"}
+}
+
+// pairedClaimAnswer is claim-fp's answer from the Claim query's row: its
+// status and body when it replays, else an error (the benchmark's key is
+// always a replay).
+func pairedClaimAnswer(state string, status int64, body []byte, err error) (int, []byte, error) {
+	if err == nil && state != "completed" {
+		err = fmt.Errorf("claim: state %q, not a replay", state)
+	}
+	return int(status), body, err
 }
 
 // pairedFloorWrite is the row a floor writes beside the order: an INSERT
@@ -420,6 +476,20 @@ func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx con
 					}
 					answer(w, status, body, err)
 				}),
+				"claim-fp": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if _, err := ParseKey(r.Header, KeyRules{}); err != nil {
+						http.Error(w, err.Error(), 400)
+						return
+					}
+					in, _ := io.ReadAll(r.Body)
+					fp, _ := fingerprint(r, in)
+					status, body, err := fl.claim(r.Context(), "tenant-1", replayKey, fp[:])
+					if err == nil {
+						w.Header().Set("Location", "/orders/1")
+						w.Header().Set(DefaultReplayHeader, "true")
+					}
+					answer(w, status, body, err)
+				}),
 				"http-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					io.Copy(io.Discard, r.Body)
 					w.Header().Set("Location", "/orders/1")
@@ -464,7 +534,7 @@ func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx con
 			send := func(kind string) error {
 				key := ""
 				switch kind {
-				case "replay", "decide-fp":
+				case "replay", "decide-fp", "claim-fp":
 					key = replayKey
 				case "tx-replay":
 					key = txReplayKey
@@ -490,7 +560,7 @@ func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx con
 				switch {
 				case resp.StatusCode != http.StatusCreated:
 					return fmt.Errorf("%s: status %d", kind, resp.StatusCode)
-				case replayed != (strings.Contains(kind, "replay") || kind == "decide-fp" || kind == "http-floor"):
+				case replayed != (strings.Contains(kind, "replay") || strings.HasSuffix(kind, "-fp") || kind == "http-floor"):
 					return fmt.Errorf("%s: replayed %v", kind, replayed)
 				}
 				return nil
