@@ -32,5 +32,5 @@ func ExampleMigrate() {
 	var version int
 	db.QueryRow("SELECT version FROM " + schema.MigrationsTable).Scan(&version)
 	fmt.Println("idemledger schema version", version)
-	// Output: idemledger schema version 8
+	// Output: idemledger schema version 9
 }

@@ -24,7 +24,7 @@ var FS embed.FS
 
 // Latest is the newest migration version in FS, for every engine alike. A database at a higher version was migrated by a newer release of
 // idemledger.
-const Latest uint = 8
+const Latest uint = 9
 
 // ErrNewerSchema is returned, wrapped, by Migrate and Down when the database is at a version higher than any
 // migration this package ships (Latest): a newer release of idemledger

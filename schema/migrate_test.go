@@ -197,6 +197,7 @@ func TestFS(t *testing.T) {
 		"000006_in_flight_key.down.sql", "000006_in_flight_key.up.sql",
 		"000007_released.down.sql", "000007_released.up.sql",
 		"000008_steps.down.sql", "000008_steps.up.sql",
+		"000009_claim_won.down.sql", "000009_claim_won.up.sql",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("files = %q, want %q", got, want)

@@ -17,14 +17,14 @@ import (
 	"github.com/idemledger/idemledger/postgres"
 )
 
-// pgObjects lists the tables, indexes and functions in the current schema
+// pgObjects lists the tables, indexes, row types and functions in the current schema
 // of db, as "type name".
 func pgObjects(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.Query(`
-		SELECT CASE c.relkind WHEN 'r' THEN 'table' ELSE 'index' END || ' ' || c.relname
+		SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'c' THEN 'type' ELSE 'index' END || ' ' || c.relname
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i', 'c')
 		UNION ALL
 		SELECT 'function ' || p.proname
 		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -72,6 +72,7 @@ func TestPostgresVersionDownUp(t *testing.T) {
 		"table idemledger_schema_migrations",
 		"table idempotency_ledger",
 		"table idempotency_steps",
+		"type idemledger_claim_won",
 	}
 	bare := []string{
 		"index app_orders_pkey",

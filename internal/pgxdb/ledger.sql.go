@@ -50,74 +50,77 @@ func (q *Queries) Abandon(ctx context.Context, arg AbandonParams) (int64, error)
 }
 
 const claim = `-- name: Claim :one
-SELECT clock.now::bigint AS now,
-       (CASE WHEN w.won_fence IS NOT NULL THEN 'won' ELSE COALESCE(r.state, '') END)::text AS state,
-       (CASE WHEN w.won_fence IS NOT NULL THEN w.won_fence ELSE COALESCE(r.fence, 0) END)::bigint AS fence,
-       (CASE WHEN w.won_fence IS NOT NULL THEN w.won_lease_expires_at
-             ELSE COALESCE(r.lease_expires_at, 0) END)::bigint AS lease_expires_at,
-       (CASE WHEN w.won_fence IS NOT NULL THEN COALESCE(w.won_committed_at, 0)
-             ELSE COALESCE(r.committed_at, 0) END)::bigint AS committed_at,
-       (CASE WHEN w.won_fence IS NOT NULL THEN w.won_failures
-             ELSE COALESCE(r.failures, 0) END)::bigint AS failures,
-       COALESCE(r.fingerprint, ''::bytea)::bytea AS fingerprint,
-       COALESCE(r.lease_token, '')::text AS lease_token,
-       COALESCE(r.status, 0)::bigint AS status,
-       r.headers,
-       r.body,
-       COALESCE(r.created_at, 0)::bigint AS created_at,
-       COALESCE(r.completed_at, 0)::bigint AS completed_at,
-       COALESCE(r.expires_at, 0)::bigint AS expires_at,
-       COALESCE(r.kind, '')::text AS kind,
-       (r.open IS NOT FALSE AND $1::bigint IS NOT NULL
-        AND clock.now > $1::bigint)::boolean AS late
+SELECT x.now::bigint AS now,
+       (CASE WHEN (x.won).won_fence IS NOT NULL THEN 'won' ELSE COALESCE(x.state, '') END)::text AS state,
+       (CASE WHEN (x.won).won_fence IS NOT NULL THEN (x.won).won_fence ELSE COALESCE(x.fence, 0) END)::bigint AS fence,
+       (CASE WHEN (x.won).won_fence IS NOT NULL THEN (x.won).won_lease_expires_at
+             ELSE COALESCE(x.lease_expires_at, 0) END)::bigint AS lease_expires_at,
+       (CASE WHEN (x.won).won_fence IS NOT NULL THEN COALESCE((x.won).won_committed_at, 0)
+             ELSE COALESCE(x.committed_at, 0) END)::bigint AS committed_at,
+       (CASE WHEN (x.won).won_fence IS NOT NULL THEN (x.won).won_failures
+             ELSE COALESCE(x.failures, 0) END)::bigint AS failures,
+       COALESCE(x.fingerprint, ''::bytea)::bytea AS fingerprint,
+       COALESCE(x.lease_token, '')::text AS lease_token,
+       COALESCE(x.status, 0)::bigint AS status,
+       x.headers,
+       x.body,
+       COALESCE(x.created_at, 0)::bigint AS created_at,
+       COALESCE(x.completed_at, 0)::bigint AS completed_at,
+       COALESCE(x.expires_at, 0)::bigint AS expires_at,
+       COALESCE(x.kind, '')::text AS kind,
+       (x.open IS NOT FALSE AND $1::bigint IS NOT NULL
+        AND x.now > $1::bigint)::boolean AS late
 FROM (
-    SELECT COALESCE($2::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
-           CASE WHEN $3::text IS NULL THEN NULL
-                ELSE set_config('lock_timeout', $3::text, true) END AS lock_timeout
+    SELECT clock.now, r.fingerprint, r.state, r.lease_token, r.lease_expires_at, r.fence,
+           r.status, r.headers, r.body, r.created_at, r.completed_at, r.expires_at, r.committed_at,
+           r.kind, r.failures, r.open,
+           CASE WHEN r.open IS NOT FALSE
+                     AND ($1::bigint IS NULL OR clock.now <= $1::bigint)
+                     AND ($2::text IS NULL
+                          OR set_config('lock_timeout', $2::text, true) IS NOT NULL)
+                THEN idemledger_claim_write($3::text, $4::text, $5::bytea, $6::text,
+                                            clock.now, $7::bigint, $8::bigint, $9::boolean)
+           END AS won
+    FROM (
+        SELECT COALESCE($10::bigint,
+                        floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now
+        OFFSET 0
+    ) AS clock
+    LEFT JOIN LATERAL (
+        -- Columns that a missing row (or a nullable column) leaves NULL
+        -- read as zero values above, which the driver's Row documents;
+        -- headers and body stay nullable bytea.
+        SELECT c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
+               c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
+               c.failures,
+               COALESCE(c.state = 'released' OR (
+                    c.expires_at <= clock.now
+                    AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
+               ) OR (
+                    c.state = 'in_flight'
+                    AND c.lease_expires_at <= clock.now
+                    AND c.fingerprint = $5::bytea
+                    AND (c.committed_at IS NULL OR $9::boolean)
+               ), false) AS open
+        FROM idempotency_ledger AS c
+        WHERE c.scope = $3::text AND c.key = $4::text
+        LIMIT 1
+    ) AS r ON true
     OFFSET 0
-) AS clock
-LEFT JOIN LATERAL (
-    -- Columns that a missing row (or a nullable column) leaves NULL read
-    -- as zero values above, which the driver's Row documents; headers and
-    -- body stay nullable bytea.
-    SELECT c.scope, c.fingerprint, c.state, c.lease_token, c.lease_expires_at, c.fence,
-           c.status, c.headers, c.body, c.created_at, c.completed_at, c.expires_at, c.committed_at, c.kind,
-           c.failures,
-           COALESCE(c.state = 'released' OR (
-                c.expires_at <= clock.now
-                AND (c.state = 'completed' OR c.lease_expires_at <= clock.now)
-           ) OR (
-                c.state = 'in_flight'
-                AND c.lease_expires_at <= clock.now
-                AND c.fingerprint = $4::bytea
-                AND (c.committed_at IS NULL OR $5::boolean)
-           ), false) AS open
-    FROM idempotency_ledger AS c
-    WHERE c.scope = $6::text AND c.key = $7::text
-    LIMIT 1
-) AS r ON true
-LEFT JOIN LATERAL (
-    SELECT f.won_fence, f.won_lease_expires_at, f.won_committed_at, f.won_failures
-    FROM idemledger_claim_write($6::text, $7::text, $4::bytea, $8::text,
-                                clock.now, $9::bigint, $10::bigint, $5::boolean) AS f
-    WHERE r.open IS NOT FALSE
-      AND ($1::bigint IS NULL OR clock.now <= $1::bigint)
-    OFFSET 0
-) AS w ON true
+) AS x
 `
 
 type ClaimParams struct {
 	ValidUntil  pgtype.Int8
-	Now         pgtype.Int8
 	LockTimeout pgtype.Text
-	Fingerprint []byte
-	Recover     bool
 	Scope       string
 	Key         string
+	Fingerprint []byte
 	LeaseToken  string
 	LeaseMillis int64
 	TtlMillis   int64
+	Recover     bool
+	Now         pgtype.Int8
 }
 
 type ClaimRow struct {
@@ -141,7 +144,7 @@ type ClaimRow struct {
 
 // One statement that reads the key's row first (r) and writes only when
 // that row does not stand: then it calls idemledger_claim_write (schema/
-// postgres/000007_released.up.sql), which inserts a new in-flight row, or
+// postgres/000009_claim_won.up.sql), which inserts a new in-flight row, or
 // takes over the existing one when it has expired or was released (anyone
 // may) or when it is in flight with a lease that ran out and the same
 // fingerprint. It always returns one row, the clock (now) by which r was
@@ -154,21 +157,24 @@ type ClaimRow struct {
 // way, by a silent network, after its caller gave up) writes nothing and
 // says so in late, so that a claim nobody waits for any more does not
 // hold the key for a whole lease. The clock is statement_timestamp(), the
-// time the server received the statement.
+// time the server received the statement. @lock_timeout (nullable) is set
+// for the write alone, just before it: a replay sets nothing.
 //
 // The won lease shares the row's columns rather than having its own: a
 // replay is answered from this row alone, and every column costs the
 // client its decoding at every execution (database/sql's scanning most).
 //
 // When r shows a standing row (completed and unexpired, in flight under a
-// live lease, or another fingerprint and unexpired) the plan's one-time
-// filter skips the function: nothing is inserted, no row is locked, no
-// transaction id is assigned, and the statement holds no INSERT for the
-// server to set up. A replay is then one round trip and one plain read.
-// This is safe because a standing row only changes by its own lease holder
-// (Complete, Release, Extend, Abandon) or once it has expired, and expiry
-// is judged by the same clock as r: the answer the ledger derives from r
-// was true at the statement's snapshot.
+// live lease, or another fingerprint and unexpired) the CASE that calls
+// the function takes its ELSE: nothing is inserted, no row is locked, no
+// transaction id is assigned, and the plan holds no scan of the function
+// for the executor to set up (the lateral join under a one-time filter that
+// did this before migration 9 cost a replay about 15 us of server time). A
+// replay is then one round trip and one plain read. This is safe because a
+// standing row only changes by its own lease holder (Complete, Release,
+// Extend, Abandon) or once it has expired, and expiry is judged by the
+// same clock as r: the answer the ledger derives from r was true at the
+// statement's snapshot.
 //
 // When r shows no row, or a row that may be taken over, the function's
 // upsert decides against the latest committed row, waiting for an
@@ -177,33 +183,33 @@ type ClaimRow struct {
 // after r's snapshot), nothing is won and r is stale or absent: the ledger
 // reads the row again (Get) to explain.
 //
-// OFFSET 0 keeps the function's subquery from being merged into the join,
-// so that its WHERE, which names only r, stays the one-time filter that
-// skips the call. It keeps clock and r whole too, so that the clock's
-// expression and r's open are computed once and the rest of the statement
-// reads their values, where merged subqueries copy the expressions into
-// every place that names them (the clock into open, open into the
-// filter), which cost a replay's claim server time at every execution.
-// r is kept
-// whole by LIMIT 1 rather than OFFSET 0: it tells the planner what the
-// primary key guarantees, one row at most, which its estimate from the
-// table's statistics may not. On a table whose rows shared one scope and
-// whose statistics were stale it estimated two, and the generic plan,
-// kept by the connection until the next ANALYZE, read the row through a
-// bitmap scan and put a Memoize node before the function's subquery,
-// both set up at every execution (the server CPU they cost: BENCHMARKS.md, "PostgreSQL replays and TxHandler beside their floors").
+// x's OFFSET 0 keeps it whole, so that the function is called once, in
+// x's won column, where a merged x would copy the call into every
+// reference to one of won's fields (a call each, the later ones finding
+// the first one's row). OFFSET 0 keeps clock whole too, so that the
+// clock's expression is computed once and the rest of the statement
+// reads its value, where a merged subquery copies the expression into
+// every place that names it, which cost a replay's claim server time at
+// every execution. r is kept whole by LIMIT 1 rather than OFFSET 0: it
+// tells the planner what the primary key guarantees, one row at most,
+// which its estimate from the table's statistics may not. On a table whose
+// rows shared one scope and whose statistics were stale it estimated two,
+// and the generic plan, kept by the connection until the next ANALYZE,
+// read the row through a bitmap scan and set up a Memoize node at every
+// execution (the server CPU they cost: BENCHMARKS.md, "PostgreSQL replays
+// and TxHandler beside their floors").
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
 		arg.ValidUntil,
-		arg.Now,
 		arg.LockTimeout,
-		arg.Fingerprint,
-		arg.Recover,
 		arg.Scope,
 		arg.Key,
+		arg.Fingerprint,
 		arg.LeaseToken,
 		arg.LeaseMillis,
 		arg.TtlMillis,
+		arg.Recover,
+		arg.Now,
 	)
 	var i ClaimRow
 	err := row.Scan(

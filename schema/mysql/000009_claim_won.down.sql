@@ -1,0 +1,2 @@
+-- Nothing to undo: migration 9 changes nothing on this engine.
+SELECT 1;
