@@ -133,7 +133,8 @@ type Executor interface {
 	Release(ctx context.Context, p ReleaseParams) (bool, error)
 	// MarkCommitted writes the commit mark (the time of p.Now, or of the
 	// engine's clock) into the in-flight row held by p's lease, keeping a
-	// mark already there, and reports whether the lease still held.
+	// mark already there, moves the lease's end to at least that time plus
+	// p.LeaseMillis, and reports whether the lease still held.
 	MarkCommitted(ctx context.Context, p MarkParams) (bool, error)
 	// Abandon ends at once the lease held by p.Token, whatever its fence:
 	// the row stays in flight, with a lease that has run out.
@@ -379,10 +380,15 @@ type CompleteResult struct {
 	Marked      bool
 }
 
-// MarkParams writes the commit mark of a held lease at Now.
+// MarkParams writes the commit mark of a held lease at Now, and renews
+// the lease for LeaseMillis from then: the holder is alive, and about to
+// store its answer, which a retry that found the lease run out and the
+// mark there would otherwise declare lost (the lease may have run out while
+// the mark waited behind a lock).
 type MarkParams struct {
 	LeaseParams
-	Now int64
+	LeaseMillis int64
+	Now         int64
 }
 
 // ExtendParams moves a lease's end to now plus LeaseMillis.

@@ -549,14 +549,16 @@ func committedString(r *modelRec) string {
 }
 
 // commit follows Ledger.Commit's doc comment: the holder's mark, the first
-// one kept.
+// one kept, and the lease renewed for a whole lease from now.
 func (m *model) commit(h *handle) string {
 	if !m.holds(h) {
 		return leaseLost(h)
 	}
-	if r := m.recs[h.key]; r.committed == 0 {
+	r := m.recs[h.key]
+	if r.committed == 0 {
 		r.committed = m.now
 	}
+	r.leaseExp = max(r.leaseExp, m.now+m.lease)
 	return "ok"
 }
 

@@ -74,3 +74,73 @@ func testCommitOutlastsLock[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 		t.Errorf("retry after the lock: %+v; want the first run's 201 replayed", summary(r))
 	}
 }
+
+// TestCommitKeepsItsPlace: as TestCommitOutlastsLock, but a retry comes
+// after the lease ran out and is still waiting for the lock when it ends
+// (found by a newcomer: a payment service charged twice). The retry must
+// not be the first to get the record, find the lease run out and the mark
+// missing, and take the key over: Commit waits for the lock from before
+// the retry came, so its mark lands first. Nor may the retry, finding the
+// mark there and the lease run out, declare the answer lost (410) while
+// the first run is about to store it: the mark renews the lease. The
+// retry is refused as in flight, the first run's answer is stored, and
+// the next retry replays it.
+func TestCommitKeepsItsPlace(t *testing.T) {
+	testdb.EachAtOnce(t, testCommitKeepsItsPlace[*sql.Tx], testCommitKeepsItsPlace[pgx.Tx])
+}
+
+func testCommitKeepsItsPlace[TTx any](t *testing.T, d *testdb.DB[TTx]) {
+	const short = 1500 * time.Millisecond
+	opts := ledger.Options{TTL: time.Hour, Lease: short, CacheBytes: ledger.CacheOff}
+	first := newLedger(t, d, opts)
+	retries := newLedger(t, d, opts)
+	ctx := context.Background()
+	const key = "queued"
+	a := lifecycle.Decide(ctx, first, request(key, "a"), lifecycle.Config{})
+	if a.Verdict != lifecycle.Claimed {
+		t.Fatalf("first request: %+v", summary(a))
+	}
+	end := d.HoldRecord(t, "tenant-1", key)
+	unlock := time.Now().Add(3 * short)
+	go func() {
+		time.Sleep(time.Until(unlock))
+		end()
+	}()
+	// The retry starts shortly before the lock ends, long after the lease
+	// did, and its claim waits for the lock past its end (the claim's
+	// lock timeout is half its budget, at least).
+	retried := make(chan verdict, 1)
+	go func() {
+		time.Sleep(time.Until(unlock.Add(-short / 5)))
+		r := lifecycle.Decide(ctx, retries, request(key, "a"), lifecycle.Config{})
+		if r.Run != nil {
+			r.Run.Stop()
+			r.Run.Release(ledger.ReasonError, 503)
+		}
+		retried <- summary(r)
+	}()
+	time.Sleep(short / 3) // the handler makes its effect, inside its lease
+	ok := a.Run.Commit(ctx)
+	a.Run.Stop()
+	if ok {
+		a.Run.Complete(created, "", 201, nil)
+	} else {
+		a.Run.Complete(ledger.Outcome{Kind: "test", Status: 503, Body: []byte("retry")}, "", 503, nil)
+	}
+	switch got := <-retried; {
+	case got.Verdict == lifecycle.Claimed:
+		t.Errorf("a retry waiting for the lock when it ended ran the request again: %+v", got)
+	case got.Why == lifecycle.NotStored:
+		t.Errorf("a retry waiting for the lock when it ended was told the answer is lost, which the first run stored: %+v", got)
+	}
+	if !ok {
+		t.Fatal("Commit returned false: the retry took the key over, and the effect is made")
+	}
+	r := lifecycle.Decide(ctx, retries, request(key, "a"), lifecycle.Config{})
+	if r.Run != nil {
+		r.Run.Stop()
+	}
+	if r.Verdict != lifecycle.Replayed || r.Outcome.Status != 201 || string(r.Outcome.Body) != "paid" {
+		t.Errorf("retry after the lock: %+v; want the first run's 201 replayed", summary(r))
+	}
+}

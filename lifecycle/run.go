@@ -196,8 +196,16 @@ func (r *Run) Commit(ctx context.Context) bool {
 const CommitPatience = 10
 
 // mark writes the commit mark, trying again after failures that are not a
-// takeover until giveUp.
+// takeover until giveUp (once, for a zero giveUp). Each try may wait for
+// the store until giveUp: one that waits behind a lock keeps its place in
+// the store's queue, ahead of a retry's claim that comes once the lease
+// ran out (see [ledger.Ledger.Commit]).
 func (r *Run) mark(ctx context.Context, giveUp time.Time) {
+	if !giveUp.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), giveUp)
+		defer cancel()
+	}
 	for {
 		err := r.l.Commit(ctx, r.current())
 		switch {

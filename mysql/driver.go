@@ -245,7 +245,7 @@ func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool
 
 func (e executor) markCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
 	n, err := e.q().MarkCommitted(ctx, mysqldb.MarkCommittedParams{
-		Now:   clockArg(p.Now),
+		Now: clockArg(p.Now), LeaseMillis: p.LeaseMillis,
 		Scope: []byte(p.Scope), IdempotencyKey: []byte(p.Key), LeaseToken: token(p.Token), Fence: p.Fence,
 	})
 	if err != nil || n == 1 {

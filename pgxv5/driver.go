@@ -289,6 +289,7 @@ func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, e
 func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
 	n, err := pgxdb.New(e.db).MarkCommitted(ctx, pgxdb.MarkCommittedParams{
 		LockTimeout: e.lockTimeout(ctx),
+		LeaseMillis: p.LeaseMillis,
 		Scope:       p.Scope,
 		Key:         p.Key,
 		LeaseToken:  text(p.Token),

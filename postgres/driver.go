@@ -206,6 +206,7 @@ func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, e
 func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
 	n, err := pgdb.New(e.db).MarkCommitted(ctx, pgdb.MarkCommittedParams{
 		LockTimeout: e.lockTimeout(ctx),
+		LeaseMillis: p.LeaseMillis,
 		Scope:       p.Scope,
 		Key:         p.Key,
 		LeaseToken:  sql.NullString{String: p.Token, Valid: true},

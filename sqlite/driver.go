@@ -351,11 +351,12 @@ func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, e
 
 func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
 	n, err := e.queries(ctx).MarkCommitted(ctx, sqlitedb.MarkCommittedParams{
-		Now:        sql.NullInt64{Int64: clock(p.Now), Valid: true},
-		Scope:      p.Scope,
-		Key:        p.Key,
-		LeaseToken: sql.NullString{String: p.Token, Valid: true},
-		Fence:      p.Fence,
+		Now:         sql.NullInt64{Int64: clock(p.Now), Valid: true},
+		LeaseMillis: p.LeaseMillis,
+		Scope:       p.Scope,
+		Key:         p.Key,
+		LeaseToken:  sql.NullString{String: p.Token, Valid: true},
+		Fence:       p.Fence,
 	})
 	return n == 1, err
 }

@@ -602,19 +602,21 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 
 const markCommitted = `-- name: MarkCommitted :execrows
 UPDATE idempotency_ledger AS l
-SET committed_at = COALESCE(l.committed_at, clock.now)
+SET committed_at = COALESCE(l.committed_at, clock.now),
+    lease_expires_at = GREATEST(l.lease_expires_at, clock.now + $1::bigint)
 FROM (
-    SELECT COALESCE($5::bigint,
+    SELECT COALESCE($6::bigint,
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
-           CASE WHEN $6::text IS NULL THEN NULL
-                ELSE set_config('lock_timeout', $6::text, true) END AS lock_timeout
+           CASE WHEN $7::text IS NULL THEN NULL
+                ELSE set_config('lock_timeout', $7::text, true) END AS lock_timeout
     OFFSET 0
 ) AS clock
-WHERE l.scope = $1 AND l.key = $2
-  AND l.state = 'in_flight' AND l.lease_token = $3 AND l.fence = $4
+WHERE l.scope = $2 AND l.key = $3
+  AND l.state = 'in_flight' AND l.lease_token = $4 AND l.fence = $5
 `
 
 type MarkCommittedParams struct {
+	LeaseMillis int64
 	Scope       string
 	Key         string
 	LeaseToken  pgtype.Text
@@ -625,9 +627,14 @@ type MarkCommittedParams struct {
 
 // Marks the commit point of the caller's lease (token and fence): its
 // irreversible effect is done. A mark already set keeps its first time, so
-// that a retry of an ambiguous attempt changes nothing.
+// that a retry of an ambiguous attempt changes nothing else. The lease is
+// renewed for @lease_millis from the mark: the holder is alive and about
+// to store its answer, and a mark that waited behind a lock past the
+// lease's end must not leave a retry to find the lease run out and the
+// mark there, and declare the answer lost.
 func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markCommitted,
+		arg.LeaseMillis,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,

@@ -435,25 +435,32 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 
 const markCommitted = `-- name: MarkCommitted :execrows
 UPDATE idempotency_ledger
-SET committed_at = COALESCE(committed_at, ?1)
-WHERE scope = ?2 AND key = ?3
-  AND state = 'in_flight' AND lease_token = ?4 AND fence = ?5
+SET committed_at = COALESCE(committed_at, ?1),
+    lease_expires_at = MAX(lease_expires_at, ?1 + CAST(?2 AS INTEGER))
+WHERE scope = ?3 AND key = ?4
+  AND state = 'in_flight' AND lease_token = ?5 AND fence = ?6
 `
 
 type MarkCommittedParams struct {
-	Now        sql.NullInt64
-	Scope      string
-	Key        string
-	LeaseToken sql.NullString
-	Fence      int64
+	Now         sql.NullInt64
+	LeaseMillis int64
+	Scope       string
+	Key         string
+	LeaseToken  sql.NullString
+	Fence       int64
 }
 
 // Marks the commit point of the caller's lease (token and fence): its
 // irreversible effect is done. A mark already set keeps its first time, so
-// that a retry of an ambiguous attempt changes nothing.
+// that a retry of an ambiguous attempt changes nothing else. The lease is
+// renewed for @lease_millis from the mark: the holder is alive and about
+// to store its answer, and a mark that waited behind a lock past the
+// lease's end must not leave a retry to find the lease run out and the
+// mark there, and declare the answer lost.
 func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markCommittedStmt, markCommitted,
 		arg.Now,
+		arg.LeaseMillis,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,

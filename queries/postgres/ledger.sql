@@ -234,9 +234,14 @@ WHERE l.scope = @scope AND l.key = @key
 -- name: MarkCommitted :execrows
 -- Marks the commit point of the caller's lease (token and fence): its
 -- irreversible effect is done. A mark already set keeps its first time, so
--- that a retry of an ambiguous attempt changes nothing.
+-- that a retry of an ambiguous attempt changes nothing else. The lease is
+-- renewed for @lease_millis from the mark: the holder is alive and about
+-- to store its answer, and a mark that waited behind a lock past the
+-- lease's end must not leave a retry to find the lease run out and the
+-- mark there, and declare the answer lost.
 UPDATE idempotency_ledger AS l
-SET committed_at = COALESCE(l.committed_at, clock.now)
+SET committed_at = COALESCE(l.committed_at, clock.now),
+    lease_expires_at = GREATEST(l.lease_expires_at, clock.now + @lease_millis::bigint)
 FROM (
     SELECT COALESCE(sqlc.narg(now)::bigint,
                     floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
