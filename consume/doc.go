@@ -26,9 +26,10 @@
 // handler's context is cancelled, with a cause matching
 // ledger.ErrLeaseLost, when the lease runs out with no extension confirmed
 // (the store locked or unreachable for a whole lease) or is found taken
-// over, and Commit then returns false: check ctx.Err() just before the
-// effect and return an error there (the key goes back, and the
-// redelivery runs or replays the run that owns it).
+// over, and Commit then returns false: just before the effect, check
+// whether context.Cause(ctx) matches ledger.ErrLeaseLost, and return an
+// error there (the key goes back, and the redelivery runs or replays the
+// run that owns it).
 //
 // # Rules
 //

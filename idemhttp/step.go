@@ -14,7 +14,9 @@ import (
 // key, and its result is recorded before Step returns. A retry of a
 // request whose run passed its commit point and recorded steps resumes it
 // instead of getting 410 ([CodeOutcomeNotStored]). See [lifecycle.Run.Step]
-// for the contract.
+// for the contract. ctx is the handler's r.Context() or any context made
+// from it (context.WithoutCancel's included): Step finds the request's
+// claim there, as [ClaimFrom] does.
 //
 // For a request no Middleware's claim protects (no key, [FailOpen] while
 // the store is down, [TxHandler] alone, whose transaction is one step) fn
