@@ -291,22 +291,19 @@ func (l *Ledger[TTx]) Release(ctx context.Context, c *Claim) error {
 // is harmless and keeps the first mark's time. It leaves c as it is.
 //
 // Like Complete it ignores the cancellation of ctx and retries transient
-// faults (a lock it waited for, too) until the lease runs out, or until
-// ctx's deadline when that is later. The mark is written only while c's
-// token is the record's, so a mark that lands after the lease ran out
-// still proves that nobody took the key over meanwhile; and a caller that
-// waits behind a lock in the store for that long keeps its place ahead of
-// a retry's claim that comes later, which would otherwise find the lease
-// run out and take the key over (see docs/guarantees.md, "A store that
-// blocks past the lease"). The mark renews the lease for a whole lease
-// from its time, so that a retry finding it there does not declare the
-// answer lost while the holder stores it (c's LeaseExpiresAt does not
-// move: Commit leaves c as it is). It returns
+// faults, a lock it waited for included, until the lease runs out, or until
+// ctx's deadline when that is later: the mark is written only while c's
+// token is the record's, so one that lands late still proves that nobody
+// took the key over, and a caller that waits that long behind a lock keeps
+// its place ahead of a later claim (docs/guarantees.md, "A store that
+// blocks past the lease"). The mark renews the lease for a whole lease, so
+// that a retry finding it does not declare the answer lost while the
+// holder stores it (c's LeaseExpiresAt does not move). It returns
 // [ErrLeaseLost] when c's lease no longer holds, and otherwise an error
-// when the mark could not be
-// written: the record then stays an ordinary in-flight one, which a
-// retry may take over once the lease runs out unless the holder stores an
-// outcome first. A nil c returns ErrInvalidRequest.
+// when the mark could not be written: the record then stays an ordinary
+// in-flight one, which a retry may take over once the lease runs out
+// unless the holder stores an outcome first. A nil c returns
+// ErrInvalidRequest.
 func (l *Ledger[TTx]) Commit(ctx context.Context, c *Claim) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
