@@ -214,7 +214,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, statsJSON{
-			InFlight: s.InFlight, Completed: s.Completed, Expired: s.Expired, LeaseExpired: s.LeaseExpired,
+			InFlight: s.InFlight, Completed: s.Completed, Released: s.Released, Expired: s.Expired, LeaseExpired: s.LeaseExpired,
 			Committed: s.Committed, CompletedEstimated: s.Estimated, ExpiredEstimated: s.ExpiredEstimated,
 			PurgeBacklog: s.PurgeBacklog.Milliseconds(), Oldest: jsonTime(s.Oldest), Newest: jsonTime(s.Newest),
 			Steps: s.Steps,
@@ -228,6 +228,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	// -in-flight, column "committed").
 	fmt.Fprintf(tw, "  passed commit point\t%d\n", s.Committed)
 	fmt.Fprintf(tw, "completed, expired included\t%d%s\n", s.Completed, estimate(s.Estimated))
+	fmt.Fprintf(tw, "released\t%d\n", s.Released)
 	fmt.Fprintf(tw, "expired, awaiting purge\t%d%s\n", s.Expired, estimate(s.ExpiredEstimated))
 	fmt.Fprintf(tw, "purge backlog\t%v\n", s.PurgeBacklog)
 	fmt.Fprintf(tw, "oldest created\t%s\n", formatTime(s.Oldest))

@@ -19,7 +19,10 @@ type statsJSON struct {
 	// too; Expired counts those, of either state, that purge would delete.
 	InFlight  int64 `json:"in_flight"`
 	Completed int64 `json:"completed"`
-	Expired   int64 `json:"expired"`
+	// Released counts the records Release ended (ledger.Stats.Released):
+	// they keep the key's fence until purged.
+	Released int64 `json:"released"`
+	Expired  int64 `json:"expired"`
 	// LeaseExpired counts the records in flight whose lease ran out.
 	LeaseExpired int64 `json:"lease_expired"`
 	// Committed counts the records in flight that passed their commit

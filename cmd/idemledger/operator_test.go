@@ -77,11 +77,12 @@ func TestOperatorOutput(t *testing.T) {
 				args []string
 				want string
 			}{
-				{[]string{"stats"}, "in flight 1\n lease ran out 0\n passed commit point 0\ncompleted, expired included 1\nexpired, awaiting purge 0\npurge backlog 0s\n" +
+				{[]string{"stats"}, "in flight 1\n lease ran out 0\n passed commit point 0\ncompleted, expired included 1\nreleased 0\nexpired, awaiting purge 0\npurge backlog 0s\n" +
 					"oldest created 2023-11-14T22:13:20.000Z\nnewest created 2023-11-14T22:13:20.000Z\nrecorded steps 1\n"},
 				{[]string{"stats", "-json"}, `{
   "in_flight": 1,
   "completed": 1,
+  "released": 0,
   "expired": 0,
   "lease_expired": 0,
   "committed": 0,
@@ -398,6 +399,39 @@ expires 2100-01-01T00:00:00.000Z
 	}
 }
 
+// TestStatsReleased: a record that Release ended counts as released, not
+// in flight or completed, as text and as -json, on every engine.
+func TestStatsReleased(t *testing.T) {
+	for _, e := range cliEngines {
+		t.Run(e, func(t *testing.T) {
+			dsn, db := operatorDB(t, e)
+			ctx := context.Background()
+			l, err := ledger.New(testdb.WrapSQL(e, db, dsn).Driver, ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			claim, err := l.Claim(ctx, ledger.Request{Scope: "s", Key: "given-back", Fingerprint: hash.Bytes([]byte("a"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx, claim); err != nil {
+				t.Fatal(err)
+			}
+			r := idemledger(t, "", "stats", "-db", dsn)
+			r.want(t, 0)
+			if want := "in flight 0\n lease ran out 0\n passed commit point 0\ncompleted, expired included 0\nreleased 1\n"; !strings.HasPrefix(squeeze(r.stdout), want) {
+				t.Errorf("stats:\n%s\nwant it to start %q", r.stdout, want)
+			}
+			r = idemledger(t, "", "stats", "-json", "-db", dsn)
+			r.want(t, 0)
+			if !strings.Contains(r.stdout, "\"in_flight\": 0,\n  \"completed\": 0,\n  \"released\": 1,\n") {
+				t.Errorf("stats -json: %q", r.stdout)
+			}
+		})
+	}
+}
+
 // TestStatsPurgeBacklog: a record that expired an hour ago and was not
 // purged shows as stats' purge backlog, as text and as -json
 // (purge_backlog_ms), on every engine: what a monitor reads to see purge
@@ -425,7 +459,7 @@ func TestStatsPurgeBacklog(t *testing.T) {
 			r.want(t, 0)
 			// The expired record is still completed until purge deletes it:
 			// the line says so, as the help does.
-			if !strings.Contains(squeeze(r.stdout), "\ncompleted, expired included 1\nexpired, awaiting purge 1\npurge backlog 1h0m") {
+			if !strings.Contains(squeeze(r.stdout), "\ncompleted, expired included 1\nreleased 0\nexpired, awaiting purge 1\npurge backlog 1h0m") {
 				t.Errorf("stats:\n%s\nwant 1 completed, expired included, 1 expired and a backlog of 1h0m and some seconds", r.stdout)
 			}
 			if h := idemledger(t, "", "stats", "-h"); !strings.Contains(h.stdout, "expired ones included") {
@@ -485,12 +519,12 @@ func TestStatsLeaseRanOut(t *testing.T) {
 			}
 			r := idemledger(t, "", "stats", "-db", dsn)
 			r.want(t, 0)
-			if got, want := squeeze(r.stdout), "in flight 2\n lease ran out 1\n passed commit point 1\ncompleted, expired included 0\nexpired, awaiting purge 0\n"; !strings.HasPrefix(got, want) {
+			if got, want := squeeze(r.stdout), "in flight 2\n lease ran out 1\n passed commit point 1\ncompleted, expired included 0\nreleased 0\nexpired, awaiting purge 0\n"; !strings.HasPrefix(got, want) {
 				t.Errorf("stats:\n got %q\nwant it to start %q", got, want)
 			}
 			r = idemledger(t, "", "stats", "-json", "-db", dsn)
 			r.want(t, 0)
-			if !strings.Contains(r.stdout, "\"in_flight\": 2,\n  \"completed\": 0,\n  \"expired\": 0,\n  \"lease_expired\": 1,\n  \"committed\": 1,\n") {
+			if !strings.Contains(r.stdout, "\"in_flight\": 2,\n  \"completed\": 0,\n  \"released\": 0,\n  \"expired\": 0,\n  \"lease_expired\": 1,\n  \"committed\": 1,\n") {
 				t.Errorf("stats -json: %q", r.stdout)
 			}
 			r = idemledger(t, "", "inspect", "-in-flight", "-db", dsn)
