@@ -122,6 +122,10 @@ func testCommitKeepsItsPlace[TTx any](t *testing.T, d *testdb.DB[TTx]) {
 	time.Sleep(short / 3) // the handler makes its effect, inside its lease
 	ok := a.Run.Commit(ctx)
 	a.Run.Stop()
+	// The handler takes a moment to answer after its mark: the lease the
+	// mark renewed counts from when it was written (after the lock), not
+	// from when it was sent, or the retry behind it finds it run out.
+	time.Sleep(short / 2)
 	if ok {
 		a.Run.Complete(created, "", 201, nil)
 	} else {

@@ -352,6 +352,7 @@ func (e executor) Release(ctx context.Context, p idriver.ReleaseParams) (bool, e
 func (e executor) MarkCommitted(ctx context.Context, p idriver.MarkParams) (bool, error) {
 	n, err := e.queries(ctx).MarkCommitted(ctx, sqlitedb.MarkCommittedParams{
 		Now:         sql.NullInt64{Int64: clock(p.Now), Valid: true},
+		WrittenAt:   sql.NullInt64{Int64: p.Now, Valid: p.Now != 0},
 		LeaseMillis: p.LeaseMillis,
 		Scope:       p.Scope,
 		Key:         p.Key,

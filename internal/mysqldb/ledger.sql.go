@@ -651,7 +651,7 @@ const MarkCommitted = `-- name: MarkCommitted :execrows
 UPDATE idempotency_ledger
 SET committed_at = COALESCE(committed_at, ?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)),
     lease_expires_at = GREATEST(lease_expires_at,
-        COALESCE(?, CAST(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000 AS SIGNED)) + CAST(? AS SIGNED))
+        COALESCE(?, CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000 AS SIGNED)) + CAST(? AS SIGNED))
 WHERE scope = ? AND ` + "`" + `key` + "`" + ` = ?
   AND state = 'in_flight' AND lease_token = ? AND fence = ?
 `
@@ -666,9 +666,10 @@ type MarkCommittedParams struct {
 }
 
 // Marks the commit point of the caller's lease, keeping a mark already
-// there, and renews the lease for lease_millis from the mark (see the
-// PostgreSQL query: a mark that waited behind a lock past the lease's end
-// must not leave a retry to declare the answer lost). A statement that
+// there, and renews the lease for lease_millis from the moment the row is
+// written (SYSDATE, not the statement's start; see the PostgreSQL query: a
+// mark that waited behind a lock past the lease's end must not leave a
+// retry to declare the answer lost). A statement that
 // changes nothing (the mark there, the lease's end as far) is reported by
 // MySQL as no row: the driver then reads whether the lease holds (Held).
 func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {

@@ -610,44 +610,60 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 
 const markCommitted = `-- name: MarkCommitted :execrows
 UPDATE idempotency_ledger AS l
-SET committed_at = COALESCE(l.committed_at, clock.now),
-    lease_expires_at = GREATEST(l.lease_expires_at, clock.now + $1::bigint)
+SET committed_at = COALESCE(l.committed_at, h.now),
+    lease_expires_at = GREATEST(l.lease_expires_at, COALESCE($1::bigint, h.had) + $2::bigint)
 FROM (
-    SELECT COALESCE($6::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
-           CASE WHEN $7::text IS NULL THEN NULL
-                ELSE set_config('lock_timeout', $7::text, true) END AS lock_timeout
+    SELECT clock.now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS had
+    FROM (
+        SELECT COALESCE($1::bigint,
+                        floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+               CASE WHEN $7::text IS NULL THEN NULL
+                    ELSE set_config('lock_timeout', $7::text, true) END AS lock_timeout
+        OFFSET 0
+    ) AS clock,
+    LATERAL (
+        SELECT 1 AS one FROM idempotency_ledger AS x
+        WHERE x.scope = $3 AND x.key = $4
+          AND x.state = 'in_flight' AND x.lease_token = $5 AND x.fence = $6
+          AND clock.lock_timeout IS NOT DISTINCT FROM clock.lock_timeout
+        FOR UPDATE OF x
+    ) AS lk
     OFFSET 0
-) AS clock
-WHERE l.scope = $2 AND l.key = $3
-  AND l.state = 'in_flight' AND l.lease_token = $4 AND l.fence = $5
+) AS h
+WHERE l.scope = $3 AND l.key = $4
+  AND l.state = 'in_flight' AND l.lease_token = $5 AND l.fence = $6
 `
 
 type MarkCommittedParams struct {
+	Now         sql.NullInt64
 	LeaseMillis int64
 	Scope       string
 	Key         string
 	LeaseToken  sql.NullString
 	Fence       int64
-	Now         sql.NullInt64
 	LockTimeout sql.NullString
 }
 
 // Marks the commit point of the caller's lease (token and fence): its
 // irreversible effect is done. A mark already set keeps its first time, so
 // that a retry of an ambiguous attempt changes nothing else. The lease is
-// renewed for @lease_millis from the mark: the holder is alive and about
-// to store its answer, and a mark that waited behind a lock past the
-// lease's end must not leave a retry to find the lease run out and the
-// mark there, and declare the answer lost.
+// renewed for @lease_millis from the moment the row is had: the holder is
+// alive and about to store its answer, and a mark that waited behind a
+// lock past the lease's end must not leave a retry to find the lease run
+// out and the mark there, and declare the answer lost. That moment is
+// clock_timestamp() read once h's locking read (lk) has the row: an
+// UPDATE computes its new values before it waits for a row that another
+// transaction only locked, so read there the clock would be the
+// statement's start. lk names clock, so that clock (and the lock timeout
+// it sets) comes first.
 func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, markCommitted,
+		arg.Now,
 		arg.LeaseMillis,
 		arg.Scope,
 		arg.Key,
 		arg.LeaseToken,
 		arg.Fence,
-		arg.Now,
 		arg.LockTimeout,
 	)
 	if err != nil {

@@ -436,13 +436,15 @@ func (q *Queries) ListInFlight(ctx context.Context, maxRows int64) ([]Idempotenc
 const markCommitted = `-- name: MarkCommitted :execrows
 UPDATE idempotency_ledger
 SET committed_at = COALESCE(committed_at, ?1),
-    lease_expires_at = MAX(lease_expires_at, ?1 + CAST(?2 AS INTEGER))
-WHERE scope = ?3 AND key = ?4
-  AND state = 'in_flight' AND lease_token = ?5 AND fence = ?6
+    lease_expires_at = MAX(lease_expires_at,
+        COALESCE(CAST(?2 AS INTEGER), CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)) + CAST(?3 AS INTEGER))
+WHERE scope = ?4 AND key = ?5
+  AND state = 'in_flight' AND lease_token = ?6 AND fence = ?7
 `
 
 type MarkCommittedParams struct {
 	Now         sql.NullInt64
+	WrittenAt   sql.NullInt64
 	LeaseMillis int64
 	Scope       string
 	Key         string
@@ -453,13 +455,16 @@ type MarkCommittedParams struct {
 // Marks the commit point of the caller's lease (token and fence): its
 // irreversible effect is done. A mark already set keeps its first time, so
 // that a retry of an ambiguous attempt changes nothing else. The lease is
-// renewed for @lease_millis from the mark: the holder is alive and about
-// to store its answer, and a mark that waited behind a lock past the
-// lease's end must not leave a retry to find the lease run out and the
-// mark there, and declare the answer lost.
+// renewed for @lease_millis from the moment the row is written: the
+// holder is alive and about to store its answer, and a mark that waited
+// for the write lock past the lease's end must not leave a retry to find
+// the lease run out and the mark there, and declare the answer lost.
+// written_at is NULL but for a ledger with its own clock (Options.Now);
+// SQLite's 'now' is read within the step, after the lock was had.
 func (q *Queries) MarkCommitted(ctx context.Context, arg MarkCommittedParams) (int64, error) {
 	result, err := q.exec(ctx, q.markCommittedStmt, markCommitted,
 		arg.Now,
+		arg.WrittenAt,
 		arg.LeaseMillis,
 		arg.Scope,
 		arg.Key,

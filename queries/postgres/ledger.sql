@@ -235,22 +235,39 @@ WHERE l.scope = @scope AND l.key = @key
 -- Marks the commit point of the caller's lease (token and fence): its
 -- irreversible effect is done. A mark already set keeps its first time, so
 -- that a retry of an ambiguous attempt changes nothing else. The lease is
--- renewed for @lease_millis from the mark: the holder is alive and about
--- to store its answer, and a mark that waited behind a lock past the
--- lease's end must not leave a retry to find the lease run out and the
--- mark there, and declare the answer lost.
+-- renewed for @lease_millis from the moment the row is had: the holder is
+-- alive and about to store its answer, and a mark that waited behind a
+-- lock past the lease's end must not leave a retry to find the lease run
+-- out and the mark there, and declare the answer lost. That moment is
+-- clock_timestamp() read once h's locking read (lk) has the row: an
+-- UPDATE computes its new values before it waits for a row that another
+-- transaction only locked, so read there the clock would be the
+-- statement's start. lk names clock, so that clock (and the lock timeout
+-- it sets) comes first.
 UPDATE idempotency_ledger AS l
-SET committed_at = COALESCE(l.committed_at, clock.now),
-    lease_expires_at = GREATEST(l.lease_expires_at, clock.now + @lease_millis::bigint)
+SET committed_at = COALESCE(l.committed_at, h.now),
+    lease_expires_at = GREATEST(l.lease_expires_at, COALESCE(sqlc.narg(now)::bigint, h.had) + @lease_millis::bigint)
 FROM (
-    SELECT COALESCE(sqlc.narg(now)::bigint,
-                    floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
-           CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
-                ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+    SELECT clock.now, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS had
+    FROM (
+        SELECT COALESCE(sqlc.narg(now)::bigint,
+                        floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint) AS now,
+               CASE WHEN sqlc.narg(lock_timeout)::text IS NULL THEN NULL
+                    ELSE set_config('lock_timeout', sqlc.narg(lock_timeout)::text, true) END AS lock_timeout
+        OFFSET 0
+    ) AS clock,
+    LATERAL (
+        SELECT 1 AS one FROM idempotency_ledger AS x
+        WHERE x.scope = @scope AND x.key = @key
+          AND x.state = 'in_flight' AND x.lease_token = @lease_token AND x.fence = @fence
+          AND clock.lock_timeout IS NOT DISTINCT FROM clock.lock_timeout
+        FOR UPDATE OF x
+    ) AS lk
     OFFSET 0
-) AS clock
+) AS h
 WHERE l.scope = @scope AND l.key = @key
   AND l.state = 'in_flight' AND l.lease_token = @lease_token AND l.fence = @fence;
+
 
 -- name: Abandon :execrows
 -- Ends the lease of a claim whose caller never learned that it won (its

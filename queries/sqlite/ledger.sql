@@ -108,13 +108,16 @@ WHERE scope = @scope AND key = @key
 -- Marks the commit point of the caller's lease (token and fence): its
 -- irreversible effect is done. A mark already set keeps its first time, so
 -- that a retry of an ambiguous attempt changes nothing else. The lease is
--- renewed for @lease_millis from the mark: the holder is alive and about
--- to store its answer, and a mark that waited behind a lock past the
--- lease's end must not leave a retry to find the lease run out and the
--- mark there, and declare the answer lost.
+-- renewed for @lease_millis from the moment the row is written: the
+-- holder is alive and about to store its answer, and a mark that waited
+-- for the write lock past the lease's end must not leave a retry to find
+-- the lease run out and the mark there, and declare the answer lost.
+-- written_at is NULL but for a ledger with its own clock (Options.Now);
+-- SQLite's 'now' is read within the step, after the lock was had.
 UPDATE idempotency_ledger
 SET committed_at = COALESCE(committed_at, @now),
-    lease_expires_at = MAX(lease_expires_at, @now + CAST(@lease_millis AS INTEGER))
+    lease_expires_at = MAX(lease_expires_at,
+        COALESCE(CAST(sqlc.narg(written_at) AS INTEGER), CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)) + CAST(@lease_millis AS INTEGER))
 WHERE scope = @scope AND key = @key
   AND state = 'in_flight' AND lease_token = @lease_token AND fence = @fence;
 
