@@ -451,6 +451,25 @@ func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx con
 				w.WriteHeader(status)
 				w.Write(body)
 			}
+			// withContract answers from statement, a floor's claim of
+			// the replayed key, with the work the contract asks of every
+			// replay around it (decide-fp, claim-fp).
+			withContract := func(statement func(ctx context.Context, scope, key string, fp []byte) (int, []byte, error)) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if _, err := ParseKey(r.Header, KeyRules{}); err != nil {
+						http.Error(w, err.Error(), 400)
+						return
+					}
+					in, _ := io.ReadAll(r.Body)
+					fp, _ := fingerprint(r, in)
+					status, body, err := statement(r.Context(), "tenant-1", replayKey, fp[:])
+					if err == nil {
+						w.Header().Set("Location", "/orders/1")
+						w.Header().Set(DefaultReplayHeader, "true")
+					}
+					answer(w, status, body, err)
+				})
+			}
 			handlers := map[string]http.Handler{
 				"read": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					io.Copy(io.Discard, r.Body)
@@ -462,34 +481,8 @@ func runPairedKinds[TTx any](b *testing.B, e *clientsEnv[TTx], read func(ctx con
 					status, body, err := fl.decide(r.Context(), "tenant-1", replayKey, fp[:])
 					answer(w, status, body, err)
 				}),
-				"decide-fp": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if _, err := ParseKey(r.Header, KeyRules{}); err != nil {
-						http.Error(w, err.Error(), 400)
-						return
-					}
-					in, _ := io.ReadAll(r.Body)
-					fp, _ := fingerprint(r, in)
-					status, body, err := fl.decide(r.Context(), "tenant-1", replayKey, fp[:])
-					if err == nil {
-						w.Header().Set("Location", "/orders/1")
-						w.Header().Set(DefaultReplayHeader, "true")
-					}
-					answer(w, status, body, err)
-				}),
-				"claim-fp": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if _, err := ParseKey(r.Header, KeyRules{}); err != nil {
-						http.Error(w, err.Error(), 400)
-						return
-					}
-					in, _ := io.ReadAll(r.Body)
-					fp, _ := fingerprint(r, in)
-					status, body, err := fl.claim(r.Context(), "tenant-1", replayKey, fp[:])
-					if err == nil {
-						w.Header().Set("Location", "/orders/1")
-						w.Header().Set(DefaultReplayHeader, "true")
-					}
-					answer(w, status, body, err)
-				}),
+				"decide-fp": withContract(fl.decide),
+				"claim-fp":  withContract(fl.claim),
 				"http-floor": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					io.Copy(io.Discard, r.Body)
 					w.Header().Set("Location", "/orders/1")

@@ -144,13 +144,13 @@ func (c *outcomeCache) get(k cacheKey, mono, wall int64) *cacheEntry {
 	return e
 }
 
-// put keeps a copy of row, a completed record as read, under k until the
-// deadlines mono and wall; a record larger than a quarter of a shard is
-// not kept, nor one whose headers column does not decode (the database's
-// path answers it).
-func (c *outcomeCache) put(k cacheKey, row *driver.Row, mono, wall int64) {
-	var header *cachedHeader
-	if row.Headers != nil {
+// put keeps a copy of row, a completed record, under k until the
+// deadlines mono and wall, with its headers: header when it is not nil,
+// else row's headers column decoded. A record larger than a quarter of a
+// shard is not kept, nor one whose headers column does not decode (the
+// database's path answers it).
+func (c *outcomeCache) put(k cacheKey, row *driver.Row, header *cachedHeader, mono, wall int64) {
+	if header == nil && row.Headers != nil {
 		h, err := decodeHeader(row.Headers)
 		if err != nil {
 			return
@@ -242,7 +242,10 @@ func (l *Ledger[TTx]) cacheClock(t time.Time) (mono, wall int64) {
 // its read: what the cache keeps.
 type stood struct {
 	row *driver.Row
-	now int64
+	// header is row's headers decoded already, or nil: a record this
+	// process completed has the caller's map, and its row no column.
+	header *cachedHeader
+	now    int64
 }
 
 // note records in st, when st is not nil, the row that answered if it is
@@ -296,18 +299,20 @@ func (l *Ledger[TTx]) remember(req Request, st *stood, mono, wall int64) {
 	if life < (math.MaxInt64-mono)/int64(time.Millisecond) {
 		monoUntil = mono + life*int64(time.Millisecond)
 	}
-	l.cache.put(cacheKey{req.Scope, req.Key}, st.row, monoUntil, wall+life)
+	l.cache.put(cacheKey{req.Scope, req.Key}, st.row, st.header, monoUntil, wall+life)
 }
 
 // keepCompleted keeps in the cache the record that c's holder completed
-// with p, as the driver's res reports it stored, by a call that began at
+// with p (whose headers column is header, as the caller gave it: the
+// cache takes the map, not the JSON made of it), as the driver's res
+// reports it stored, by a call that began at
 // start: its remaining life at the write is exactly the TTL, counted from
 // the call's start as remember counts it. Only committed writes come here
 // (Complete on the pool, or MutateOutcomeCommit's once its COMMIT
 // succeeded): a record completed by this process cannot change until it
 // expires. A write whose times or commit mark the engine did not report is
 // not kept (the record is kept once read).
-func (l *Ledger[TTx]) keepCompleted(c *Claim, p driver.CompleteParams, res driver.CompleteResult, start time.Time) {
+func (l *Ledger[TTx]) keepCompleted(c *Claim, p driver.CompleteParams, header map[string][]string, res driver.CompleteResult, start time.Time) {
 	if l.cache == nil || !res.OK || res.CompletedAt <= 0 {
 		return
 	}
@@ -321,11 +326,11 @@ func (l *Ledger[TTx]) keepCompleted(c *Claim, p driver.CompleteParams, res drive
 	mark := res.CommittedAt
 	row := &driver.Row{
 		Scope: c.Request.Scope, Key: c.Request.Key, Fingerprint: c.Request.Fingerprint[:], State: "completed",
-		Fence: c.Fence, Status: p.Status, Headers: p.Headers, Body: p.Body, Kind: p.Kind,
+		Fence: c.Fence, Status: p.Status, Body: p.Body, Kind: p.Kind,
 		CreatedAt: c.claimedAt, CompletedAt: res.CompletedAt, ExpiresAt: res.CompletedAt + p.TTLMillis, CommittedAt: mark,
 	}
 	mono, wall := l.cacheClock(start)
-	l.remember(c.Request, &stood{row: row, now: res.CompletedAt}, mono, wall)
+	l.remember(c.Request, &stood{row: row, header: newCachedHeader(header), now: res.CompletedAt}, mono, wall)
 }
 
 // throughCache is the cache around ask, a claim or a lookup of req on the

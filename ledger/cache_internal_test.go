@@ -41,7 +41,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	body := int(c.maxEntry) - cacheEntryOverhead - len("tenant-1") - 1 - 32 - header - len("http")
 	k := func(s string) cacheKey { return cacheKey{"tenant-1", s} }
 	for _, s := range []string{"a", "b", "c", "d"} {
-		c.put(k(s), cacheRow(s, body), 10, 10)
+		c.put(k(s), cacheRow(s, body), nil, 10, 10)
 	}
 	if n, bytes := c.stats(); n != 4 || bytes != 4*c.maxEntry {
 		t.Fatalf("%d entries of %d bytes, want 4 of %d", n, bytes, 4*c.maxEntry)
@@ -49,13 +49,13 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	if c.get(k("a"), 0, 0) == nil {
 		t.Fatal("a was not kept")
 	}
-	c.put(k("e"), cacheRow("e", body), 10, 10) // drops b, the least recently used
+	c.put(k("e"), cacheRow("e", body), nil, 10, 10) // drops b, the least recently used
 	for s, want := range map[string]bool{"a": true, "b": false, "c": true, "d": true, "e": true} {
 		if got := c.get(k(s), 0, 0) != nil; got != want {
 			t.Errorf("%s kept %t, want %t", s, got, want)
 		}
 	}
-	c.put(k("big"), cacheRow("big", body+1), 10, 10)
+	c.put(k("big"), cacheRow("big", body+1), nil, 10, 10)
 	if c.get(k("big"), 0, 0) != nil {
 		t.Error("an entry over a quarter of the shard was kept")
 	}
@@ -102,7 +102,7 @@ func TestCacheHeapBound(t *testing.T) {
 			c := newOutcomeCache(DefaultCacheBytes)
 			for i := range n {
 				key := "key-" + strconv.Itoa(i)
-				c.put(cacheKey{"tenant-1", key}, cacheRow(key, body), 1<<62, 1<<62)
+				c.put(cacheKey{"tenant-1", key}, cacheRow(key, body), nil, 1<<62, 1<<62)
 			}
 			grew := int64(heap()) - int64(before)
 			entries, bytes := c.stats()
@@ -198,7 +198,7 @@ func TestCacheConcurrent(t *testing.T) {
 					t.Errorf("%s: got the row of %s with a body of %d bytes", key, e.row.Key, len(e.row.Body))
 					return
 				}
-				c.put(k, cacheRow(key, 100+i%700), 10, 10)
+				c.put(k, cacheRow(key, 100+i%700), nil, 10, 10)
 			}
 		})
 	}
@@ -243,7 +243,7 @@ func TestCachedHeader(t *testing.T) {
 		k := cacheKey{"tenant-1", tt.name}
 		row := cacheRow(tt.name, 10)
 		row.Headers = col
-		c.put(k, row, 10, 10)
+		c.put(k, row, nil, 10, 10)
 		e := c.get(k, 0, 0)
 		if e == nil {
 			t.Fatalf("%s: not kept", tt.name)
@@ -266,6 +266,15 @@ func TestCachedHeader(t *testing.T) {
 		}
 		if again := e.header.clone(); !reflect.DeepEqual(again, tt.h) {
 			t.Errorf("%s: after a caller changed its copy, got %#v, want %#v", tt.name, again, tt.h)
+		}
+		// A record this process completed is kept from the caller's map,
+		// with no column: it answers the same.
+		mine := cacheKey{"tenant-1", tt.name + "-completed here"}
+		row = cacheRow(mine.key, 10)
+		row.Headers = nil
+		c.put(mine, row, newCachedHeader(tt.h), 10, 10)
+		if got := c.get(mine, 0, 0).header.clone(); !reflect.DeepEqual(got, tt.h) {
+			t.Errorf("%s, kept from the map: got %#v, want %#v", tt.name, got, tt.h)
 		}
 	}
 }

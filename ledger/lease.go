@@ -92,7 +92,7 @@ func (l *Ledger[TTx]) completeWith(ctx context.Context, ex driver.Executor, c *C
 		return wrapOp("complete", err)
 	}
 	if ok {
-		l.keepCompleted(c, p, res, start)
+		l.keepCompleted(c, p, out.Header, res, start)
 	}
 	if !ok && unsure {
 		// An earlier attempt may have stored the outcome: the record is

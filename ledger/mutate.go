@@ -328,7 +328,7 @@ func mutate[TTx, T any](ctx context.Context, l *Ledger[TTx], tx driver.Executor,
 	if commit != nil {
 		// Committed: the record is kept as written. A caller's
 		// transaction may still roll it back, so nothing is kept then.
-		l.keepCompleted(c, p, res, wrote)
+		l.keepCompleted(c, p, out.Header, res, wrote)
 	}
 	return Result[T]{Value: v, Fence: c.Fence}, nil
 }
